@@ -1,0 +1,37 @@
+"""The backend interface the Groth16 prover calls."""
+from __future__ import annotations
+
+import abc
+
+import numpy as np
+
+from prover.curve import PointTable
+from prover.polynomial.domain import Radix2Domain
+
+
+class Backend(abc.ABC):
+    name: str
+
+    @abc.abstractmethod
+    def ntt(self, domain: Radix2Domain, x: np.ndarray, inverse: bool = False) -> np.ndarray:
+        """NTT (or inverse) of an Fr vector; returns a host Fr vector."""
+
+    @abc.abstractmethod
+    def coset_ntt(self, domain: Radix2Domain, x: np.ndarray, inverse: bool = False) -> np.ndarray:
+        """NTT onto (inverse: from) the coset g*D."""
+
+    @abc.abstractmethod
+    def compute_h(self, domain: Radix2Domain, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+        """Coefficients of H = (A*B - C) / Z from the evaluations a, b, c over ``domain``.
+
+        The returned vector has ``domain.size`` entries; the last is always zero
+        (deg H <= n - 2). The inputs are not modified.
+        """
+
+    @abc.abstractmethod
+    def msm_g1(self, table: PointTable, scalars: np.ndarray):
+        """sum scalars[i] * table[i] in G1 (an arkworks G1Point)."""
+
+    @abc.abstractmethod
+    def msm_g2(self, table: PointTable, scalars: np.ndarray):
+        """sum scalars[i] * table[i] in G2 (an arkworks G2Point)."""

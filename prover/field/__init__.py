@@ -1,0 +1,1 @@
+"""Finite fields of BLS12-381."""

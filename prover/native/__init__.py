@@ -1,0 +1,67 @@
+"""CPU kernels written in C, compiled on first use and cached, loaded with ctypes.
+
+Like the GPU kernels (CUDA source compiled by NVRTC at run time), the CPU twin keeps its
+hot loops as source in the package: nothing to build at install time, one compile per
+machine and source version. The cache key is the source's hash, and the shared object is
+published with an atomic rename so concurrent workers never load a half-written file.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+
+_SRC_DIR = Path(__file__).resolve().parent
+
+
+class NativeBuildError(RuntimeError):
+    """The C compiler is missing or rejected the kernel source."""
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("PROOFFLOW_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "proofflow")
+    return Path(root) / "native"
+
+
+def _compiler() -> str:
+    for cand in (os.environ.get("CC"), "cc", "gcc", "clang"):
+        if cand and shutil.which(cand):
+            return cand
+    raise NativeBuildError("no C compiler found (set CC, or install gcc): the CPU field kernels need one")
+
+
+def _build(src: Path, out: Path) -> None:
+    cc = _compiler()
+    base = [cc, "-O3", "-fPIC", "-shared", "-std=c11", str(src)]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=out.name, suffix=".tmp", dir=out.parent)
+    os.close(fd)
+    try:
+        # OpenMP spreads the array loops over the cores; fall back to one thread without it.
+        for extra in (["-fopenmp"], []):
+            proc = subprocess.run(base + extra + ["-o", tmp], capture_output=True, text=True)
+            if proc.returncode == 0:
+                os.replace(tmp, out)
+                return
+        raise NativeBuildError(f"compiling {src.name} failed:\n{proc.stderr}")
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+@lru_cache(maxsize=None)
+def load(name: str) -> ctypes.CDLL:
+    """Compile (once per machine and source version) and load ``<name>.c``."""
+    src = _SRC_DIR / f"{name}.c"
+    digest = hashlib.sha256(src.read_bytes()).hexdigest()[:16]
+    so = cache_dir() / f"{name}-{platform.machine()}-{digest}.so"
+    if not so.exists():
+        _build(src, so)
+    return ctypes.CDLL(str(so))

@@ -1,0 +1,244 @@
+/* BLS12-381 scalar field Fr on the CPU: Montgomery form, 4 x 64-bit limbs, little-endian.
+ * One element is 32 bytes, the same layout the GPU kernels read, so vectors cross
+ * to the device with no conversion. Every routine takes whole arrays: the Python side
+ * never loops over elements. Values are kept fully reduced (< p) after every op. */
+#include <stdint.h>
+#include <stddef.h>
+#include <string.h>
+
+typedef unsigned __int128 u128;
+typedef uint64_t fr[4];
+
+static const uint64_t P[4] = {0xffffffff00000001ULL, 0x53bda402fffe5bfeULL,
+                              0x3339d80809a1d805ULL, 0x73eda753299d7d48ULL};
+static const uint64_t PINV = 0xfffffffeffffffffULL; /* -p^-1 mod 2^64 */
+static const uint64_t ONE_MONT[4] = {0x00000001fffffffeULL, 0x5884b7fa00034802ULL,
+                                     0x998c4fefecbc4ff5ULL, 0x1824b159acc5056fULL};
+
+static inline int geq_p(const uint64_t *t) {
+    for (int i = 3; i >= 0; i--) {
+        if (t[i] > P[i]) return 1;
+        if (t[i] < P[i]) return 0;
+    }
+    return 1;
+}
+
+static inline void sub_p(uint64_t *t) {
+    u128 borrow = 0;
+    for (int i = 0; i < 4; i++) {
+        u128 d = (u128)t[i] - P[i] - borrow;
+        t[i] = (uint64_t)d;
+        borrow = (d >> 64) & 1;
+    }
+}
+
+static inline void mont_mul(const uint64_t *a, const uint64_t *b, uint64_t *out) {
+    /* CIOS; p < 2^255 so the running value never needs a fifth carry word beyond t[4]. */
+    uint64_t t[6] = {0, 0, 0, 0, 0, 0};
+    for (int i = 0; i < 4; i++) {
+        u128 c = 0;
+        for (int j = 0; j < 4; j++) {
+            c += (u128)a[j] * b[i] + t[j];
+            t[j] = (uint64_t)c;
+            c >>= 64;
+        }
+        c += t[4];
+        t[4] = (uint64_t)c;
+        t[5] = (uint64_t)(c >> 64);
+        uint64_t m = t[0] * PINV;
+        c = (u128)m * P[0] + t[0];
+        c >>= 64;
+        for (int j = 1; j < 4; j++) {
+            c += (u128)m * P[j] + t[j];
+            t[j - 1] = (uint64_t)c;
+            c >>= 64;
+        }
+        c += t[4];
+        t[3] = (uint64_t)c;
+        t[4] = t[5] + (uint64_t)(c >> 64);
+    }
+    if (t[4] || geq_p(t)) sub_p(t);
+    memcpy(out, t, 32);
+}
+
+static inline void add_mod(const uint64_t *a, const uint64_t *b, uint64_t *out) {
+    uint64_t t[4];
+    u128 c = 0;
+    for (int i = 0; i < 4; i++) {
+        c += (u128)a[i] + b[i];
+        t[i] = (uint64_t)c;
+        c >>= 64;
+    }
+    if (geq_p(t)) sub_p(t); /* a + b < 2p < 2^256: no carry out */
+    memcpy(out, t, 32);
+}
+
+static inline void sub_mod(const uint64_t *a, const uint64_t *b, uint64_t *out) {
+    uint64_t t[4];
+    u128 borrow = 0;
+    for (int i = 0; i < 4; i++) {
+        u128 d = (u128)a[i] - b[i] - borrow;
+        t[i] = (uint64_t)d;
+        borrow = (d >> 64) & 1;
+    }
+    if (borrow) {
+        u128 c = 0;
+        for (int i = 0; i < 4; i++) {
+            c += (u128)t[i] + P[i];
+            t[i] = (uint64_t)c;
+            c >>= 64;
+        }
+    }
+    memcpy(out, t, 32);
+}
+
+static void mont_pow(const uint64_t *base, const uint64_t *exp, uint64_t *out) {
+    uint64_t r[4], b[4];
+    memcpy(r, ONE_MONT, 32);
+    memcpy(b, base, 32);
+    for (int i = 0; i < 4; i++)
+        for (int bit = 0; bit < 64; bit++) {
+            if ((exp[i] >> bit) & 1) mont_mul(r, b, r);
+            mont_mul(b, b, b);
+        }
+    memcpy(out, r, 32);
+}
+
+static inline int is_zero(const uint64_t *a) { return (a[0] | a[1] | a[2] | a[3]) == 0; }
+
+/* ---- element-wise array ops; b_stride 0 broadcasts one element ---- */
+
+void fr_mul(const uint64_t *a, const uint64_t *b, int64_t b_stride, uint64_t *out, int64_t n) {
+#pragma omp parallel for schedule(static) if (n > 4096)
+    for (int64_t i = 0; i < n; i++) mont_mul(a + 4 * i, b + 4 * i * b_stride, out + 4 * i);
+}
+
+void fr_add(const uint64_t *a, const uint64_t *b, int64_t b_stride, uint64_t *out, int64_t n) {
+#pragma omp parallel for schedule(static) if (n > 16384)
+    for (int64_t i = 0; i < n; i++) add_mod(a + 4 * i, b + 4 * i * b_stride, out + 4 * i);
+}
+
+void fr_sub(const uint64_t *a, const uint64_t *b, int64_t b_stride, uint64_t *out, int64_t n) {
+#pragma omp parallel for schedule(static) if (n > 16384)
+    for (int64_t i = 0; i < n; i++) sub_mod(a + 4 * i, b + 4 * i * b_stride, out + 4 * i);
+}
+
+/* Canonical integers (< p) in, Montgomery form out; 1 on an input >= p. */
+int fr_to_mont(const uint64_t *a, const uint64_t *r2, uint64_t *out, int64_t n) {
+    int bad = 0;
+#pragma omp parallel for schedule(static) reduction(| : bad) if (n > 4096)
+    for (int64_t i = 0; i < n; i++) {
+        if (geq_p(a + 4 * i)) { bad = 1; continue; }
+        mont_mul(a + 4 * i, r2, out + 4 * i);
+    }
+    return bad;
+}
+
+void fr_from_mont(const uint64_t *a, uint64_t *out, int64_t n) {
+    static const uint64_t one[4] = {1, 0, 0, 0};
+#pragma omp parallel for schedule(static) if (n > 4096)
+    for (int64_t i = 0; i < n; i++) mont_mul(a + 4 * i, one, out + 4 * i);
+}
+
+void fr_pow(const uint64_t *a, const uint64_t *exp, uint64_t *out, int64_t n) {
+#pragma omp parallel for schedule(static) if (n > 64)
+    for (int64_t i = 0; i < n; i++) mont_pow(a + 4 * i, exp, out + 4 * i);
+}
+
+/* out[i] = start * base^i, computed in independent chunks so it parallelises. */
+void fr_powers(const uint64_t *start, const uint64_t *base, uint64_t *out, int64_t n) {
+    const int64_t chunk = 1 << 14;
+    int64_t nchunks = (n + chunk - 1) / chunk;
+#pragma omp parallel for schedule(static) if (nchunks > 1)
+    for (int64_t c = 0; c < nchunks; c++) {
+        uint64_t e[4] = {(uint64_t)(c * chunk), 0, 0, 0}, cur[4];
+        mont_pow(base, e, cur);
+        mont_mul(cur, start, cur);
+        int64_t end = (c + 1) * chunk < n ? (c + 1) * chunk : n;
+        for (int64_t i = c * chunk; i < end; i++) {
+            memcpy(out + 4 * i, cur, 32);
+            mont_mul(cur, base, cur);
+        }
+    }
+}
+
+/* Montgomery's trick: one exponentiation for the whole array. Returns the index of the
+ * first zero element (which has no inverse), or -1. */
+int64_t fr_batch_inverse(const uint64_t *a, uint64_t *out, const uint64_t *p_minus_2, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        if (is_zero(a + 4 * i)) return i;
+    if (n == 0) return -1;
+    uint64_t acc[4], inv[4], tmp[4];
+    memcpy(acc, ONE_MONT, 32);
+    for (int64_t i = 0; i < n; i++) { /* out[i] = a[0] * ... * a[i-1] */
+        memcpy(out + 4 * i, acc, 32);
+        mont_mul(acc, a + 4 * i, acc);
+    }
+    mont_pow(acc, p_minus_2, inv);
+    for (int64_t i = n - 1; i >= 0; i--) {
+        mont_mul(out + 4 * i, inv, tmp);
+        mont_mul(inv, a + 4 * i, inv);
+        memcpy(out + 4 * i, tmp, 32);
+    }
+    return -1;
+}
+
+/* ---- NTT: in place, radix-2 decimation in time after a bit-reversal permutation.
+ * tw[j] = w^j for j < n/2, w a primitive n-th root of unity (w^-1 for the inverse). ---- */
+
+static void bit_reverse(uint64_t *x, int log_n) {
+    int64_t n = (int64_t)1 << log_n;
+#pragma omp parallel for schedule(static) if (n > 16384)
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t r = i, rev = 0;
+        for (int b = 0; b < log_n; b++) { rev = (rev << 1) | (r & 1); r >>= 1; }
+        if ((int64_t)rev > i) {
+            uint64_t t[4];
+            memcpy(t, x + 4 * i, 32);
+            memcpy(x + 4 * i, x + 4 * rev, 32);
+            memcpy(x + 4 * rev, t, 32);
+        }
+    }
+}
+
+void fr_ntt(uint64_t *x, int log_n, const uint64_t *tw) {
+    int64_t n = (int64_t)1 << log_n;
+    bit_reverse(x, log_n);
+    for (int s = 1; s <= log_n; s++) {
+        int64_t half = (int64_t)1 << (s - 1), stride = n >> s;
+#pragma omp parallel for schedule(static) if (n > 16384)
+        for (int64_t b = 0; b < n / 2; b++) {
+            int64_t j = b & (half - 1), k = ((b >> (s - 1)) << s) + j;
+            uint64_t v[4];
+            mont_mul(x + 4 * (k + half), tw + 4 * (j * stride), v);
+            uint64_t *u = x + 4 * k;
+            sub_mod(u, v, x + 4 * (k + half));
+            add_mod(u, v, u);
+        }
+    }
+}
+
+/* ---- R1CS: out = M . w for a CSR matrix with Montgomery coefficients ---- */
+
+void fr_csr_matvec(const int64_t *indptr, const int64_t *indices, const uint64_t *coeffs,
+                   const uint64_t *w, uint64_t *out, int64_t rows) {
+#pragma omp parallel for schedule(static) if (rows > 4096)
+    for (int64_t r = 0; r < rows; r++) {
+        uint64_t acc[4] = {0, 0, 0, 0}, t[4];
+        for (int64_t k = indptr[r]; k < indptr[r + 1]; k++) {
+            mont_mul(coeffs + 4 * k, w + 4 * indices[k], t);
+            add_mod(acc, t, acc);
+        }
+        memcpy(out + 4 * r, acc, 32);
+    }
+}
+
+/* Index of the first i with a[i]*b[i] != c[i], or -1. */
+int64_t fr_first_unsatisfied(const uint64_t *a, const uint64_t *b, const uint64_t *c, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t t[4];
+        mont_mul(a + 4 * i, b + 4 * i, t);
+        if (memcmp(t, c + 4 * i, 32) != 0) return i;
+    }
+    return -1;
+}

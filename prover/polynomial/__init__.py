@@ -1,0 +1,1 @@
+"""Polynomials over Fr: evaluation domains and NTTs."""
