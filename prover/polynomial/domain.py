@@ -88,8 +88,9 @@ class Radix2Domain:
         if z == 0:
             raise ValueError("tau lies in the domain")
         w_pows = fr.powers(fr.constant(self.omega), self.size)
-        denom = fr.sub(fr.constant(tau), w_pows)
-        return fr.mul(fr.mul(w_pows, fr.batch_inverse(denom)), fr.constant(z * self.size_inv))
+        # w^i / (tau - w^i) = -w^i / (w^i - tau): keeps the vector first, the constant broadcast.
+        denom = fr.sub(w_pows, fr.constant(tau))
+        return fr.mul(fr.mul(w_pows, fr.batch_inverse(denom)), fr.constant(-z * self.size_inv))
 
 
 @lru_cache(maxsize=None)
