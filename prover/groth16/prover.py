@@ -1,6 +1,8 @@
 """The Groth16 prover: H by NTTs on a backend, then the A, B (G1 and G2) and C MSMs."""
 from __future__ import annotations
 
+import secrets
+
 import numpy as np
 
 from prover import curve
@@ -12,15 +14,18 @@ from prover.r1cs import ConstraintSystem
 from prover.timing import PhaseTimer
 
 
-def random_scalar(rng: np.random.Generator) -> int:
-    """Uniform in Fr (512 random bits reduced, so the bias is ~2^-257)."""
-    return int.from_bytes(rng.bytes(64), "little") % fr.MODULUS
+def random_scalar(rng: np.random.Generator | None = None) -> int:
+    """Uniform in Fr: from the OS's CSPRNG, or from ``rng`` for reproducible tests
+    (512 random bits reduced, so the bias is ~2^-257)."""
+    raw = rng.bytes(64) if rng is not None else secrets.token_bytes(64)
+    return int.from_bytes(raw, "little") % fr.MODULUS
 
 
 def prove(pk: ProvingKey, cs: ConstraintSystem, witness: np.ndarray, backend: Backend,
-          rng: np.random.Generator, abc=None, timer: PhaseTimer | None = None) -> Proof:
-    """A proof for ``witness``. ``abc`` passes a/b/c already synthesized (e.g. into staging
-    memory); otherwise they are computed and checked here."""
+          rng: np.random.Generator | None = None, abc=None, timer: PhaseTimer | None = None) -> Proof:
+    """A proof for ``witness``, blinded with r, s from the OS's CSPRNG (or ``rng``).
+    ``abc`` passes a/b/c already synthesized (e.g. into staging memory); otherwise they are
+    computed and checked here."""
     timer = timer or PhaseTimer()
     domain = r1cs_to_qap.domain_for(cs)
     if pk.a_query.xy.shape[0] != cs.num_variables or len(pk.h_query) != domain.size - 1:

@@ -1,0 +1,5 @@
+import sys
+
+from prover.cli import main
+
+sys.exit(main())

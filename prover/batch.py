@@ -1,0 +1,47 @@
+"""Prove many partitions of one circuit into a proof bundle: the work the CLI's ``prove``
+and ``demo`` do in one process, and each proof-run partition does in its Airflow tasks."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from prover import bundle
+from prover.backend.base import Backend
+from prover.circuits import Circuit
+from prover.groth16 import prover as groth16_prover
+from prover.groth16 import r1cs_to_qap
+from prover.groth16.data_structures import ProvingKey
+from prover.timing import PhaseTimer
+
+
+@dataclass
+class PartitionReport:
+    partition: int
+    public_inputs: list[int]
+    timer: PhaseTimer = field(default_factory=PhaseTimer)
+
+
+def prove_partition(pk: ProvingKey, circuit: Circuit, seed: int, partition: int, backend: Backend) -> tuple:
+    """Synthesize and prove one partition; returns (proof, report)."""
+    report_timer = PhaseTimer()
+    with report_timer.phase("synthesis"):
+        inst = circuit.instance(seed, partition)
+        abc = r1cs_to_qap.witness_map(circuit.constraint_system, inst.witness)
+    proof = groth16_prover.prove(pk, circuit.constraint_system, inst.witness, backend, abc=abc, timer=report_timer)
+    return proof, PartitionReport(partition, inst.public_inputs, report_timer)
+
+
+def prove_to_bundle(pk: ProvingKey, circuit: Circuit, partitions: int, seed: int, out_dir, backend: Backend,
+                    progress: Callable[[PartitionReport], None] | None = None) -> list[PartitionReport]:
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    reports = []
+    for i in range(partitions):
+        proof, report = prove_partition(pk, circuit, seed, i, backend)
+        bundle.write_proof(out_dir, i, proof)
+        reports.append(report)
+        if progress:
+            progress(report)
+    bundle.write_manifest(out_dir, circuit.name, circuit.log2, pk.vk, [(r.partition, r.public_inputs) for r in reports])
+    return reports
