@@ -166,10 +166,11 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    from prover.backend import BackendUnavailable
     args = parser().parse_args(argv)
     try:
         return args.func(args)
-    except ValueError as exc:  # bad circuit names and other input errors: a message, not a traceback
+    except (ValueError, BackendUnavailable) as exc:  # bad input or environment: a message, not a traceback
         _say(f"error: {exc}")
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:

@@ -1,0 +1,49 @@
+"""What a benchmark ran on, recorded with its results."""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import socket
+import statistics
+import time
+from importlib import metadata
+from pathlib import Path
+
+
+def environment(packages=("numpy", "py-arkworks-bls12381")) -> dict:
+    versions = {"python": platform.python_version()}
+    for name in packages:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"host": socket.gethostname(), "cpu": cpu, "cores": os.cpu_count(), "versions": versions,
+            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+def repeat(fn, repeats: int, warmup: int = 1) -> dict:
+    """Seconds of ``fn()`` over ``repeats`` runs after ``warmup`` discarded ones."""
+    for _ in range(warmup):
+        fn()
+    xs = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        xs.append(time.perf_counter() - t0)
+    return {"min_s": min(xs), "median_s": statistics.median(xs), "repeats": repeats}
+
+
+def write(path: Path, data: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    tmp.replace(path)
