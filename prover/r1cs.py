@@ -7,6 +7,7 @@ vectors of synthesis are three sparse matrix-vector products in the C kernels.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -86,6 +87,7 @@ class ConstraintSystem:
         """The constant one plus the public inputs: the first variables."""
         return self.num_public + 1
 
+    @cached_property
     def with_input_constraints(self) -> "ConstraintSystem":
         """Append one row ``x_i * 0 = 0`` per instance variable (A only), as arkworks does:
         it makes the public inputs' QAP polynomials linearly independent, which Groth16's

@@ -21,7 +21,7 @@ def domain_for(cs: ConstraintSystem) -> Radix2Domain:
 
 def evaluate_at(cs: ConstraintSystem, tau: int) -> tuple[Radix2Domain, np.ndarray, np.ndarray, np.ndarray]:
     """u_i(tau), v_i(tau), w_i(tau) for every variable i, from the Lagrange basis at tau."""
-    ext = cs.with_input_constraints()
+    ext = cs.with_input_constraints
     domain = domain_for(cs)
     lag = domain.lagrange_at(tau)[: ext.num_constraints]
     return (domain,) + tuple(m.transpose().matvec(lag) for m in (ext.a, ext.b, ext.c))
@@ -33,7 +33,7 @@ def witness_map(cs: ConstraintSystem, witness: np.ndarray, out=None):
     ``out`` may supply three domain-sized Fr buffers (pinned staging memory) to fill in
     place. Raises ``UnsatisfiedConstraint`` naming the first failing row.
     """
-    ext = cs.with_input_constraints()
+    ext = cs.with_input_constraints
     n = domain_for(cs).size
     if out is None:
         out = (fr.zeros(n), fr.zeros(n), fr.zeros(n))
