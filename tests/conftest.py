@@ -1,3 +1,24 @@
+"""Shared fixtures.
+
+NOTE: the prover fixtures below (mimc10, pk10) were reconstructed: the original section of
+this file was accidentally overwritten by the operators/ work before it was committed.
+"""
+import pytest
+
+
+# --- prover fixtures ---------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def mimc10():
+    from prover.circuits import get_circuit
+    return get_circuit("mimc", 10)
+
+
+@pytest.fixture(scope="session")
+def pk10(mimc10):
+    from prover.groth16 import generator
+    return generator.setup(mimc10, 0)
+
+
 # --- proofflow timing store / Airflow fixtures (operators/) ----------------------------
 import os
 import uuid

@@ -1,0 +1,8 @@
+"""Airflow side of proofflow: the timing store, hooks, operators and the ``proofflow`` CLI.
+
+Laid out like an Airflow provider: ``operators.timing`` (SQLAlchemy tables, Alembic
+migrations, the store, no Airflow import), ``operators.hooks`` (connection lookup through
+the task SDK), ``operators.proof`` (one operator per proof-run phase, thin adapters over
+``prover``), ``operators.notifiers`` and ``operators.cli``. Importing this package imports
+neither Airflow nor ``prover``.
+"""

@@ -1,0 +1,248 @@
+"""``TimingStore``: the timing tables behind one SQLAlchemy URL.
+
+Postgres (psycopg2) for deployments, SQLite (a file) as the embedded default. The schema
+is brought to Alembic's ``head`` on first use (under a lock: an advisory lock on Postgres,
+a lock file next to the SQLite database), so concurrent first tasks never race. Every write
+is a bound-parameter upsert on the table's unique key.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import fcntl
+import os
+import threading
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from sqlalchemy import Engine, Table, create_engine, event, func, select, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.schema import CreateIndex, CreateTable
+
+from operators.timing.models import (RUN_KEY, TIMING_KEY, TRANSFER_KEY, metadata, runs, task_timings,
+                                     transfers)
+
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+VERSION_TABLE = "proofflow_alembic_version"
+_ADVISORY_LOCK_KEY = 0x70726F6F66  # "proof"
+_migrated: set[str] = set()
+_migrated_lock = threading.Lock()
+
+
+def utc(t) -> dt.datetime:
+    """A timezone-aware UTC datetime from a datetime (naive means UTC) or epoch seconds."""
+    if isinstance(t, (int, float)):
+        return dt.datetime.fromtimestamp(t, dt.timezone.utc)
+    if t.tzinfo is None:
+        return t.replace(tzinfo=dt.timezone.utc)
+    return t.astimezone(dt.timezone.utc)
+
+
+def schema_sql() -> str:
+    """The tables as Postgres DDL, the content of ``sql/schema.sql``."""
+    from sqlalchemy.dialects import postgresql
+    dialect = postgresql.dialect()
+    out = ["-- proofflow timing store, generated from operators/timing/models.py by",
+           "-- `python -m operators.timing.schema` (tests check this file is current).",
+           "-- Managed by the Alembic migrations in operators/timing/migrations; this file is for reference.",
+           ""]
+    for table in metadata.sorted_tables:
+        ddl = str(CreateTable(table).compile(dialect=dialect)).strip()
+        out.append("\n".join(line.rstrip() for line in ddl.splitlines()) + ";")
+        out.append("")
+        for index in sorted(table.indexes, key=lambda i: i.name):
+            out.append(str(CreateIndex(index).compile(dialect=dialect)).strip() + ";")
+            out.append("")
+    return "\n".join(out)
+
+
+def alembic_config(url: str | None = None):
+    from alembic.config import Config
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    cfg.set_main_option("path_separator", "os")
+    if url:
+        cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return cfg
+
+
+def _sqlite_pragmas(dbapi_conn, _record):
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.close()
+
+
+class TimingStore:
+    def __init__(self, url: str, migrate: bool = True):
+        self.url = url
+        u = make_url(url)
+        self.dialect = u.get_backend_name()
+        kwargs: dict = {"future": True}
+        if self.dialect == "sqlite":
+            if u.database and u.database != ":memory:":
+                Path(u.database).parent.mkdir(parents=True, exist_ok=True)
+            kwargs["connect_args"] = {"timeout": 30}
+        else:
+            kwargs["pool_pre_ping"] = True
+        self.engine: Engine = create_engine(url, **kwargs)
+        if self.dialect == "sqlite":
+            event.listen(self.engine, "connect", _sqlite_pragmas)
+        if migrate:
+            self.ensure_schema()
+
+    # -- schema ---------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _migration_lock(self, conn) -> Iterator[None]:
+        if self.dialect == "postgresql":
+            conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": _ADVISORY_LOCK_KEY})
+            try:
+                yield
+            finally:
+                conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": _ADVISORY_LOCK_KEY})
+        elif self.dialect == "sqlite" and self.engine.url.database not in (None, "", ":memory:"):
+            with open(f"{self.engine.url.database}.migrate.lock", "w") as f:
+                fcntl.flock(f, fcntl.LOCK_EX)
+                try:
+                    yield
+                finally:
+                    fcntl.flock(f, fcntl.LOCK_UN)
+        else:
+            yield
+
+    def current_revision(self) -> str | None:
+        from alembic.runtime.migration import MigrationContext
+        with self.engine.connect() as conn:
+            return MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE}).get_current_revision()
+
+    @staticmethod
+    def head_revision() -> str:
+        from alembic.script import ScriptDirectory
+        return ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+    def upgrade(self, revision: str = "head") -> None:
+        """``alembic upgrade`` programmatically, on this store's engine, under the lock."""
+        from alembic import command
+        with self.engine.connect() as lock_conn:
+            with self._migration_lock(lock_conn):
+                lock_conn.commit()
+                with self.engine.begin() as conn:
+                    cfg = alembic_config()
+                    cfg.attributes["connection"] = conn
+                    command.upgrade(cfg, revision)
+
+    def ensure_schema(self) -> None:
+        key = self.url
+        with _migrated_lock:
+            if key in _migrated:
+                return
+            if self.current_revision() != self.head_revision():
+                self.upgrade("head")
+            _migrated.add(key)
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+    # -- writes ---------------------------------------------------------------------------
+    def _upsert(self, table: Table, key: Iterable[str], rows: list[dict]) -> int:
+        if not rows:
+            return 0
+        key = list(key)
+        cols = {c.name for c in table.columns} - {"id"}
+        rows = [{k: v for k, v in r.items() if k in cols} for r in rows]
+        updatable = sorted(set().union(*rows) - set(key))
+        if self.dialect in ("postgresql", "sqlite"):
+            if self.dialect == "postgresql":
+                from sqlalchemy.dialects.postgresql import insert
+            else:
+                from sqlalchemy.dialects.sqlite import insert
+            with self.engine.begin() as conn:
+                for row in rows:  # one statement per row: rows may carry different column sets
+                    stmt = insert(table).values(**row)
+                    upd = [c for c in updatable if c in row]
+                    stmt = (stmt.on_conflict_do_update(index_elements=key, set_={c: stmt.excluded[c] for c in upd})
+                            if upd else stmt.on_conflict_do_nothing(index_elements=key))
+                    conn.execute(stmt)
+            return len(rows)
+        with self.engine.begin() as conn:  # portable fallback: select, then update or insert
+            for row in rows:
+                cond = [table.c[k] == row[k] for k in key]
+                if conn.execute(select(func.count()).select_from(table).where(*cond)).scalar():
+                    upd = {c: row[c] for c in updatable if c in row}
+                    if upd:
+                        conn.execute(table.update().where(*cond).values(**upd))
+                else:
+                    conn.execute(table.insert().values(**row))
+        return len(rows)
+
+    def record_timings(self, rows: list[dict]) -> int:
+        """Upsert task_timings rows (start/end as datetimes or epoch seconds)."""
+        out = []
+        for r in rows:
+            r = dict(r)
+            r["start"], r["end"] = utc(r["start"]), utc(r["end"])
+            r.setdefault("duration_s", (r["end"] - r["start"]).total_seconds())
+            r.setdefault("map_index", -1)
+            out.append(r)
+        return self._upsert(task_timings, TIMING_KEY, out)
+
+    def record_transfers(self, rows: list[dict]) -> int:
+        out = []
+        for r in rows:
+            r = dict(r)
+            if r.get("start") is not None:
+                r["start"] = utc(r["start"])
+            r.setdefault("map_index", -1)
+            if r.get("gbps") is None and r.get("duration_s"):
+                r["gbps"] = r["bytes"] / r["duration_s"] / 1e9
+            out.append(r)
+        return self._upsert(transfers, TRANSFER_KEY, out)
+
+    def upsert_run(self, dag_id: str, run_id: str, **fields) -> None:
+        for k in ("started_at", "finished_at"):
+            if fields.get(k) is not None:
+                fields[k] = utc(fields[k])
+        self._upsert(runs, RUN_KEY, [{"dag_id": dag_id, "run_id": run_id, **fields}])
+
+    # -- reads ----------------------------------------------------------------------------
+    def _rows(self, stmt) -> list[dict]:
+        with self.engine.connect() as conn:
+            out = [dict(r._mapping) for r in conn.execute(stmt)]
+        for r in out:
+            for k in ("start", "end", "started_at", "finished_at"):
+                if isinstance(r.get(k), dt.datetime):
+                    r[k] = utc(r[k])
+        return out
+
+    def timings(self, dag_id: str, run_id: str, task_id: str | None = None) -> list[dict]:
+        t = task_timings
+        stmt = select(t).where(t.c.dag_id == dag_id, t.c.run_id == run_id)
+        if task_id is not None:
+            stmt = stmt.where(t.c.task_id == task_id)
+        return self._rows(stmt.order_by(t.c.start, t.c.id))
+
+    def transfers(self, dag_id: str, run_id: str) -> list[dict]:
+        t = transfers
+        return self._rows(select(t).where(t.c.dag_id == dag_id, t.c.run_id == run_id).order_by(t.c.id))
+
+    def run(self, dag_id: str, run_id: str) -> dict | None:
+        rows = self._rows(select(runs).where(runs.c.dag_id == dag_id, runs.c.run_id == run_id))
+        return rows[0] if rows else None
+
+    def latest_end(self, dag_id: str, run_id: str, task_id: str, map_index: int) -> dt.datetime | None:
+        """When the latest attempt of a task instance finished (its latest row's end)."""
+        t = task_timings
+        stmt = select(func.max(t.c.end)).where(t.c.dag_id == dag_id, t.c.run_id == run_id, t.c.task_id == task_id,
+                                                t.c.map_index == map_index)
+        with self.engine.connect() as conn:
+            v = conn.execute(stmt).scalar()
+        return utc(v) if isinstance(v, dt.datetime) else (utc(dt.datetime.fromisoformat(v)) if v else None)
+
+    def phase_summary(self, dag_id: str, run_id: str) -> list[dict]:
+        """Per (task, phase) over all the run's rows: count, total, mean and max seconds."""
+        t = task_timings
+        stmt = (select(t.c.task_id, t.c.phase, func.count().label("count"), func.sum(t.c.duration_s).label("total_s"),
+                       func.avg(t.c.duration_s).label("mean_s"), func.max(t.c.duration_s).label("max_s"))
+                .where(t.c.dag_id == dag_id, t.c.run_id == run_id)
+                .group_by(t.c.task_id, t.c.phase).order_by(func.min(t.c.start)))
+        return self._rows(stmt)
