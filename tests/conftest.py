@@ -1,8 +1,4 @@
-"""Shared fixtures.
-
-NOTE: the prover fixtures below (mimc10, pk10) were reconstructed: the original section of
-this file was accidentally overwritten by the operators/ work before it was committed.
-"""
+"""Shared fixtures."""
 import pytest
 
 
@@ -14,9 +10,13 @@ def mimc10():
 
 
 @pytest.fixture(scope="session")
-def pk10(mimc10):
+def pk10(mimc10, tmp_path_factory):
+    """A 2^10 proving key, saved and loaded back, so every user goes through the files."""
     from prover.groth16 import generator
-    return generator.setup(mimc10, 0)
+    from prover.groth16.data_structures import ProvingKey
+    d = tmp_path_factory.mktemp("pk10")
+    generator.setup(mimc10, seed=7).save(d)
+    return ProvingKey.load(d)
 
 
 # --- proofflow timing store / Airflow fixtures (operators/) ----------------------------
