@@ -1,0 +1,61 @@
+"""proof_run: one batch of Groth16 proofs.
+
+    validate -> setup -> prepare_scratch -> partition[i]: synthesize -> stage -> prove_gpu
+    -> finalize_partition (mapped per partition) -> finalize_run;  cleanup_scratch (teardown)
+
+Params are JSON-schema validated (they build the UI's trigger form); ``validate`` repeats
+the checks and adds the ones a schema cannot make (a GPU asked for but absent) before any
+work. ``prove_gpu`` runs in pool ``gpu``, whose slots are the GPU mutex. Data moves through
+the run's scratch directory; XCom carries paths and small metadata only. Nothing heavy is
+imported here: the operators import ``prover`` when they run.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import os
+
+from airflow.sdk import DAG, Param, task_group
+
+from operators.notifiers import RunStateNotifier
+from operators.proof import (CleanupScratchOperator, FinalizePartitionOperator, FinalizeRunOperator,
+                             PrepareScratchOperator, ProveGpuOperator, SetupOperator, StageOperator,
+                             SynthesizeOperator, ValidateOperator)
+from operators.proof.params import DEFAULTS, SCHEMA
+
+RETRIES = int(os.environ.get("PROOFFLOW_RETRIES", "1"))
+
+with DAG(
+    dag_id="proof_run",
+    description="Batch Groth16 proving: synthesize, stage and prove each partition, then bundle and verify.",
+    schedule=None,
+    start_date=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc),
+    catchup=False,
+    max_active_runs=int(os.environ.get("PROOFFLOW_MAX_ACTIVE_RUNS", "4")),
+    params={name: Param(DEFAULTS[name], **schema) for name, schema in SCHEMA.items()},
+    default_args={"retries": RETRIES, "retry_delay": dt.timedelta(seconds=2)},
+    on_failure_callback=RunStateNotifier("failed"),
+    tags=["proofflow"],
+    doc_md=__doc__,
+) as dag:
+    validate = ValidateOperator(task_id="validate", retries=0)
+    config = validate.output
+    setup = SetupOperator(task_id="setup", config=config)
+    prepare = PrepareScratchOperator(task_id="prepare_scratch", config=config)
+
+    @task_group(group_id="partition")
+    def partition(p):
+        synth = SynthesizeOperator(task_id="synthesize", config=config, partition=p)
+        stage = StageOperator(task_id="stage", config=config, partition=p, synthesized=synth.output)
+        prove = ProveGpuOperator(task_id="prove_gpu", config=config, partition=p, staged=stage.output,
+                                 setup_result=setup.output, ready_after_task_id=stage.task_id)
+        fin = FinalizePartitionOperator(task_id="finalize_partition", config=config, partition=p,
+                                        proved=prove.output, synthesized=synth.output, setup_result=setup.output)
+        return fin.output
+
+    done = partition.expand(p=prepare.output)
+    finalize = FinalizeRunOperator(task_id="finalize_run", config=config, partitions_done=done,
+                                   setup_result=setup.output)
+    cleanup = CleanupScratchOperator(task_id="cleanup_scratch", config=config)
+
+    validate >> setup >> prepare
+    finalize >> cleanup.as_teardown(setups=prepare)

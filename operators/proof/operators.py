@@ -1,0 +1,471 @@
+"""The proof-run operators: validate -> setup -> prepare_scratch -> per partition
+(synthesize -> stage -> prove_gpu -> finalize_partition) -> finalize_run, and the
+cleanup_scratch teardown.
+
+Each is a thin adapter over ``prover``: it reads its inputs from the run's scratch
+directory (paths come through XCom, never the data), calls ``prover``, writes its outputs
+atomically back to scratch, and records its phases in the timing store (one row per
+phase, plus a ``task`` row spanning the whole execution, also when it fails). ``prover``
+is imported inside ``execute`` only, so DAG files stay light to parse.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import fcntl
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from airflow.sdk import BaseOperator
+from airflow.sdk.exceptions import AirflowFailException
+
+from operators import scratch, settings
+from operators.proof.params import InvalidParams, validate_params
+from operators.proof.recorder import Recorder, get_store
+
+log = logging.getLogger(__name__)
+
+FR_BYTES = 32
+
+
+def _epoch(t) -> float | None:
+    if t is None:
+        return None
+    if isinstance(t, (int, float)):
+        return float(t)
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=dt.timezone.utc)
+    return t.timestamp()
+
+
+def _device(config: dict | None) -> str:
+    if config and config.get("backend") == "gpu":
+        try:
+            import cupy
+            dev = cupy.cuda.Device()
+            return f"cuda:{dev.id}"
+        except Exception:
+            return "gpu"
+    return "cpu"
+
+
+def params_dir(config: dict) -> Path:
+    return settings.params_cache() / f"{config['circuit']}-log2_{config['log2']}-seed{config['seed']}"
+
+
+def bundle_dir(dag_id: str, run_id: str) -> Path:
+    return settings.bundles_root() / scratch.safe_name(dag_id) / scratch.safe_name(run_id)
+
+
+class ProofflowOperator(BaseOperator):
+    """Base: a Recorder around ``run``; the rows are written even when ``run`` fails."""
+
+    template_fields = ("config", "partition")
+    ui_color = "#e8f0fe"
+
+    def __init__(self, *, config=None, partition=None, **kwargs):
+        super().__init__(**kwargs)
+        self.config = config
+        self.partition = partition
+
+    def run(self, context, rec: Recorder):
+        raise NotImplementedError
+
+    def execute(self, context):
+        part = self.partition if isinstance(self.partition, int) else None
+        rec = Recorder(context, partition=part, device=_device(self.config if isinstance(self.config, dict) else None))
+        t0 = time.time()
+        failed = True
+        try:
+            out = self.run(context, rec)
+            failed = False
+            return out
+        finally:
+            rec.add("task", t0, time.time())
+            try:
+                rec.flush()
+            except Exception:
+                if not failed:
+                    raise
+                log.exception("could not write timing rows of a failed task")
+
+    def run_scratch(self, context) -> Path:
+        ti = context["ti"]
+        return scratch.run_dir(ti.dag_id, ti.run_id)
+
+    def partition_scratch(self, context) -> Path:
+        ti = context["ti"]
+        return scratch.partition_dir(ti.dag_id, ti.run_id, self.partition)
+
+
+def _require(path: Path, what: str) -> Path:
+    if not Path(path).exists():
+        raise AirflowFailException(
+            f"{what} {path} is missing from the run's scratch directory (removed by cleanup, or the upstream task "
+            "did not finish): clear the partition's tasks from synthesize to rebuild it")
+    return Path(path)
+
+
+class ValidateOperator(ProofflowOperator):
+    """Checks the run's params before any work; fails (no retry) with one clear message.
+    Returns the normalized config (backend 'auto' resolved, partition_ids listed)."""
+
+    ui_color = "#fce8e6"
+
+    def run(self, context, rec):
+        ti = context["ti"]
+        params = dict(context["params"])
+        with rec.phase("validate"):
+            try:
+                config = validate_params(params)
+            except InvalidParams as exc:
+                log.error("%s", exc)
+                raise AirflowFailException(str(exc)) from None
+        rec.device = _device(config)
+        dag_run = context.get("dag_run")
+        started = getattr(dag_run, "start_date", None) or dt.datetime.now(dt.timezone.utc)
+        get_store().upsert_run(ti.dag_id, ti.run_id, circuit=config["circuit"], log2=config["log2"],
+                               partitions=config["partitions"], backend=config["backend"],
+                               staging=config["staging"], seed=config["seed"], state="running",
+                               started_at=started, host=rec.host)
+        log.info("proof run %s: %s", ti.run_id, json.dumps(config))
+        return config
+
+
+class SetupOperator(ProofflowOperator):
+    """The proving key, cached per (circuit, log2, seed): created once, atomically (a
+    temporary directory renamed into place) under a lock file, then reused by every run."""
+
+    def run(self, context, rec):
+        from prover.circuits import get_circuit
+        from prover.groth16 import generator
+        from prover.groth16.data_structures import KeyFormatError, ProvingKey
+        cfg = self.config
+        final = params_dir(cfg)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        lock_path = final.parent / f".{final.name}.lock"
+        with rec.phase("lock_wait"):
+            lock = open(lock_path, "w")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            cached = False
+            if (final / "params.json").exists():
+                with rec.phase("load_cached"):
+                    try:
+                        pk = ProvingKey.load(final)  # checks every table's digest
+                        cached = pk.circuit == cfg["circuit"] and pk.log2 == cfg["log2"]
+                    except KeyFormatError as exc:
+                        log.warning("cached proving key %s is unusable (%s): regenerating", final, exc)
+            if not cached:
+                with rec.phase("setup"):
+                    pk = generator.setup(get_circuit(cfg["circuit"], cfg["log2"]), cfg["seed"])
+                with rec.phase("save"):
+                    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
+                    try:
+                        pk.save(tmp)
+                        if final.exists():
+                            shutil.rmtree(final)
+                        os.replace(tmp, final)
+                    finally:
+                        if tmp.exists():
+                            shutil.rmtree(tmp, ignore_errors=True)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            lock.close()
+        log.info("proving key %s (%s)", final, "cached" if cached else "generated")
+        return {"params_dir": str(final), "cached": cached}
+
+
+class PrepareScratchOperator(ProofflowOperator):
+    """Creates the run's scratch directory (the setup of the cleanup teardown) and returns
+    the partition ids the per-partition task group is mapped over."""
+
+    def run(self, context, rec):
+        with rec.phase("prepare"):
+            d = self.run_scratch(context)
+            d.mkdir(parents=True, exist_ok=True)
+            scratch.write_json(d / "run.json", {"config": self.config, "run_id": context["ti"].run_id})
+        return list(self.config["partition_ids"])
+
+
+class SynthesizeOperator(ProofflowOperator):
+    """Witness and a/b/c evaluation vectors of one partition, to scratch."""
+
+    def run(self, context, rec):
+        import numpy as np
+        from prover.circuits import get_circuit
+        from prover.groth16 import r1cs_to_qap
+        cfg = self.config
+        circuit = get_circuit(cfg["circuit"], cfg["log2"])
+        with rec.phase("synthesis"):
+            cs = circuit.constraint_system
+            inst = circuit.instance(cfg["seed"], self.partition)
+        with rec.phase("witness_map"):
+            abc = np.stack(r1cs_to_qap.witness_map(cs, inst.witness))
+        d = self.partition_scratch(context)
+        with rec.phase("write"):
+            scratch.save_npy(d / "witness.npy", inst.witness)
+            scratch.save_npy(d / "abc.npy", abc)
+            scratch.write_json(d / "public.json", [hex(x) for x in inst.public_inputs])
+        return {"partition": self.partition, "dir": str(d), "n": int(abc.shape[1]),
+                "public_inputs": [hex(x) for x in inst.public_inputs]}
+
+
+def _staging_pool(cfg: dict, nbytes: int):
+    """A staging pool for one task: pinned only for the GPU backend with staging=pinned."""
+    from prover.staging import StagingPool
+    budget = max(int(os.environ.get("PROOFFLOW_STAGING_BUDGET", 4 << 30)), nbytes + (1 << 16))
+    return StagingPool(budget, pinned=cfg["backend"] == "gpu" and cfg["staging"] == "pinned")
+
+
+def _memory_kind(cfg: dict, pool) -> str:
+    # On the GPU the pool's real memory kind; on the CPU, the configured kind of the host copy.
+    return ("pinned" if pool.pinned else "pageable") if cfg["backend"] == "gpu" else cfg["staging"]
+
+
+class StageOperator(ProofflowOperator):
+    """Packs a partition's a/b/c into the device layout (one contiguous (3, n, 4) Fr block)
+    through a staging buffer, and writes it to scratch as raw bytes that ``prove_gpu`` reads
+    straight into its own staging buffer. Records the host-to-staging copy (``h2s``)."""
+
+    template_fields = ("config", "partition", "synthesized")
+
+    def __init__(self, *, synthesized=None, **kwargs):
+        super().__init__(**kwargs)
+        self.synthesized = synthesized
+
+    def run(self, context, rec):
+        import numpy as np
+        cfg = self.config
+        d = Path(self.synthesized["dir"])
+        with rec.phase("read"):
+            abc = np.load(_require(d / "abc.npy", "a/b/c vectors"), mmap_mode="r", allow_pickle=False)
+            n = abc.shape[1]
+            abc = np.ascontiguousarray(abc)
+        nbytes = 3 * n * FR_BYTES
+        pool = _staging_pool(cfg, nbytes)
+        with rec.phase("stage"):
+            with pool.acquire(nbytes, timeout=600) as buf:
+                view = buf.view(np.uint64, (3, n, 4))
+                t0 = time.time()
+                np.copyto(view, abc)
+                rec.transfer("h2s", nbytes, _memory_kind(cfg, pool), time.time() - t0, start=t0)
+                out = d / "abc.staged"
+                with scratch.atomic_path(out) as tmp:
+                    view.tofile(tmp)
+        return {"partition": self.partition, "staged": str(out), "n": int(n), "bytes": nbytes}
+
+
+class _TimedBackend:
+    """Wraps a backend so compute_h is split into h2d / ntt / d2h spans and transfer rows.
+    GPU: CUDA-event-timed copies (``prover.backend.gpu.h2d``/``d2h``) around
+    ``compute_h_device``. CPU: the host-side copies into and out of the working arrays."""
+
+    def __init__(self, inner, rec: Recorder, memory_kind: str):
+        self.inner, self.rec, self.memory_kind = inner, rec, memory_kind
+        self.name = inner.name
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def compute_h(self, domain, a, b, c):
+        import numpy as np
+        rec = self.rec
+        nbytes = a.nbytes + b.nbytes + c.nbytes
+        if self.inner.name == "gpu":
+            import cupy as cp
+            from prover.backend import gpu as gpu_mod
+            t0 = time.time()
+            devs, ms, kind = [], 0.0, None
+            for v in (a, b, c):
+                dv, tr = gpu_mod.h2d(np.ascontiguousarray(v))
+                devs.append(dv)
+                ms += tr.ms
+                kind = tr.kind
+            t1 = time.time()
+            rec.add("h2d", t0, t1)
+            rec.transfer("h2d", nbytes, kind or self.memory_kind, ms / 1e3, start=t0)
+            dh = self.inner.compute_h_device(domain, *devs)
+            cp.cuda.get_current_stream().synchronize()
+            t2 = time.time()
+            rec.add("ntt", t1, t2)
+            h, tr = gpu_mod.d2h(dh)
+            t3 = time.time()
+            rec.add("d2h", t2, t3)
+            rec.transfer("d2h", h.nbytes, tr.kind, tr.ms / 1e3, start=t2)
+            return h
+        t0 = time.time()
+        work = [np.array(v, copy=True) for v in (a, b, c)]
+        t1 = time.time()
+        rec.add("h2d", t0, t1)
+        rec.transfer("h2d", nbytes, self.memory_kind, t1 - t0, start=t0)
+        h = self.inner.compute_h(domain, *work)
+        t2 = time.time()
+        rec.add("ntt", t1, t2)
+        out = np.array(h, copy=True)
+        t3 = time.time()
+        rec.add("d2h", t2, t3)
+        rec.transfer("d2h", out.nbytes, self.memory_kind, t3 - t2, start=t2)
+        return out
+
+
+class ProveGpuOperator(ProofflowOperator):
+    """The proof of one partition, in pool ``gpu`` (the pool's slots are the GPU mutex).
+    Phase rows: pool_wait (from the upstream ``stage`` finishing, i.e. the task becoming
+    ready, to this task instance's start: Airflow keeps a task waiting for a pool slot in
+    'scheduled', so this covers the slot wait and the executor's queue), load, h2d, ntt,
+    d2h, msm, finalize."""
+
+    template_fields = ("config", "partition", "staged", "setup_result")
+
+    def __init__(self, *, staged=None, setup_result=None, ready_after_task_id: str | None = None, **kwargs):
+        kwargs.setdefault("pool", settings.GPU_POOL)
+        super().__init__(**kwargs)
+        self.staged = staged
+        self.setup_result = setup_result
+        self.ready_after_task_id = ready_after_task_id
+
+    def run(self, context, rec):
+        import numpy as np
+        from prover.backend import get_backend
+        from prover.circuits import get_circuit
+        from prover.groth16 import prover as groth16_prover
+        from prover.groth16.data_structures import ProvingKey
+        from prover.timing import PhaseTimer
+        cfg = self.config
+        ti = context["ti"]
+        started = _epoch(getattr(ti, "start_date", None)) or time.time()
+        ready = None
+        if self.ready_after_task_id:
+            end = get_store().latest_end(ti.dag_id, ti.run_id, self.ready_after_task_id, rec.map_index)
+            ready = _epoch(end)
+        ready = min(ready if ready is not None else started, started)
+        rec.add("pool_wait", ready, started)
+
+        staged = _require(Path(self.staged["staged"]), "staged a/b/c block")
+        d = staged.parent
+        n = int(self.staged["n"])
+        nbytes = 3 * n * FR_BYTES
+        with rec.phase("load_key"):
+            pk = ProvingKey.load(self.setup_result["params_dir"], verify_digests=False)  # checked by setup
+            circuit = get_circuit(cfg["circuit"], cfg["log2"])
+            cs = circuit.constraint_system
+            witness = np.load(_require(d / "witness.npy", "witness"), allow_pickle=False)
+        backend = _TimedBackend(get_backend(cfg["backend"]), rec, "")
+        pool = _staging_pool(cfg, nbytes)
+        backend.memory_kind = _memory_kind(cfg, pool)
+        timer = PhaseTimer()
+        with pool.acquire(nbytes, timeout=600) as buf:
+            with rec.phase("load"):
+                view = buf.view(np.uint64, (3, n, 4))
+                with open(staged, "rb") as f:
+                    if f.readinto(memoryview(view).cast("B")) != nbytes:
+                        raise AirflowFailException(f"{staged} is truncated")
+            proof = groth16_prover.prove(pk, cs, witness, backend, abc=(view[0], view[1], view[2]), timer=timer)
+        spans = {s.phase: s for s in timer.spans}
+        rec.add("msm", spans["msm"].start, spans["msm"].end)
+        fin0 = spans["assemble"].start
+        out = scratch.write_bytes(d / "proof.bin", proof.to_bytes())
+        rec.add("finalize", fin0, time.time())
+        return {"partition": self.partition, "proof": str(out)}
+
+
+class FinalizePartitionOperator(ProofflowOperator):
+    """Verifies the partition's proof and publishes it into the run's bundle directory."""
+
+    template_fields = ("config", "partition", "proved", "synthesized", "setup_result")
+
+    def __init__(self, *, proved=None, synthesized=None, setup_result=None, **kwargs):
+        super().__init__(**kwargs)
+        self.proved, self.synthesized, self.setup_result = proved, synthesized, setup_result
+
+    def run(self, context, rec):
+        from prover import bundle
+        from prover.groth16 import verifier
+        from prover.groth16.data_structures import Proof, VerifyingKey
+        ti = context["ti"]
+        inputs = [int(x, 16) for x in self.synthesized["public_inputs"]]
+        with rec.phase("verify"):
+            proof = Proof.from_bytes(_require(Path(self.proved["proof"]), "proof").read_bytes())
+            vk = VerifyingKey.load(Path(self.setup_result["params_dir"]) / "vk.json")
+            ok = verifier.verify(vk, inputs, proof)
+        if not ok:
+            raise AirflowFailException(f"partition {self.partition}: the proof does not verify")
+        with rec.phase("publish"):
+            out = bundle_dir(ti.dag_id, ti.run_id)
+            out.mkdir(parents=True, exist_ok=True)
+            path = bundle.write_proof(out, self.partition, proof)
+        return {"partition": self.partition, "proof": str(path), "public_inputs": self.synthesized["public_inputs"],
+                "verified": True}
+
+
+class FinalizeRunOperator(ProofflowOperator):
+    """Collects the partitions' proofs, writes the bundle manifest (last: its presence marks
+    the bundle complete), verifies the whole bundle, writes the run summary, records the run
+    and removes the scratch directory."""
+
+    template_fields = ("config", "partitions_done", "setup_result")
+
+    def __init__(self, *, partitions_done=None, setup_result=None, **kwargs):
+        super().__init__(**kwargs)
+        self.partitions_done, self.setup_result = partitions_done, setup_result
+
+    def run(self, context, rec):
+        from prover import bundle
+        from prover.groth16.data_structures import VerifyingKey
+        cfg = self.config
+        ti = context["ti"]
+        done = sorted((dict(x) for x in self.partitions_done), key=lambda x: x["partition"])
+        if [x["partition"] for x in done] != list(range(cfg["partitions"])):
+            raise AirflowFailException(f"expected partitions 0..{cfg['partitions'] - 1}, got "
+                                       f"{[x['partition'] for x in done]}")
+        out = bundle_dir(ti.dag_id, ti.run_id)
+        with rec.phase("manifest"):
+            vk = VerifyingKey.load(Path(self.setup_result["params_dir"]) / "vk.json")
+            entries = [(x["partition"], [int(v, 16) for v in x["public_inputs"]]) for x in done]
+            bundle.write_manifest(out, cfg["circuit"], cfg["log2"], vk, entries)
+        with rec.phase("verify"):
+            results = bundle.verify_bundle(out)
+        verified = sum(r.ok for r in results)
+        if verified != cfg["partitions"]:
+            bad = [r.partition for r in results if not r.ok]
+            raise AirflowFailException(f"{verified}/{cfg['partitions']} proofs verify; failing partitions: {bad}")
+        dag_run = context.get("dag_run")
+        started = _epoch(getattr(dag_run, "start_date", None))
+        store = get_store()
+        if started is None:
+            run_row = store.run(ti.dag_id, ti.run_id) or {}
+            started = _epoch(run_row.get("started_at")) or time.time()
+        now = time.time()
+        summary = {"dag_id": ti.dag_id, "run_id": ti.run_id, "circuit": cfg["circuit"], "log2": cfg["log2"],
+                   "partitions": cfg["partitions"], "backend": cfg["backend"], "staging": cfg["staging"],
+                   "seed": cfg["seed"], "proofs_verified": verified, "bundle_dir": str(out),
+                   "wall_s": round(now - started, 3)}
+        with rec.phase("summary"):
+            scratch.write_json(out / "run-summary.json", summary)
+            store.upsert_run(ti.dag_id, ti.run_id, state="success", finished_at=now, wall_s=summary["wall_s"],
+                             proofs_verified=verified, bundle_dir=str(out))
+        with rec.phase("cleanup"):
+            scratch.remove_tree(self.run_scratch(context))
+        return summary
+
+
+class CleanupScratchOperator(ProofflowOperator):
+    """Teardown: removes the run's scratch directory whatever happened upstream, and marks
+    the run failed in the timing store unless finalize_run recorded success."""
+
+    ui_color = "#f1f3f4"
+
+    def run(self, context, rec):
+        ti = context["ti"]
+        with rec.phase("cleanup"):
+            removed = scratch.remove_tree(self.run_scratch(context))
+            store = get_store()
+            row = store.run(ti.dag_id, ti.run_id)
+            if row is None or row.get("state") != "success":
+                store.upsert_run(ti.dag_id, ti.run_id, state="failed", finished_at=time.time())
+        return {"removed": removed}

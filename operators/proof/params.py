@@ -1,0 +1,84 @@
+"""The proof-run parameters: their JSON schema (for the DAG's Params and the trigger form)
+and the checks the ``validate`` task makes before any work. Light: no ``prover`` import at
+module level (a test checks CIRCUITS against ``prover.circuits.CIRCUITS``)."""
+from __future__ import annotations
+
+CIRCUITS = ("mimc",)
+MIN_LOG2, MAX_LOG2 = 8, 24
+MIN_PARTITIONS, MAX_PARTITIONS = 1, 64
+BACKENDS = ("auto", "cpu", "gpu")
+STAGING = ("pinned", "pageable")
+
+DEFAULTS = {"circuit": "mimc", "log2": 10, "partitions": 4, "backend": "auto", "staging": "pinned", "seed": 0}
+
+SCHEMA = {
+    "circuit": dict(type="string", enum=list(CIRCUITS), title="Circuit",
+                    description="Circuit family to prove (MiMC-5 encryption chain)."),
+    "log2": dict(type="integer", minimum=MIN_LOG2, maximum=MAX_LOG2, title="log2 constraints",
+                 description=f"Circuit size: 2^log2 constraints ({MIN_LOG2}..{MAX_LOG2})."),
+    "partitions": dict(type="integer", minimum=MIN_PARTITIONS, maximum=MAX_PARTITIONS, title="Partitions",
+                       description=f"Independent instances proved in this run, one mapped task chain each "
+                                   f"({MIN_PARTITIONS}..{MAX_PARTITIONS})."),
+    "backend": dict(type="string", enum=list(BACKENDS), title="Backend",
+                    description="Compute backend: auto (GPU when one is visible), cpu, or gpu (fails if none)."),
+    "staging": dict(type="string", enum=list(STAGING), title="Staging memory",
+                    description="Host memory for the a/b/c vectors uploaded to the GPU: pinned (page-locked, "
+                                "fast DMA) or pageable (plain numpy, kept for comparison)."),
+    "seed": dict(type="integer", minimum=0, title="Seed",
+                 description="Seed of the test-only proving key and of the partitions' inputs."),
+}
+
+
+class InvalidParams(ValueError):
+    pass
+
+
+def _int(name, value, lo=None, hi=None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidParams(f"{name} must be an integer, got {value!r}")
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        rng = f"{lo}..{hi}" if hi is not None else f">= {lo}"
+        raise InvalidParams(f"{name} must be in {rng}, got {value}")
+    return value
+
+
+def validate_params(params: dict, gpu_available=None) -> dict:
+    """Checked, normalized config; raises InvalidParams with one clear message per problem.
+    ``gpu_available``: a callable (default ``prover.backend.gpu_available``) used only when
+    the GPU backend is asked for or auto-selected."""
+    p = {**DEFAULTS, **{k: v for k, v in dict(params).items() if k in DEFAULTS}}
+    problems = []
+
+    def check(fn):
+        try:
+            fn()
+        except InvalidParams as exc:
+            problems.append(str(exc))
+
+    def circuit():
+        if p["circuit"] not in CIRCUITS:
+            raise InvalidParams(f"unknown circuit {p['circuit']!r}: known circuits are {', '.join(CIRCUITS)}")
+
+    def choice(name, options):
+        def fn():
+            if p[name] not in options:
+                raise InvalidParams(f"{name} must be one of {', '.join(options)}, got {p[name]!r}")
+        return fn
+
+    check(circuit)
+    check(lambda: _int("log2", p["log2"], MIN_LOG2, MAX_LOG2))
+    check(lambda: _int("partitions", p["partitions"], MIN_PARTITIONS, MAX_PARTITIONS))
+    check(lambda: _int("seed", p["seed"], 0))
+    check(choice("backend", BACKENDS))
+    check(choice("staging", STAGING))
+    if problems:
+        raise InvalidParams("invalid proof_run parameters: " + "; ".join(problems))
+    if gpu_available is None:
+        from prover.backend import gpu_available
+    backend = p["backend"]
+    if backend == "gpu" and not gpu_available():
+        raise InvalidParams("backend 'gpu' asked for, but no GPU is visible on this worker (is CuPy installed "
+                            "and a device present?): trigger with backend 'cpu' or 'auto'")
+    resolved = "gpu" if backend == "gpu" or (backend == "auto" and gpu_available()) else "cpu"
+    return {**p, "backend_requested": backend, "backend": resolved,
+            "partition_ids": list(range(p["partitions"]))}
