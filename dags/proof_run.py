@@ -17,7 +17,7 @@ import os
 from airflow.sdk import DAG, Param, task_group
 
 from operators.notifiers import RunStateNotifier
-from operators.proof import (CleanupScratchOperator, FinalizePartitionOperator, FinalizeRunOperator,
+from operators.proof.operators import (CleanupScratchOperator, FinalizePartitionOperator, FinalizeRunOperator,
                              PrepareScratchOperator, ProveGpuOperator, SetupOperator, StageOperator,
                              SynthesizeOperator, ValidateOperator)
 from operators.proof.params import DEFAULTS, SCHEMA

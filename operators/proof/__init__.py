@@ -1,10 +1,5 @@
-"""One operator per proof-run phase, thin adapters over ``prover``. Nothing here imports
-``prover`` at module level: DAG files import these operators at parse time."""
-from operators.proof.operators import (CleanupScratchOperator, FinalizePartitionOperator, FinalizeRunOperator,
-                                       PrepareScratchOperator, ProveGpuOperator, SetupOperator, StageOperator,
-                                       SynthesizeOperator, ValidateOperator)
-from operators.proof.params import CIRCUITS, validate_params
-
-__all__ = ["CIRCUITS", "validate_params", "ValidateOperator", "SetupOperator", "PrepareScratchOperator",
-           "SynthesizeOperator", "StageOperator", "ProveGpuOperator", "FinalizePartitionOperator",
-           "FinalizeRunOperator", "CleanupScratchOperator"]
+"""One operator per proof-run phase (``operators.proof.operators``), thin adapters over
+``prover``, and the run parameters (``operators.proof.params``). This package's import
+imports nothing: the CLI reads the params before it configures and imports Airflow, and
+nothing here imports ``prover`` at module level (DAG files import the operators when parsed).
+"""

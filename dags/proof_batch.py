@@ -1,0 +1,32 @@
+"""proof_batch: on a schedule, trigger one proof_run per pending work file.
+
+Schedule: cron from PROOFFLOW_BATCH_CRON (default every 15 minutes). Work: JSON files of
+proof_run params in PROOFFLOW_PENDING (see operators/pending.py). UI and REST triggers of
+proof_run with parameters need no batch: trigger proof_run directly.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import os
+
+from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
+from airflow.sdk import DAG, task
+
+with DAG(
+    dag_id="proof_batch",
+    description="Trigger proof_run for each pending work file.",
+    schedule=os.environ.get("PROOFFLOW_BATCH_CRON", "*/15 * * * *"),
+    start_date=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc),
+    catchup=False,
+    max_active_runs=1,
+    tags=["proofflow"],
+    doc_md=__doc__,
+) as dag:
+
+    @task
+    def claim_pending() -> list[dict]:
+        from operators.pending import claim
+        return claim()
+
+    TriggerDagRunOperator.partial(task_id="trigger_proof_run", trigger_dag_id="proof_run",
+                                  wait_for_completion=False).expand(conf=claim_pending())

@@ -1,0 +1,110 @@
+"""The project's Airflow setup: metadata DB, the ``gpu`` pool, the timing-store connection.
+
+``proofflow setup`` runs it against whatever Airflow the environment configures (a real
+deployment); ``proofflow run`` runs it on a local, self-contained AIRFLOW_HOME (SQLite).
+``configure_env`` must run before Airflow is imported: Airflow reads its configuration at
+import time.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from operators import settings
+
+POOL_DESCRIPTION = "GPU mutex for prove_gpu: one slot per GPU (created by proofflow setup)"
+
+
+def repo_dags_folder() -> Path:
+    if os.environ.get("PROOFFLOW_DAGS_FOLDER"):
+        return Path(os.environ["PROOFFLOW_DAGS_FOLDER"])
+    return Path(__file__).resolve().parents[1] / "dags"
+
+
+def default_airflow_home() -> Path:
+    return Path(os.environ.get("PROOFFLOW_AIRFLOW_HOME") or Path.home() / ".proofflow" / "airflow")
+
+
+def configure_env(home: Path, dags_folder: Path | None = None) -> dict:
+    """Point Airflow at a local home (SQLite metadata DB inside it) and the repo's dags/."""
+    home = Path(home).resolve()
+    home.mkdir(parents=True, exist_ok=True)
+    env = {
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(dags_folder or repo_dags_folder()),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
+    }
+    os.environ.update(env)
+    os.environ.setdefault("PROOFFLOW_HOME", str(home / "proofflow"))
+    return env
+
+
+def migrate_metadata_db(log_path: Path | None = None) -> None:
+    """``airflow db migrate`` (a subprocess: it configures logging its own way). Skipped
+    when this home was already migrated by this Airflow version."""
+    import importlib.metadata
+    version = importlib.metadata.version("apache-airflow-core")
+    home = Path(os.environ["AIRFLOW_HOME"])
+    marker = home / ".proofflow-db-migrated"
+    stamp = f"{version} {os.environ.get('AIRFLOW__DATABASE__SQL_ALCHEMY_CONN', '')}"
+    if marker.exists() and marker.read_text() == stamp:
+        return
+    log = open(log_path, "ab") if log_path else subprocess.DEVNULL
+    try:
+        proc = subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], stdout=log, stderr=log)
+    finally:
+        if log_path:
+            log.close()
+    if proc.returncode != 0:
+        raise RuntimeError(f"`airflow db migrate` failed (exit {proc.returncode})"
+                           + (f": see {log_path}" if log_path else ""))
+    marker.write_text(stamp)
+
+
+def gpu_count() -> int:
+    if os.environ.get("PROOFFLOW_GPU_SLOTS"):
+        return max(1, int(os.environ["PROOFFLOW_GPU_SLOTS"]))
+    try:
+        import cupy
+        return max(1, cupy.cuda.runtime.getDeviceCount())
+    except Exception:
+        return 1  # no GPU: the CPU backend still proves one partition at a time in the pool
+
+
+def ensure_pool(slots: int | None = None) -> int:
+    from airflow.models.pool import Pool
+    slots = slots or gpu_count()
+    Pool.create_or_update_pool(settings.GPU_POOL, slots, POOL_DESCRIPTION, include_deferred=False)
+    return slots
+
+
+def ensure_connection(url: str) -> None:
+    """The ``proofflow_timing`` connection, holding the timing store's SQLAlchemy URL."""
+    import json
+    from airflow.models.connection import Connection
+    from airflow.utils.session import create_session
+    with create_session() as session:
+        conn = session.query(Connection).filter(Connection.conn_id == settings.TIMING_CONN_ID).one_or_none()
+        if conn is None:
+            conn = Connection(conn_id=settings.TIMING_CONN_ID, conn_type="generic",
+                              description="proofflow timing store (SQLAlchemy URL in extra.url)")
+            session.add(conn)
+        conn.set_extra(json.dumps({"url": url}))
+
+
+def timing_url() -> str:
+    return settings.db_url_from_env() or settings.default_db_url()
+
+
+def setup_all(slots: int | None = None, migrate: bool = True, log_path: Path | None = None) -> dict:
+    if migrate:
+        migrate_metadata_db(log_path)
+    slots = ensure_pool(slots)
+    url = timing_url()
+    ensure_connection(url)
+    from operators.timing.store import TimingStore
+    TimingStore(url).dispose()  # timing tables at Alembic head
+    return {"pool": settings.GPU_POOL, "slots": slots, "timing_url": url}
