@@ -69,3 +69,48 @@ def store_url(request, tmp_path):
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'timing.db'}"
     return request.getfixturevalue("pg_url")
+
+
+# --- Airflow for the proof_run tests (operators/, dags/) ---------------------------------
+# Airflow reads its configuration when first imported, so the test session's own
+# AIRFLOW_HOME (SQLite metadata DB) is set here, before any test module imports Airflow;
+# a developer's real AIRFLOW_HOME is never touched.
+import shutil
+import tempfile
+from pathlib import Path
+
+_REPO = Path(__file__).resolve().parents[1]
+_AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix="proofflow-test-airflow-"))
+os.environ.update({
+    "AIRFLOW_HOME": str(_AIRFLOW_HOME),
+    "AIRFLOW__CORE__DAGS_FOLDER": str(_REPO / "dags"),
+    "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+    "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{_AIRFLOW_HOME / 'airflow.db'}",
+    "PROOFFLOW_HOME": str(_AIRFLOW_HOME / "proofflow"),
+})
+for _var in ("PROOFFLOW_DB_URL", "AIRFLOW_CONN_PROOFFLOW_TIMING", "PROOFFLOW_SCRATCH", "PROOFFLOW_PARAMS_CACHE",
+             "PROOFFLOW_BUNDLES"):
+    os.environ.pop(_var, None)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _remove_test_airflow_home():
+    yield
+    shutil.rmtree(_AIRFLOW_HOME, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def airflow_home():
+    """The session's AIRFLOW_HOME with its metadata DB migrated and pool `gpu` created."""
+    from operators import airflow_setup
+    airflow_setup.migrate_metadata_db(_AIRFLOW_HOME / "migrate.log")
+    airflow_setup.ensure_pool(1)
+    return _AIRFLOW_HOME
+
+
+@pytest.fixture(scope="session")
+def proof_run_dag(airflow_home):
+    from airflow.dag_processing.dagbag import DagBag
+    bag = DagBag(str(_REPO / "dags"))
+    assert bag.import_errors == {}
+    return bag.get_dag("proof_run")

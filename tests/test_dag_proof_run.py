@@ -1,0 +1,172 @@
+"""proof_run through Airflow's dag.test(): DAG import hygiene, params, a whole run on the
+SQLite and on the Postgres timing store, and bad parameters failing before any work."""
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from operators.proof.params import CIRCUITS, MAX_LOG2, MIN_LOG2, InvalidParams, validate_params
+
+ROOT = Path(__file__).resolve().parents[1]
+DAG_ID = "proof_run"
+PARTITIONS = 4
+PARTITION_PHASES = {
+    "partition.synthesize": {"task", "synthesis", "witness_map", "write"},
+    "partition.stage": {"task", "read", "stage"},
+    "partition.prove_gpu": {"task", "pool_wait", "load_key", "load", "h2d", "ntt", "d2h", "msm", "finalize"},
+    "partition.finalize_partition": {"task", "verify", "publish"},
+}
+RUN_PHASES = {
+    "validate": {"task", "validate"},
+    "prepare_scratch": {"task", "prepare"},
+    "finalize_run": {"task", "manifest", "verify", "summary", "cleanup"},
+    "cleanup_scratch": {"task", "cleanup"},
+}
+
+
+def test_every_dag_imports_without_errors_or_top_level_work(tmp_path):
+    """Parsed in a fresh process: no import errors, prover never imported, nothing written."""
+    home = tmp_path / "proofflow-home"
+    code = (
+        "import sys, json\n"
+        "from airflow.dag_processing.dagbag import DagBag\n"
+        f"bag = DagBag({str(ROOT / 'dags')!r})\n"
+        "print(json.dumps({'errors': {k: str(v) for k, v in bag.import_errors.items()}, 'dags': sorted(bag.dag_ids),"
+        " 'prover': sorted(m for m in sys.modules if m == 'prover' or m.startswith('prover.')),"
+        " 'heavy': sorted(m for m in ('cupy', 'py_arkworks_bls12381', 'numpy') if m in sys.modules)}))\n")
+    env = {**os.environ, "PROOFFLOW_HOME": str(home)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    info = json.loads(out.stdout.strip().splitlines()[-1])
+    assert info["errors"] == {}
+    assert {"proof_run", "proof_batch"} <= set(info["dags"])
+    assert info["prover"] == [], "DAG files must not import prover at parse time"
+    assert "cupy" not in info["heavy"] and "py_arkworks_bls12381" not in info["heavy"]
+    assert not home.exists(), "parsing a DAG file must not create scratch, params or timing files"
+
+
+def test_params_schema_matches_prover_and_builds_the_form(proof_run_dag):
+    from prover import circuits
+    assert set(CIRCUITS) == set(circuits.CIRCUITS)
+    assert (MIN_LOG2, MAX_LOG2) == (circuits.MIN_LOG2, circuits.MAX_LOG2)
+    params = proof_run_dag.params
+    assert set(params.keys()) == {"circuit", "log2", "partitions", "backend", "staging", "seed"}
+    for name in params.keys():
+        param = params.get_param(name)
+        assert param.schema.get("title") and param.description, name
+    assert params.get_param("partitions").schema["minimum"] == 1
+    assert params.get_param("partitions").schema["maximum"] == 64
+    assert params.get_param("backend").schema["enum"] == ["auto", "cpu", "gpu"]
+    prove = proof_run_dag.get_task("partition.prove_gpu")
+    assert prove.pool == "gpu"
+
+
+@pytest.mark.parametrize("bad,msg", [
+    ({"partitions": 0}, "partitions must be in 1..64, got 0"),
+    ({"partitions": 65}, "partitions must be in 1..64"),
+    ({"log2": 7}, "log2 must be in 8..24, got 7"),
+    ({"log2": 25}, "log2 must be in 8..24"),
+    ({"circuit": "sha256"}, "unknown circuit 'sha256'"),
+    ({"backend": "tpu"}, "backend must be one of auto, cpu, gpu"),
+    ({"staging": "mapped"}, "staging must be one of pinned, pageable"),
+    ({"log2": "10"}, "log2 must be an integer"),
+])
+def test_validate_rejects_bad_params_with_a_clear_message(bad, msg):
+    with pytest.raises(InvalidParams, match=msg.replace("(", r"\(")):
+        validate_params(bad, gpu_available=lambda: False)
+
+
+def test_gpu_absent_is_a_clear_error():
+    with pytest.raises(InvalidParams, match="backend 'gpu' asked for, but no GPU is visible"):
+        validate_params({"backend": "gpu"}, gpu_available=lambda: False)
+    assert validate_params({"backend": "auto"}, gpu_available=lambda: False)["backend"] == "cpu"
+
+
+def _check_run(store, dr, staging="pinned"):
+    from prover.bundle import verify_bundle
+    assert str(getattr(dr.state, "value", dr.state)) == "success"
+    run = store.run(DAG_ID, dr.run_id)
+    assert run["state"] == "success" and run["proofs_verified"] == PARTITIONS and run["wall_s"] > 0
+    results = verify_bundle(run["bundle_dir"])
+    assert len(results) == PARTITIONS and all(r.ok for r in results)
+
+    rows = store.timings(DAG_ID, dr.run_id)
+    keys = Counter((r["task_id"], r["map_index"], r["try_number"], r["phase"]) for r in rows)
+    assert max(keys.values()) == 1, "one row per task, partition and phase"
+    for r in rows:
+        assert r["end"] >= r["start"], r
+        assert r["duration_s"] >= 0
+        assert r["try_number"] == 1 and r["host"]
+    got: dict = {}
+    for r in rows:
+        got.setdefault((r["task_id"], r["map_index"]), set()).add(r["phase"])
+        if r["task_id"].startswith("partition."):
+            assert r["partition"] == r["map_index"]
+    for task, phases in RUN_PHASES.items():
+        assert got.pop((task, -1)) == phases, task
+    setup = got.pop(("setup", -1))
+    assert {"task", "lock_wait"} <= setup and ({"setup", "save"} <= setup or "load_cached" in setup)
+    for task, phases in PARTITION_PHASES.items():
+        for i in range(PARTITIONS):
+            assert got.pop((task, i)) == phases, (task, i)
+    assert got == {}
+
+    transfers = store.transfers(DAG_ID, dr.run_id)
+    assert Counter((t["task_id"], t["direction"]) for t in transfers) == {
+        ("partition.stage", "h2s"): PARTITIONS, ("partition.prove_gpu", "h2d"): PARTITIONS,
+        ("partition.prove_gpu", "d2h"): PARTITIONS}
+    n = 1 << 10
+    for t in transfers:
+        assert t["memory_kind"] == staging and t["duration_s"] >= 0
+        assert t["bytes"] == (3 * n * 32 if t["direction"] in ("h2s", "h2d") else n * 32)
+
+    from operators import scratch
+    assert not scratch.run_dir(DAG_ID, dr.run_id).exists(), "scratch is removed when the run finishes"
+    assert scratch.stale_temporaries(Path(run["bundle_dir"])) == []
+    return rows
+
+
+@pytest.mark.slow
+def test_dag_test_on_sqlite(proof_run_dag, monkeypatch, tmp_path):
+    from operators.timing import TimingStore
+    url = f"sqlite:///{tmp_path / 'timing.db'}"
+    monkeypatch.setenv("PROOFFLOW_DB_URL", url)
+    dr = proof_run_dag.test(run_conf={"log2": 10, "partitions": PARTITIONS, "backend": "cpu", "staging": "pinned"})
+    _check_run(TimingStore(url), dr)
+
+
+@pytest.mark.slow
+def test_dag_test_on_postgres_through_the_connection(proof_run_dag, pg_url, monkeypatch):
+    """The timing store named by the Airflow connection proofflow_timing (read by the tasks
+    through the task SDK), on the local Postgres; staging pageable this time."""
+    from operators.timing import TimingStore
+    monkeypatch.delenv("PROOFFLOW_DB_URL", raising=False)
+    monkeypatch.setenv("AIRFLOW_CONN_PROOFFLOW_TIMING", json.dumps({"conn_type": "generic", "extra": {"url": pg_url}}))
+    dr = proof_run_dag.test(run_conf={"log2": 10, "partitions": PARTITIONS, "backend": "cpu", "staging": "pageable"})
+    _check_run(TimingStore(pg_url), dr, staging="pageable")
+
+
+def test_schema_rejects_bad_conf_before_the_run(proof_run_dag):
+    from airflow.sdk.exceptions import ParamValidationError
+    with pytest.raises(ParamValidationError, match="partitions"):
+        proof_run_dag.test(run_conf={"partitions": 0})
+
+
+def test_gpu_absent_fails_in_validate_before_any_work(proof_run_dag, monkeypatch, tmp_path):
+    from prover.backend import gpu_available
+    if gpu_available():
+        pytest.skip("a GPU is visible here")
+    from operators.timing import TimingStore
+    url = f"sqlite:///{tmp_path / 'timing.db'}"
+    monkeypatch.setenv("PROOFFLOW_DB_URL", url)
+    dr = proof_run_dag.test(run_conf={"log2": 10, "partitions": 2, "backend": "gpu"})
+    assert str(getattr(dr.state, "value", dr.state)) == "failed"
+    states = {ti.task_id: str(getattr(ti.state, "value", ti.state)) for ti in dr.get_task_instances()}
+    assert states["validate"] == "failed"
+    assert states["setup"] == "upstream_failed"
+    tasks = {r["task_id"] for r in TimingStore(url).timings(DAG_ID, dr.run_id)}
+    assert tasks == {"validate"}, "nothing but validate ran"
