@@ -32,7 +32,9 @@ with DAG(
     catchup=False,
     max_active_runs=int(os.environ.get("PROOFFLOW_MAX_ACTIVE_RUNS", "4")),
     params={name: Param(DEFAULTS[name], **schema) for name, schema in SCHEMA.items()},
-    default_args={"retries": RETRIES, "retry_delay": dt.timedelta(seconds=2)},
+    # weight_rule upstream: a partition further down its chain goes first, so the GPU is fed
+    # as soon as one partition is staged while the others are still being synthesized.
+    default_args={"retries": RETRIES, "retry_delay": dt.timedelta(seconds=2), "weight_rule": "upstream"},
     on_failure_callback=RunStateNotifier("failed"),
     tags=["proofflow"],
     doc_md=__doc__,

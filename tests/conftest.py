@@ -114,3 +114,26 @@ def proof_run_dag(airflow_home):
     bag = DagBag(str(_REPO / "dags"))
     assert bag.import_errors == {}
     return bag.get_dag("proof_run")
+
+
+@pytest.fixture
+def pg_new_database():
+    """A factory of fresh Postgres databases (each dropped after the test)."""
+    try:
+        admin, u = _pg_admin()
+    except Exception as exc:
+        pytest.skip(f"local Postgres not reachable at {PG_ADMIN_URL}: {exc}")
+    made = []
+
+    def make(label: str = "db") -> str:
+        name = f"proofflow_test_{label}_{uuid.uuid4().hex[:10]}"
+        with admin.cursor() as cur:
+            cur.execute(f'CREATE DATABASE "{name}"')
+        made.append(name)
+        return u.set(database=name).render_as_string(hide_password=False)
+
+    yield make
+    with admin.cursor() as cur:
+        for name in made:
+            cur.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    admin.close()

@@ -78,7 +78,10 @@ class ProofflowOperator(BaseOperator):
     def execute(self, context):
         part = self.partition if isinstance(self.partition, int) else None
         rec = Recorder(context, partition=part, device=_device(self.config if isinstance(self.config, dict) else None))
-        t0 = time.time()
+        # The ``task`` row spans the attempt from Airflow's start of the task instance (the
+        # process start included) to the end of execute: pool-slot holders never overlap.
+        now = time.time()
+        t0 = min(_epoch(getattr(context["ti"], "start_date", None)) or now, now)
         failed = True
         try:
             out = self.run(context, rec)
