@@ -36,6 +36,18 @@ def test_migrations_build_the_metadata(store_url):
                  if not (isinstance(d, tuple) and d[0] == "remove_table" and d[1].name == VERSION_TABLE)]
     assert diffs == []
     assert {"runs", "task_timings", "transfers", VERSION_TABLE} <= set(inspect(store.engine).get_table_names())
+    assert "phase_spans" in inspect(store.engine).get_view_names()
+    store.dispose()
+
+
+def test_phase_spans_view(store_url):
+    store = TimingStore(store_url)
+    rid = f"run-{time.time_ns()}"
+    store.record_timings([_row(run_id=rid, phase=p) for p in ("pool_wait", "h2d", "ntt", "msm", "d2h", "finalize", "task")]
+                         + [_row(run_id=rid, task_id="partition.synthesize", phase="synthesis")])
+    with store.engine.connect() as conn:
+        phases = conn.execute(text("SELECT phase FROM phase_spans WHERE run_id = :r"), {"r": rid}).scalars().all()
+    assert sorted(phases) == sorted(["pool_wait", "h2d", "ntt", "msm", "d2h", "finalize"])
     store.dispose()
 
 
@@ -48,6 +60,7 @@ def test_upgrade_is_idempotent_and_downgrade_works(sqlite_url):
         cfg.attributes["connection"] = conn
         command.downgrade(cfg, "base")
     assert "task_timings" not in inspect(store.engine).get_table_names()
+    assert "phase_spans" not in inspect(store.engine).get_view_names()
     store.upgrade()
     assert "task_timings" in inspect(store.engine).get_table_names()
 

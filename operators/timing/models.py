@@ -4,7 +4,8 @@ and the Alembic migrations in ``migrations/`` build the same tables; tests check
 One row per (dag, run, task, map index, try number, phase) in ``task_timings``: a retried
 task adds rows under its own try number, a rerun of the same try replaces its rows (unique
 constraint + upsert), nothing is ever duplicated. The phase spans inside ``prove_gpu``
-(pool_wait, h2d, ntt, msm, d2h, finalize) are ``task_timings`` rows of that task.
+(pool_wait, load, h2d, ntt, msm, d2h, finalize) are ``task_timings`` rows of that task, also
+queryable as the view ``phase_spans`` (``views.py``, migration 0002).
 """
 from __future__ import annotations
 

@@ -53,6 +53,9 @@ def schema_sql() -> str:
         for index in sorted(table.indexes, key=lambda i: i.name):
             out.append(str(CreateIndex(index).compile(dialect=dialect)).strip() + ";")
             out.append("")
+    from operators.timing.views import VIEWS
+    for sql in VIEWS.values():
+        out += [sql + ";", ""]
     return "\n".join(out)
 
 
