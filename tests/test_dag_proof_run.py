@@ -170,3 +170,28 @@ def test_gpu_absent_fails_in_validate_before_any_work(proof_run_dag, monkeypatch
     assert states["setup"] == "upstream_failed"
     tasks = {r["task_id"] for r in TimingStore(url).timings(DAG_ID, dr.run_id)}
     assert tasks == {"validate"}, "nothing but validate ran"
+
+
+def test_proof_batch_claims_pending_work_once(tmp_path, monkeypatch):
+    from operators.pending import claim
+    d = tmp_path / "pending"
+    d.mkdir()
+    (d / "a.json").write_text(json.dumps({"log2": 10, "partitions": 2}))
+    (d / "b.json").write_text(json.dumps({"partitions": 0}))
+    (d / "c.json").write_text("not json")
+    assert claim(d) == [{"log2": 10, "partitions": 2}]
+    assert sorted(p.name for p in (d / "claimed").iterdir()) == ["a.json"]
+    assert sorted(p.name for p in (d / "rejected").iterdir()) == ["b.json", "b.json.error", "c.json", "c.json.error"]
+    assert "partitions must be in 1..64" in (d / "rejected" / "b.json.error").read_text()
+    assert claim(d) == []  # claimed work is never triggered twice
+
+
+def test_proof_batch_schedule_from_env(airflow_home):
+    code = ("from airflow.dag_processing.dagbag import DagBag\n"
+            f"bag = DagBag({str(ROOT / 'dags' / 'proof_batch.py')!r})\n"
+            "d = bag.get_dag('proof_batch'); print(d.timetable.expression)\n"
+            "print(sorted(t.task_id for t in d.tasks))\n")
+    env = {**os.environ, "PROOFFLOW_BATCH_CRON": "0 3 * * *"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "0 3 * * *" in out.stdout and "trigger_proof_run" in out.stdout
