@@ -1,4 +1,4 @@
-"""GPU benchmarks: Fr product rate, NTT, the H polynomial, and a/b/c uploads.
+"""GPU benchmarks: Fr product rate, NTT, the H polynomial, a/b/c uploads and the G1 MSM.
 
     python -m bench.gpu [--out bench/results/gpu-h200.json] [--quick]
 
@@ -140,6 +140,45 @@ def bench_h2d(args, rng) -> dict:
     return out
 
 
+def bench_msm(args, rng) -> dict:
+    """G1 MSM with the table resident on the device. The table repeats 2^16 distinct
+    points (making 2^24 distinct ones on the CPU would take minutes; bucket work does not
+    depend on repeats). The largest size is checked against arkworks on the CPU first."""
+    from prover import curve
+    from prover.backend import gpu_msm
+    g = curve.point_class("g1")()
+    pts, acc = [], g
+    for _ in range(1 << 16):  # G, 2G, 3G, ...: one addition each
+        pts.append(acc)
+        acc = acc + g
+    base = curve.PointTable.from_points("g1", pts)
+    res, detail, cpu_ms = {}, {}, {}
+    for log_n in args.msm_sizes:
+        n = 1 << log_n
+        table = curve.PointTable("g1", np.tile(base.xy, (max(1, n >> 16), 1))[:n])
+        s = random_device(n, rng)
+        gpu_msm.device_points(table)  # upload once: the SRS stays resident across partitions
+        if log_n == args.msm_check:
+            t0 = time.perf_counter()
+            ref = curve.msm(table, cp.asnumpy(s))
+            cpu_ms[str(log_n)] = round((time.perf_counter() - t0) * 1e3, 1)
+            if gpu_msm.msm_g1(table, s) != ref:
+                sys.exit(f"GPU MSM differs from arkworks at 2^{log_n}: not timing a wrong kernel")
+        times = []
+        for i in range(args.repeats_msm + 1):  # wall clock: the host combines the windows
+            cp.cuda.get_current_stream().synchronize()
+            t0 = time.perf_counter()
+            gpu_msm.msm_g1(table, s)
+            if i:
+                times.append((time.perf_counter() - t0) * 1e3)
+        sm = summary(times)
+        res[str(log_n)], detail[str(log_n)] = sm["median"], sm
+        print(f"  msm 2^{log_n}: {sm}", flush=True)
+        del table, s
+        cp.get_default_memory_pool().free_all_blocks()
+    return {"msm_g1_ms": res, "msm_g1_detail": detail, "cpu_msm_g1_ms": cpu_ms}
+
+
 def bench_cpu_ntt(args, rng) -> dict:
     d, cpu = Radix2Domain(args.cpu_log), CpuBackend()
     x = fr.random(d.size, rng)
@@ -152,7 +191,7 @@ def bench_cpu_ntt(args, rng) -> dict:
     return {"cpu_ntt_ms": {str(args.cpu_log): round(statistics.median(times), 2)}}
 
 
-SECTIONS = [bench_fr_mul, bench_ntt, bench_h, bench_h2d, bench_cpu_ntt]
+SECTIONS = [bench_fr_mul, bench_ntt, bench_h, bench_h2d, bench_msm, bench_cpu_ntt]
 
 
 def versions() -> dict:
@@ -167,29 +206,36 @@ def main(argv=None) -> dict:
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     ap.add_argument("--variant", default="mul32", choices=("mul32", "mul64"))
+    ap.add_argument("--only", nargs="+", metavar="SECTION", choices=[f.__name__ for f in SECTIONS],
+                    help="run these sections only, updating their keys in an existing --out file")
     args = ap.parse_args(argv)
     big = 20 if args.quick else 24
     args.ntt_sizes = [16, 18, 20] if args.quick else [20, 22, 24]
     args.h_sizes = [18, 20] if args.quick else [22, 24]
     args.h2d_log, args.cpu_log = big, 20
-    args.repeats, args.repeats_h2d = 10, 5
+    args.msm_sizes = [16, 18] if args.quick else [20, 22, 24]
+    args.msm_check = 18 if args.quick else 20
+    args.repeats, args.repeats_h2d, args.repeats_msm = 10, 5, 5
 
     rng = np.random.default_rng(2026)
     props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
-    result = {"device": props["name"].decode(), "versions": versions(), "variant": args.variant}
+    result = json.loads(args.out.read_text()) if args.only and args.out.exists() else {}
+    result.update({"device": props["name"].decode(), "versions": versions(), "variant": args.variant})
     result.update(check_against_cpu(GpuBackend(args.variant), rng))
     for section in SECTIONS:
+        if args.only and section.__name__ not in args.only:
+            continue
         t0 = time.perf_counter()
         part = section(args, rng)
         print(f"{section.__name__} ({time.perf_counter() - t0:.1f} s): {json.dumps(part)}", flush=True)
         result.update(part)
-    cpu20, gpu20 = result["cpu_ntt_ms"].get("20"), result["ntt_ms"].get("20")
+    cpu20, gpu20 = result.get("cpu_ntt_ms", {}).get("20"), result.get("ntt_ms", {}).get("20")
     if cpu20 and gpu20:
         result["ntt_speedup_20"] = round(cpu20 / gpu20, 1)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps({k: result[k] for k in ("ntt_ms", "h_ms", "h2d_pinned_gbps", "h2d_pageable_gbps",
-                                             "cpu_ntt_ms", "fr_mul_per_s")}))
+    print(json.dumps({k: result.get(k) for k in ("ntt_ms", "h_ms", "h2d_pinned_gbps", "h2d_pageable_gbps",
+                                                 "cpu_ntt_ms", "fr_mul_per_s", "msm_g1_ms", "cpu_msm_g1_ms")}))
     return result
 
 

@@ -112,12 +112,42 @@ def test_transfers_report_kind_and_rate():
     assert t3.kind == "pageable"
 
 
-def test_msm_delegates_to_cpu():
-    from py_arkworks_bls12381 import G1Point
-
+@pytest.fixture(scope="module")
+def g1_table():
+    """4096 random G1 points, with infinity, a repeated point and a point and its negation."""
     from prover import curve
     rng = np.random.default_rng(4)
-    g = G1Point()
-    table = curve.PointTable.from_points("g1", [g * curve.scalar(i + 1) for i in range(8)])
-    s = fr.random(8, rng)
+    g = curve.point_class("g1")()
+    pts = [g * curve.scalar(int(x)) for x in fr.to_ints(fr.random(4093, rng))]
+    pts += [curve.point_class("g1").identity(), pts[5], -pts[6]]
+    return curve.PointTable.from_points("g1", pts)
+
+
+@pytest.mark.parametrize("log_n", [0, 1, 4, 8, 10, 12])
+def test_msm_g1_matches_arkworks(g1_table, log_n):
+    from prover import curve
+    n = 1 << log_n
+    table = curve.PointTable("g1", g1_table.xy[-n:].copy())  # the tail holds the special points
+    s = fr.random(n, np.random.default_rng(log_n))
     assert GpuBackend().msm_g1(table, s) == curve.msm(table, s)
+
+
+@pytest.mark.parametrize("c", [4, 7, 13, 16])
+def test_msm_g1_edge_scalars_every_window_width(g1_table, c):
+    from prover import curve
+    from prover.backend import gpu_msm
+    p = fr.MODULUS
+    ints = [0, 1, p - 1, 2, p - 2, (p - 1) // 2, 1 << 254, (1 << c) - 1, 1 << (c - 1)] * 3
+    table = curve.PointTable("g1", g1_table.xy[-len(ints):].copy())
+    s = fr.from_ints(ints)
+    assert gpu_msm.msm_g1(table, s, c=c) == curve.msm(table, s)
+    # the same point under every scalar: doublings and cancellations inside buckets
+    same = curve.PointTable("g1", np.repeat(g1_table.xy[:1], len(ints), axis=0))
+    assert gpu_msm.msm_g1(same, s, c=c) == curve.msm(same, s)
+
+
+def test_gpu_proof_verifies(pk10, mimc10):
+    from prover.groth16 import prover, verifier
+    inst = mimc10.instance(11, 0)
+    proof = prover.prove(pk10, mimc10.constraint_system, inst.witness, GpuBackend())
+    assert verifier.verify(pk10.vk, inst.public_inputs, proof)

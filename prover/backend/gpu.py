@@ -1,4 +1,4 @@
-"""The GPU backend: NTTs and the H polynomial in CUDA through CuPy; MSMs on the CPU for now.
+"""The GPU backend: NTTs, the H polynomial and the G1 MSM in CUDA through CuPy; G2 MSM on the CPU.
 
 Fr vectors keep the CPU layout ((n, 4) uint64, Montgomery form) on the device, so a host
 vector uploads unchanged and results compare bit for bit with ``CpuBackend``. Each
@@ -16,6 +16,7 @@ import cupy as cp
 import numpy as np
 
 from prover import curve, kernels
+from prover.backend import gpu_msm
 from prover.backend.base import Backend
 from prover.field import fr
 from prover.polynomial.domain import Radix2Domain
@@ -150,10 +151,10 @@ class GpuBackend(Backend):
     def compute_h(self, domain, a, b, c):
         return cp.asnumpy(self.compute_h_device(domain, a, b, c))
 
-    # No G1/G2 MSM kernel yet: these run arkworks' multiexp on the CPU, as CpuBackend does.
-    def msm_g1(self, table, scalars: np.ndarray):
-        return curve.msm(table, scalars)
+    def msm_g1(self, table, scalars):
+        return gpu_msm.msm_g1(table, scalars)
 
+    # No G2 kernel yet: arkworks' multiexp on the CPU, as CpuBackend does.
     def msm_g2(self, table, scalars: np.ndarray):
         return curve.msm(table, scalars)
 

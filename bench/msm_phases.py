@@ -1,0 +1,43 @@
+"""Where the G1 MSM's time goes: each kernel timed with CUDA events, for several
+window widths, at one size (default 2^24). A profiling aid for the MSM kernels.
+
+    python -m bench.msm_phases [--log2 24] [--c 12 13 14 15 16]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+
+import cupy as cp
+import numpy as np
+
+from prover import curve
+from prover.backend import gpu_msm
+from prover.field import fr
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--log2", type=int, default=24)
+    ap.add_argument("--c", type=int, nargs="+", default=[12, 13, 14, 15, 16])
+    ap.add_argument("--distinct-log2", type=int, default=16, help="log2 of the distinct points the table repeats")
+    args = ap.parse_args()
+    rng = np.random.default_rng(1)
+    g = curve.point_class("g1")()
+    pts, acc = [], g
+    for _ in range(1 << args.distinct_log2):
+        pts.append(acc)
+        acc = acc + g
+    n = 1 << args.log2
+    table = curve.PointTable("g1", np.tile(curve.PointTable.from_points("g1", pts).xy, (max(1, n >> args.distinct_log2), 1))[:n])
+    s = cp.asarray(fr.random(n, rng))
+    gpu_msm.device_points(table)
+    for c in args.c:
+        gpu_msm.msm_g1(table, s, c=c)  # warm-up
+        spans = {}
+        gpu_msm.msm_g1(table, s, c=c, spans=spans)
+        print(json.dumps({"log2": args.log2, "distinct_log2": args.distinct_log2, "c": c, "ms": {k: round(v, 2) for k, v in spans.items()}}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
