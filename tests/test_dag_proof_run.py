@@ -195,3 +195,32 @@ def test_proof_batch_schedule_from_env(airflow_home):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "0 3 * * *" in out.stdout and "trigger_proof_run" in out.stdout
+
+
+@pytest.mark.slow
+def test_failed_run_is_cleaned_up_and_marked_failed(proof_run_dag, monkeypatch, tmp_path):
+    """A partition that keeps failing: the run fails, the cleanup teardown still removes the
+    scratch directory, and the timing store marks the run failed (with the failed attempt's rows)."""
+    from operators import scratch
+    from operators.proof import operators as ops
+    from operators.timing import TimingStore
+    url = f"sqlite:///{tmp_path / 'timing.db'}"
+    monkeypatch.setenv("PROOFFLOW_DB_URL", url)
+    original = ops.StageOperator.run
+
+    def flaky(self, context, rec):
+        if self.partition == 1:
+            raise OSError("disk on fire (injected)")
+        return original(self, context, rec)
+    monkeypatch.setattr(ops.StageOperator, "run", flaky)
+    dr = proof_run_dag.test(run_conf={"log2": 10, "partitions": 2, "backend": "cpu"})
+    assert str(getattr(dr.state, "value", dr.state)) == "failed"
+    states = {(ti.task_id, ti.map_index): str(getattr(ti.state, "value", ti.state)) for ti in dr.get_task_instances()}
+    assert states[("partition.stage", 1)] == "failed"
+    assert states[("finalize_run", -1)] == "upstream_failed"
+    assert states[("cleanup_scratch", -1)] == "success"
+    assert not scratch.run_dir("proof_run", dr.run_id).exists()
+    store = TimingStore(url)
+    assert store.run("proof_run", dr.run_id)["state"] == "failed"
+    failed_rows = [r for r in store.timings("proof_run", dr.run_id, "partition.stage") if r["map_index"] == 1]
+    assert {r["phase"] for r in failed_rows} == {"task"}, "a failed attempt still records its task row"
