@@ -10,6 +10,9 @@ from pathlib import Path
 from prover.circuits import CIRCUITS, MAX_LOG2, MIN_LOG2, get_circuit
 
 EXIT_OK, EXIT_INVALID, EXIT_BAD_INPUT = 0, 1, 2
+STAGING = ("auto", "pinned", "pageable")
+STAGING_HELP = ("memory synthesis writes a/b/c into: pinned (page-locked, full-rate uploads; needs a GPU), "
+                "pageable, or auto (pinned with the GPU backend; default)")
 
 
 def _log2(text: str) -> int:
@@ -56,6 +59,17 @@ def _backend(name: str):
     return get_backend(name)
 
 
+def _staging_pool(mode: str, backend, circuit):
+    """A pool holding one partition's a/b/c: pinned for the GPU, else pageable."""
+    from prover import batch
+    from prover.backend import BackendUnavailable, gpu_available
+    from prover.staging import StagingPool
+    pinned = mode == "pinned" or (mode == "auto" and backend.name == "gpu")
+    if pinned and not gpu_available():
+        raise BackendUnavailable("pinned staging needs CuPy and a visible GPU; use --staging pageable")
+    return StagingPool(StagingPool.block_size(batch.abc_bytes(circuit)), pinned=pinned)
+
+
 def cmd_prove(args) -> int:
     from prover import batch
     from prover.groth16.data_structures import KeyFormatError, ProvingKey
@@ -71,7 +85,8 @@ def cmd_prove(args) -> int:
     def progress(r):
         _say(f"  partition {r.partition + 1}/{args.partitions} proved in {sum(r.timer.totals().values()):.2f} s")
 
-    batch.prove_to_bundle(pk, circuit, args.partitions, args.seed, args.out, backend, progress)
+    pool = _staging_pool(args.staging, backend, circuit)
+    batch.prove_to_bundle(pk, circuit, args.partitions, args.seed, args.out, backend, progress, pool)
     _say(f"prove: wrote {args.out}")
     return EXIT_OK
 
@@ -106,7 +121,8 @@ def cmd_demo(args) -> int:
             pk = generator.setup(circuit, args.seed, progress=_setup_progress if args.log2 >= 14 else None)
         reports = batch.prove_to_bundle(
             pk, circuit, args.partitions, args.seed, out, backend,
-            lambda r: _say(f"  partition {r.partition + 1}/{args.partitions} proved"))
+            lambda r: _say(f"  partition {r.partition + 1}/{args.partitions} proved"),
+            _staging_pool(args.staging, backend, circuit))
         with timer.phase("verify"):
             results = verify_bundle(out)
     per_phase: dict[str, list[float]] = {}
@@ -145,6 +161,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--out", required=True, help="directory for the proof bundle")
     s.add_argument("--seed", type=int, default=0, help="seed of the partitions' inputs (default 0)")
     s.add_argument("--backend", choices=("auto", "cpu", "gpu"), default="auto", help="compute backend (default auto)")
+    s.add_argument("--staging", choices=STAGING, default="auto", help=STAGING_HELP)
     s.set_defaults(func=cmd_prove)
 
     s = sub.add_parser("verify", help="verify every proof of a bundle",
@@ -160,6 +177,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--partitions", type=_positive, default=2, help="number of partitions (default 2)")
     s.add_argument("--seed", type=int, default=0, help="seed of keys and inputs (default 0)")
     s.add_argument("--backend", choices=("auto", "cpu", "gpu"), default="auto", help="compute backend (default auto)")
+    s.add_argument("--staging", choices=STAGING, default="auto", help=STAGING_HELP)
     s.add_argument("--out", help="keep the proof bundle in this directory (default: a temporary one)")
     s.set_defaults(func=cmd_demo)
     return p

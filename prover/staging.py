@@ -88,6 +88,11 @@ class StagingPool:
         self._high_water = 0
         self._buffers = 0  # blocks held
 
+    @staticmethod
+    def block_size(nbytes: int) -> int:
+        """The budget a request of ``nbytes`` takes (sizes round up to 64 KiB)."""
+        return max(_ALIGN, -(-nbytes // _ALIGN) * _ALIGN)
+
     def _alloc(self, size: int):
         return _alloc_pinned(size) if self.pinned else np.empty(size, dtype=np.uint8)
 
@@ -106,7 +111,7 @@ class StagingPool:
         for room in the budget."""
         if nbytes < 0:
             raise ValueError("nbytes must be non-negative")
-        cap = max(_ALIGN, -(-nbytes // _ALIGN) * _ALIGN)
+        cap = self.block_size(nbytes)
         if cap > self.budget:
             raise ValueError(f"a request of {nbytes} bytes can never fit the staging budget of {self.budget} bytes")
         deadline = None if timeout is None else time.monotonic() + timeout

@@ -11,6 +11,9 @@ from prover.polynomial.domain import Radix2Domain
 
 class Backend(abc.ABC):
     name: str
+    # True when msm_g2 runs on the host CPU while the rest runs elsewhere: the prover
+    # then overlaps it with the other phases.
+    g2_on_host: bool = False
 
     @abc.abstractmethod
     def ntt(self, domain: Radix2Domain, x: np.ndarray, inverse: bool = False) -> np.ndarray:

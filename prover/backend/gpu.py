@@ -66,6 +66,7 @@ class _Tables:
 
 class GpuBackend(Backend):
     name = "gpu"
+    g2_on_host = True
 
     def __init__(self, variant: str = "mul32"):
         self.variant = variant

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import secrets
+from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
 
 import numpy as np
 
@@ -12,6 +14,11 @@ from prover.groth16 import r1cs_to_qap
 from prover.groth16.data_structures import Proof, ProvingKey
 from prover.r1cs import ConstraintSystem
 from prover.timing import PhaseTimer
+
+
+@lru_cache(maxsize=1)
+def _host_thread() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="proofflow-g2")
 
 
 def random_scalar(rng: np.random.Generator | None = None) -> int:
@@ -35,6 +42,9 @@ def prove(pk: ProvingKey, cs: ConstraintSystem, witness: np.ndarray, backend: Ba
     if abc is None:
         with timer.phase("witness_map"):
             abc = r1cs_to_qap.witness_map(cs, witness)
+    # A backend whose G2 MSM runs on the host (arkworks releases the GIL) starts it first,
+    # so it overlaps the device's H and G1 work instead of following it.
+    g2 = _host_thread().submit(backend.msm_g2, pk.b_g2_query, witness) if backend.g2_on_host else None
     with timer.phase("ntt"):
         h = backend.compute_h(domain, *abc)[: domain.size - 1]
     r, s = random_scalar(rng), random_scalar(rng)
@@ -43,9 +53,10 @@ def prove(pk: ProvingKey, cs: ConstraintSystem, witness: np.ndarray, backend: Ba
         private = witness[cs.num_instance:]
         a_acc = backend.msm_g1(pk.a_query, witness)
         b1_acc = backend.msm_g1(pk.b_g1_query, witness)
-        b2_acc = backend.msm_g2(pk.b_g2_query, witness)
         l_acc = backend.msm_g1(pk.l_query, private)
         h_acc = backend.msm_g1(pk.h_query, np.ascontiguousarray(h))
+    with timer.phase("msm_g2_wait" if g2 else "msm"):
+        b2_acc = g2.result() if g2 else backend.msm_g2(pk.b_g2_query, witness)
     with timer.phase("assemble"):
         a = pk.vk.alpha_g1 + a_acc + pk.delta_g1 * sc(r)
         b2 = pk.vk.beta_g2 + b2_acc + pk.vk.delta_g2 * sc(s)
