@@ -9,7 +9,7 @@ queryable as the view ``phase_spans`` (``views.py``, migration 0002).
 """
 from __future__ import annotations
 
-from sqlalchemy import (BigInteger, Column, DateTime, Float, Index, Integer, MetaData, String, Table, Text,
+from sqlalchemy import (BigInteger, Boolean, Column, DateTime, Float, Index, Integer, MetaData, String, Table, Text,
                         UniqueConstraint)
 
 NAMING = {
@@ -84,3 +84,70 @@ transfers = Table(
 TIMING_KEY = ("dag_id", "run_id", "task_id", "map_index", "try_number", "phase")
 TRANSFER_KEY = ("dag_id", "run_id", "task_id", "map_index", "try_number", "direction")
 RUN_KEY = ("dag_id", "run_id")
+
+# -- issue 6: calibration, H2D checks, reporting --------------------------------------------
+# A reference host-to-device rate per (host, device), measured by ``proofflow calibrate``
+# (operators/calibrate.py): one row per transfer size of one calibration batch, so the
+# expected time of a transfer comes from the rate measured at (or interpolated to) its size.
+calibrations = Table(
+    "calibrations", metadata,
+    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True),
+    Column("host", String(255), nullable=False),
+    Column("device", String(64), nullable=False),
+    Column("memory_kind", String(16), nullable=False),
+    Column("method", String(64), nullable=False),
+    Column("bytes", BigInteger, nullable=False),
+    Column("reps", Integer, nullable=False),
+    Column("median_ms", Float, nullable=False),
+    Column("best_ms", Float),
+    Column("gbps", Float, nullable=False),
+    Column("batch", String(64), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint("host", "device", "memory_kind", "batch", "bytes", name="uq_calibrations_batch_size"),
+    Index("ix_calibrations_host_device", "host", "device"),
+)
+
+# One row per partition flagged by check_h2d (partition NULL: a run-level finding), replaced
+# as a whole each time the run is checked.
+h2d_flags = Table(
+    "h2d_flags", metadata,
+    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True),
+    Column("dag_id", String(ID), nullable=False),
+    Column("run_id", String(ID), nullable=False),
+    Column("partition", Integer),
+    Column("try_number", Integer),
+    Column("bytes", BigInteger),
+    Column("measured_ms", Float),
+    Column("expected_ms", Float),
+    Column("gbps", Float),
+    Column("floor_gbps", Float),
+    Column("reason", Text, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Index("ix_h2d_flags_run", "dag_id", "run_id"),
+)
+
+# Great Expectations' validation result of each check_h2d attempt (the JSON, as GX writes it).
+check_results = Table(
+    "check_results", metadata,
+    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True),
+    Column("dag_id", String(ID), nullable=False),
+    Column("run_id", String(ID), nullable=False),
+    Column("check_name", String(64), nullable=False),
+    Column("try_number", Integer, nullable=False),
+    Column("success", Boolean, nullable=False),
+    Column("evaluated", Integer, nullable=False),
+    Column("flagged", Integer, nullable=False),
+    Column("result_json", Text),
+    Column("report_dir", Text),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint("dag_id", "run_id", "check_name", "try_number", name="uq_check_results_attempt"),
+)
+
+# Settings the reporting views read (the steady-state window's warm-up): name -> value.
+report_settings = Table(
+    "report_settings", metadata,
+    Column("name", String(64), primary_key=True),
+    Column("value", Float, nullable=False),
+)
+REPORT_SETTING_DEFAULTS = {"warmup_partitions": 1.0, "warmup_seconds": 0.0}
+CHECK_RESULT_KEY = ("dag_id", "run_id", "check_name", "try_number")

@@ -19,13 +19,16 @@ from sqlalchemy import Engine, Table, create_engine, event, func, select, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.schema import CreateIndex, CreateTable
 
-from operators.timing.models import (RUN_KEY, TIMING_KEY, TRANSFER_KEY, metadata, runs, task_timings,
+from operators.timing.models import (CHECK_RESULT_KEY, RUN_KEY, TIMING_KEY, TRANSFER_KEY, calibrations,
+                                     check_results, h2d_flags, metadata, report_settings, runs, task_timings,
                                      transfers)
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 VERSION_TABLE = "proofflow_alembic_version"
 _ADVISORY_LOCK_KEY = 0x70726F6F66  # "proof"
 _migrated: set[str] = set()
+TIMESTAMP_COLUMNS = {"start", "end", "started_at", "finished_at", "created_at", "ready_at", "window_start",
+                     "window_end"}
 _migrated_lock = threading.Lock()
 
 
@@ -53,8 +56,8 @@ def schema_sql() -> str:
         for index in sorted(table.indexes, key=lambda i: i.name):
             out.append(str(CreateIndex(index).compile(dialect=dialect)).strip() + ";")
             out.append("")
-    from operators.timing.views import VIEWS
-    for sql in VIEWS.values():
+    from operators.timing.views import views_for
+    for sql in views_for("postgresql").values():
         out += [sql + ";", ""]
     return "\n".join(out)
 
@@ -249,3 +252,63 @@ class TimingStore:
                 .where(t.c.dag_id == dag_id, t.c.run_id == run_id)
                 .group_by(t.c.task_id, t.c.phase).order_by(func.min(t.c.start)))
         return self._rows(stmt)
+
+    # -- calibration, checks, reporting (issue 6) -------------------------------------------
+    def record_calibration(self, rows: list[dict]) -> int:
+        """Insert one calibration batch (rows share host, device, memory_kind, batch)."""
+        out = []
+        for r in rows:
+            r = dict(r)
+            r["created_at"] = utc(r.get("created_at") or dt.datetime.now(dt.timezone.utc))
+            out.append(r)
+        return self._upsert(calibrations, ("host", "device", "memory_kind", "batch", "bytes"), out)
+
+    def calibration(self, host: str, device: str, memory_kind: str = "pinned") -> list[dict]:
+        """The latest calibration batch of (host, device, memory kind): its rows by size."""
+        c = calibrations
+        cond = (c.c.host == host, c.c.device == device, c.c.memory_kind == memory_kind)
+        latest = (select(c.c.batch).where(*cond).order_by(c.c.created_at.desc(), c.c.id.desc()).limit(1))
+        with self.engine.connect() as conn:
+            batch = conn.execute(latest).scalar()
+        if batch is None:
+            return []
+        return self._rows(select(c).where(*cond, c.c.batch == batch).order_by(c.c.bytes))
+
+    def calibrations(self) -> list[dict]:
+        return self._rows(select(calibrations).order_by(calibrations.c.created_at, calibrations.c.bytes))
+
+    def replace_flags(self, dag_id: str, run_id: str, rows: list[dict]) -> int:
+        """The run's H2D flags become ``rows`` (a re-check replaces, never duplicates)."""
+        now = dt.datetime.now(dt.timezone.utc)
+        with self.engine.begin() as conn:
+            conn.execute(h2d_flags.delete().where(h2d_flags.c.dag_id == dag_id, h2d_flags.c.run_id == run_id))
+            for r in rows:
+                conn.execute(h2d_flags.insert().values(**{"created_at": now, **r, "dag_id": dag_id, "run_id": run_id}))
+        return len(rows)
+
+    def flags(self, dag_id: str, run_id: str) -> list[dict]:
+        f = h2d_flags
+        return self._rows(select(f).where(f.c.dag_id == dag_id, f.c.run_id == run_id).order_by(f.c.partition, f.c.id))
+
+    def record_check_result(self, **row) -> None:
+        row.setdefault("created_at", dt.datetime.now(dt.timezone.utc))
+        self._upsert(check_results, CHECK_RESULT_KEY, [row])
+
+    def check_results(self, dag_id: str, run_id: str) -> list[dict]:
+        c = check_results
+        return self._rows(select(c).where(c.c.dag_id == dag_id, c.c.run_id == run_id).order_by(c.c.id))
+
+    def set_report_setting(self, name: str, value: float) -> None:
+        self._upsert(report_settings, ("name",), [{"name": name, "value": float(value)}])
+
+    def query(self, sql: str, params: dict | None = None) -> list[dict]:
+        """Rows of a read-only SQL text (the reporting views), with bound parameters.
+        Timestamp columns come back as aware UTC datetimes on both dialects (SQLite returns
+        a view's timestamps as text)."""
+        with self.engine.connect() as conn:
+            rows = [dict(r._mapping) for r in conn.execute(text(sql), params or {})]
+        for r in rows:
+            for k, v in r.items():
+                if k in TIMESTAMP_COLUMNS and v is not None:
+                    r[k] = utc(dt.datetime.fromisoformat(v) if isinstance(v, str) else v)
+        return rows
