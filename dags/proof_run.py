@@ -23,6 +23,9 @@ from operators.proof.operators import (CleanupScratchOperator, FinalizePartition
 from operators.proof.params import DEFAULTS, SCHEMA
 
 RETRIES = int(os.environ.get("PROOFFLOW_RETRIES", "1"))
+# Synthesis is CPU- and memory-heavy at real sizes: at most this many partitions at once
+# per run (unset: no limit beyond the executor's parallelism).
+SYNTH_CONCURRENCY = int(os.environ["PROOFFLOW_SYNTH_CONCURRENCY"]) if os.environ.get("PROOFFLOW_SYNTH_CONCURRENCY") else None
 
 with DAG(
     dag_id="proof_run",
@@ -46,7 +49,8 @@ with DAG(
 
     @task_group(group_id="partition")
     def partition(p):
-        synth = SynthesizeOperator(task_id="synthesize", config=config, partition=p)
+        synth = SynthesizeOperator(task_id="synthesize", config=config, partition=p,
+                                   max_active_tis_per_dagrun=SYNTH_CONCURRENCY)
         stage = StageOperator(task_id="stage", config=config, partition=p, synthesized=synth.output)
         prove = ProveGpuOperator(task_id="prove_gpu", config=config, partition=p, staged=stage.output,
                                  setup_result=setup.output, ready_after_task_id=stage.task_id)

@@ -99,6 +99,9 @@ def test_scheduler_rest_trigger_pool_mutex_and_sigkill_retry(tmp_path, pg_new_da
         "PROOFFLOW_HOME": str(tmp_path / "proofflow"),
         "PROOFFLOW_DB_URL": timing_url,
         "PROOFFLOW_RETRIES": "1",
+        # one synthesis at a time, as on a machine where synthesis fills the CPUs: partitions
+        # then reach prove_gpu while later ones are still being synthesized
+        "PROOFFLOW_SYNTH_CONCURRENCY": "1",
         # the first partition to write its a/b/c dies half-way through the file (SIGKILL)
         "PROOFFLOW_FAULT": f"kill_mid_write:abc.npy:{marker}",
     })
