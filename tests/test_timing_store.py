@@ -119,3 +119,22 @@ def test_db_url_setting_order(monkeypatch, tmp_path):
     assert resolve_db_url() == "postgresql+psycopg2://u@db.example:5433/timing"
     monkeypatch.setenv("PROOFFLOW_DB_URL", "sqlite:///elsewhere.db")
     assert resolve_db_url() == "sqlite:///elsewhere.db"
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_concurrent_first_use_migrates_once(kind, tmp_path, request):
+    """Several task processes opening a fresh store at once: the migration lock serializes
+    them, every one succeeds and the schema is at head."""
+    import subprocess
+    import sys
+    url = f"sqlite:///{tmp_path / 'fresh.db'}" if kind == "sqlite" else request.getfixturevalue("pg_new_database")("mig")
+    code = ("import sys; from operators.timing import TimingStore; s = TimingStore(sys.argv[1]); "
+            "s.record_timings([dict(run_id='r', dag_id='d', task_id=sys.argv[2], try_number=1, phase='p', start=0, end=1)]);"
+            "print(s.current_revision())")
+    procs = [subprocess.Popen([sys.executable, "-c", code, url, f"t{i}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for i in range(4)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1][-1500:] for o in outs]
+    head = TimingStore.head_revision()
+    assert [o[0].strip() for o in outs] == [head] * 4
+    assert len(TimingStore(url).timings("d", "r")) == 4
