@@ -19,7 +19,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-PARTITIONS = 6
+PARTITIONS = 8
 
 
 def test_sigkill_mid_write_leaves_no_partial_artifact(tmp_path):
@@ -102,6 +102,7 @@ def test_scheduler_rest_trigger_pool_mutex_and_sigkill_retry(tmp_path, pg_new_da
         # one synthesis at a time, as on a machine where synthesis fills the CPUs: partitions
         # then reach prove_gpu while later ones are still being synthesized
         "PROOFFLOW_SYNTH_CONCURRENCY": "1",
+        "PROOFFLOW_AIRFLOW_API": f"http://127.0.0.1:{port}",  # prove_gpu reads its queued time there
         # the first partition to write its a/b/c dies half-way through the file (SIGKILL)
         "PROOFFLOW_FAULT": f"kill_mid_write:abc.npy:{marker}",
     })
@@ -156,6 +157,11 @@ def test_scheduler_rest_trigger_pool_mutex_and_sigkill_retry(tmp_path, pg_new_da
     rows = store.timings("proof_run", run_id)
     assert max(Counter((r["task_id"], r["map_index"], r["try_number"], r["phase"]) for r in rows).values()) == 1
 
+    t0 = min(r["start"] for r in rows)
+    for r in sorted(rows, key=lambda r: r["start"]):  # the timeline, shown when the test fails (or with -s)
+        if r["phase"] in ("task", "pool_wait", "queue_wait") and r["task_id"].startswith("partition."):
+            print(f"{r['task_id']:<30}{r['map_index']:>3} try {r['try_number']} {r['phase']:<10}"
+                  f"{(r['start'] - t0).total_seconds():8.2f} -> {(r['end'] - t0).total_seconds():8.2f}")
     # The pool is a mutex: no two prove_gpu attempts overlap...
     proves = sorted((r for r in rows if r["task_id"] == "partition.prove_gpu" and r["phase"] == "task"),
                     key=lambda r: r["start"])
@@ -180,3 +186,8 @@ def test_scheduler_rest_trigger_pool_mutex_and_sigkill_retry(tmp_path, pg_new_da
     # pool_wait is recorded for every prove_gpu, measured from its stage finishing
     waits = [r for r in rows if r["task_id"] == "partition.prove_gpu" and r["phase"] == "pool_wait"]
     assert len(waits) == PARTITIONS and all(r["end"] >= r["start"] for r in waits)
+    # and queue_wait (queued -> start) from the task instance, through the REST API
+    queued = {r["map_index"]: r for r in rows if r["task_id"] == "partition.prove_gpu" and r["phase"] == "queue_wait"}
+    assert sorted(queued) == list(range(PARTITIONS))
+    for w in waits:
+        assert queued[w["map_index"]]["end"] == w["end"] and queued[w["map_index"]]["start"] >= w["start"]

@@ -316,11 +316,37 @@ class _TimedBackend:
         return out
 
 
+def _queued_when(ti) -> float | None:
+    """The task instance's queued time from Airflow's REST API, when PROOFFLOW_AIRFLOW_API
+    names the API server (task code may not read the metadata DB, and the task context has
+    no queued time). Optional bearer token: PROOFFLOW_AIRFLOW_API_TOKEN. Best effort."""
+    base = os.environ.get("PROOFFLOW_AIRFLOW_API")
+    if not base:
+        return None
+    import urllib.parse
+    import urllib.request
+    q = urllib.parse.quote
+    mi = ti.map_index if ti.map_index is not None else -1
+    path = (f"/api/v2/dags/{q(ti.dag_id, safe='')}/dagRuns/{q(ti.run_id, safe='')}/taskInstances/"
+            f"{q(ti.task_id, safe='')}" + (f"/{mi}" if mi >= 0 else ""))
+    req = urllib.request.Request(base.rstrip("/") + path)
+    if os.environ.get("PROOFFLOW_AIRFLOW_API_TOKEN"):
+        req.add_header("Authorization", f"Bearer {os.environ['PROOFFLOW_AIRFLOW_API_TOKEN']}")
+    try:
+        with urllib.request.urlopen(req, timeout=5) as r:
+            value = json.loads(r.read()).get("queued_when")
+        return _epoch(dt.datetime.fromisoformat(value.replace("Z", "+00:00"))) if value else None
+    except Exception as exc:  # timing is best effort: never fail a proof over it
+        log.warning("could not read queued_when from %s: %s", base, exc)
+        return None
+
+
 class ProveGpuOperator(ProofflowOperator):
     """The proof of one partition, in pool ``gpu`` (the pool's slots are the GPU mutex).
     Phase rows: pool_wait (from the upstream ``stage`` finishing, i.e. the task becoming
     ready, to this task instance's start: Airflow keeps a task waiting for a pool slot in
-    'scheduled', so this covers the slot wait and the executor's queue), load, h2d, ntt,
+    'scheduled', so this covers the slot wait and the executor's queue), queue_wait (queued
+    -> start, read from the REST API when PROOFFLOW_AIRFLOW_API is set), load, h2d, ntt,
     d2h, msm, finalize."""
 
     template_fields = ("config", "partition", "staged", "setup_result")
@@ -348,6 +374,9 @@ class ProveGpuOperator(ProofflowOperator):
             ready = _epoch(end)
         ready = min(ready if ready is not None else started, started)
         rec.add("pool_wait", ready, started)
+        queued = _queued_when(ti)
+        if queued is not None:
+            rec.add("queue_wait", min(queued, started), started)
 
         staged = _require(Path(self.staged["staged"]), "staged a/b/c block")
         d = staged.parent
