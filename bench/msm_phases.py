@@ -1,7 +1,7 @@
 """Where the G1 MSM's time goes: each kernel timed with CUDA events, for several
 window widths, at one size (default 2^24). A profiling aid for the MSM kernels.
 
-    python -m bench.msm_phases [--log2 24] [--c 12 13 14 15 16]
+    python -m bench.msm_phases [--log2 24] [--c 12 13 14 15 16] [--piece 256] [--note TEXT]
 """
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--log2", type=int, default=24)
     ap.add_argument("--c", type=int, nargs="+", default=[12, 13, 14, 15, 16])
+    ap.add_argument("--piece", type=int, nargs="+", default=[gpu_msm.PIECE], help="most bucket entries a thread adds")
+    ap.add_argument("--note", help="recorded with each line")
     ap.add_argument("--distinct-log2", type=int, default=16, help="log2 of the distinct points the table repeats")
     args = ap.parse_args()
     rng = np.random.default_rng(1)
@@ -33,10 +35,15 @@ def main() -> None:
     s = cp.asarray(fr.random(n, rng))
     gpu_msm.device_points(table)
     for c in args.c:
-        gpu_msm.msm_g1(table, s, c=c)  # warm-up
-        spans = {}
-        gpu_msm.msm_g1(table, s, c=c, spans=spans)
-        print(json.dumps({"log2": args.log2, "distinct_log2": args.distinct_log2, "c": c, "ms": {k: round(v, 2) for k, v in spans.items()}}), flush=True)
+        for piece in args.piece:
+            gpu_msm.msm_g1(table, s, c=c, piece=piece)  # warm-up
+            spans = {}
+            gpu_msm.msm_g1(table, s, c=c, spans=spans, piece=piece)
+            line = {"log2": args.log2, "distinct_log2": args.distinct_log2, "c": c, "piece": piece,
+                    "ms": {k: round(v, 2) for k, v in spans.items()}}
+            if args.note:
+                line["note"] = args.note
+            print(json.dumps(line), flush=True)
 
 
 if __name__ == "__main__":

@@ -146,6 +146,36 @@ def test_msm_g1_edge_scalars_every_window_width(g1_table, c):
     assert gpu_msm.msm_g1(same, s, c=c) == curve.msm(same, s)
 
 
+def _tiled(g1_table, n: int):
+    from prover import curve
+    return curve.PointTable("g1", np.tile(g1_table.xy, (-(-n // len(g1_table)), 1))[:n].copy())
+
+
+@pytest.mark.parametrize("log_n", [12, 16])
+def test_msm_g1_mostly_small_scalars(g1_table, log_n):
+    """90% of the scalars 1 or 2, as in bit-valued witnesses: two buckets of the lowest
+    window hold most entries, so they are summed in many pieces."""
+    from prover import curve
+    rng = np.random.default_rng(50 + log_n)
+    n = 1 << log_n
+    table = _tiled(g1_table, n)
+    ints = fr.to_ints(fr.random(n, rng))
+    small = rng.random(n) < 0.9
+    s = fr.from_ints([int(k) if m else v for m, k, v in zip(small, rng.integers(1, 3, n), ints)])
+    assert GpuBackend().msm_g1(table, s) == curve.msm(table, s)
+
+
+@pytest.mark.parametrize("value", [1, 2, 1 << 200, fr.MODULUS - 1, None])
+def test_msm_g1_all_equal_scalars(g1_table, value):
+    """2^16 equal scalars: every window's entries in one bucket (None: a random value)."""
+    from prover import curve
+    n = 1 << 16
+    table = _tiled(g1_table, n)
+    v = fr.to_ints(fr.random(1, np.random.default_rng(7)))[0] if value is None else value
+    s = fr.from_ints([v] * n)
+    assert GpuBackend().msm_g1(table, s) == curve.msm(table, s)
+
+
 def test_gpu_proof_verifies(pk10, mimc10):
     from prover.groth16 import prover, verifier
     inst = mimc10.instance(11, 0)

@@ -2,9 +2,11 @@
 
 The point table is uploaded once per device and kept resident (``PointTable.device_cache``),
 converted to Montgomery form there. A call cuts the scalars into signed c-bit digits,
-counting-sorts (point, sign) pairs into buckets, sums each bucket, reduces each window's
-buckets to sum b * B_b, and brings back one point per window; the host combines the
-windows (sum 2^(c*w) * W_w) with arkworks and returns an arkworks G1Point.
+counting-sorts (point, sign) pairs into buckets, sums each bucket in pieces of at most
+``PIECE`` entries (one thread a piece) and merges the pieces' sums ``GROUP`` at a time, so
+no thread's work grows with a bucket's size; it then reduces each window's buckets to
+sum b * B_b and brings back one point per window; the host combines the windows
+(sum 2^(c*w) * W_w) with arkworks and returns an arkworks G1Point.
 """
 from __future__ import annotations
 
@@ -16,6 +18,9 @@ from prover import curve, kernels
 Q = 0x1A0111EA397FE69A4B1BA7B6434BACD764774B84F38512BF6730D2A0F6B0F6241EABFFFEB153FFFFB9FEFFFFFFFFAAAB
 _THREADS = 128
 _FQ_LIMBS = 6
+PIECE = 256  # most bucket entries one thread adds
+GROUP = 8  # most partial sums one thread adds in a merging step
+CHUNKS = 2048  # bucket-reduction threads per window (at most one per bucket)
 
 
 def _kernel(name: str):
@@ -75,7 +80,30 @@ class _Spans:
         self.last, self.name = ev, name
 
 
-def msm_g1(table: curve.PointTable, scalars, c: int | None = None, spans: dict | None = None):
+def _split(lens: cp.ndarray, size: int):
+    """Cut segments of ``lens`` items into pieces of at most ``size``: each piece's segment,
+    each segment's first piece and piece count, and the number of pieces."""
+    counts = (lens + (size - 1)) // size
+    last = cp.cumsum(counts, dtype=cp.uint32)
+    total = int(last[-1])
+    seg = cp.searchsorted(last, cp.arange(total, dtype=cp.uint32), side="right").astype(cp.uint32)
+    return seg, (last - counts).astype(cp.uint32), counts.astype(cp.uint32), total
+
+
+def _merge(parts: cp.ndarray, first: cp.ndarray, lens: cp.ndarray):
+    """Sum each segment (``lens[s]`` XYZZ points from ``parts[first[s]]``) down to at most
+    one point, ``GROUP`` points a thread per launch."""
+    while int(lens.max()) > 1:
+        seg, gfirst, glens, total = _split(lens, GROUP)
+        out = cp.empty(total * 24, dtype=cp.uint64)
+        _kernel("msm_combine")((_blocks(total),), (_THREADS,),
+                               (parts, first, lens, seg, gfirst, np.uint32(total), np.uint32(GROUP), out))
+        parts, first, lens = out, gfirst, glens
+    return parts, first, lens
+
+
+def msm_g1(table: curve.PointTable, scalars, c: int | None = None, spans: dict | None = None,
+           piece: int = PIECE):
     """sum scalars[i] * table[i]; ``scalars`` an Fr vector on the host or the device.
     ``spans``, if given, receives each step's device time in ms (it synchronizes)."""
     n = len(table)
@@ -87,7 +115,7 @@ def msm_g1(table: curve.PointTable, scalars, c: int | None = None, spans: dict |
     s = cp.ascontiguousarray(cp.asarray(scalars))
     c = c or window_bits(n)
     nwin, nb = -(-256 // c), 1 << (c - 1)
-    chunks = min(nb, 128)
+    chunks = min(nb, CHUNKS)
     args = (s, np.uint64(n), np.int32(c), np.int32(nwin))
     t = _Spans(spans)
     t.mark("sort")
@@ -101,15 +129,18 @@ def msm_g1(table: curve.PointTable, scalars, c: int | None = None, spans: dict |
     _kernel("msm_scatter")((_blocks(n),), (_THREADS,), args + (offsets.copy(), entries))
 
     t.mark("accumulate")
-    buckets = cp.empty(nwin * nb * 24, dtype=cp.uint64)
-    _kernel("msm_accumulate")((_blocks(nwin * nb),), (_THREADS,),
-                              (pts, entries, offsets, counts, np.int32(nb), np.int32(nwin), buckets))
+    seg, first, lens, npieces = _split(counts, piece)
+    parts = cp.empty(npieces * 24, dtype=cp.uint64)
+    _kernel("msm_accumulate")((_blocks(npieces),), (_THREADS,),
+                              (pts, entries, offsets, counts, seg, first, np.uint32(npieces), np.uint32(piece), parts))
+    t.mark("merge")
+    parts, first, lens = _merge(parts, first, lens)
     t.mark("reduce")
     partial = cp.empty(nwin * chunks * 24, dtype=cp.uint64)
     _kernel("msm_reduce")((_blocks(nwin * chunks),), (_THREADS,),
-                          (buckets, np.int32(nb), np.int32(nwin), np.int32(chunks), partial))
-    windows = cp.empty(nwin * 24, dtype=cp.uint64)
-    _kernel("msm_window_sum")((_blocks(nwin),), (_THREADS,), (partial, np.int32(chunks), np.int32(nwin), windows))
+                          (parts, first, lens, np.int32(nb), np.int32(nwin), np.int32(chunks), partial))
+    windows, _, _ = _merge(partial, cp.arange(0, nwin * chunks, chunks, dtype=cp.uint32),
+                           cp.full(nwin, chunks, dtype=cp.uint32))
 
     t.mark("combine")
     host = cp.asnumpy(windows).reshape(nwin, 24)

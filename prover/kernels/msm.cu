@@ -1,132 +1,206 @@
 // G1 multi-scalar multiplication over BLS12-381 by Pippenger's bucket method.
 //
-// Points live on the device in affine Montgomery form (x, y: 6 x 64-bit limbs each,
+// Points live on the device in affine Montgomery form (x, y: 48 bytes each, little-endian,
 // R = 2^384), (0, 0) standing for infinity (it is not on y^2 = x^3 + 4). Buckets
 // accumulate in XYZZ coordinates (x = X/ZZ, y = Y/ZZZ, ZZ^3 = ZZZ^2), whose mixed
 // addition costs 8M + 2S and needs no inversion. Scalars arrive as Fr vectors in
 // Montgomery form and are cut into signed c-bit digits, so a window needs 2^(c-1)
-// buckets. Buckets are filled by a counting sort (count, scan, scatter) per window.
+// buckets. Buckets are filled by a counting sort (count, scan, scatter) per window, then
+// summed in pieces of a bounded number of entries, one thread a piece, so that a bucket
+// holding many entries (skewed scalars) does not serialize on one thread.
+//
+// Fq works on 12 32-bit words with PTX carry chains, as fr.cuh does for Fr: the GPU
+// multiplies 32x32 natively and emulates 64x64.
 #include "fr.cuh"
 
-struct fq_t { u64 l[6]; };
+struct fq_t { u32 w[12]; };
 struct xyzz_t { fq_t x, y, zz, zzz; };
 
-__constant__ u64 FQ_P[6] = {0xb9feffffffffaaabull, 0x1eabfffeb153ffffull, 0x6730d2a0f6b0f624ull,
-                            0x64774b84f38512bfull, 0x4b1ba7b6434bacd7ull, 0x1a0111ea397fe69aull};
-__constant__ u64 FQ_R2[6] = {0xf4df1f341c341746ull, 0x0a76e6a609d104f1ull, 0x8de5476c4c95b6d5ull,
-                             0x67eb88a9939d83c0ull, 0x9a793e85b519952dull, 0x11988fe592cae3aaull};
-#define FQ_INV 0x89f3fffcfffcfffdull  // -q^-1 mod 2^64
+#define FQ_Q_WORDS 0xffffaaabu, 0xb9feffffu, 0xb153ffffu, 0x1eabfffeu, 0xf6b0f624u, 0x6730d2a0u, \
+                   0xf38512bfu, 0x64774b84u, 0x434bacd7u, 0x4b1ba7b6u, 0x397fe69au, 0x1a0111eau
+#define FQ_ONE_WORDS 0x0002fffdu, 0x76090000u, 0xc40c0002u, 0xebf4000bu, 0x53c758bau, 0x5f489857u, \
+                     0x70525745u, 0x77ce5853u, 0xa256ec6du, 0x5c071a97u, 0xfa80e493u, 0x15f65ec3u  // R mod q
+#define FQ_R2_WORDS 0x1c341746u, 0xf4df1f34u, 0x09d104f1u, 0x0a76e6a6u, 0x4c95b6d5u, 0x8de5476cu, \
+                    0x939d83c0u, 0x67eb88a9u, 0xb519952du, 0x9a793e85u, 0x92cae3aau, 0x11988fe5u  // R^2 mod q
+#define FQ_INV 0xfffcfffdu  // -q^-1 mod 2^32
 
 __device__ __forceinline__ bool fq_is_zero(const fq_t& a) {
-    return (a.l[0] | a.l[1] | a.l[2] | a.l[3] | a.l[4] | a.l[5]) == 0;
-}
-
-__device__ __forceinline__ bool fq_eq(const fq_t& a, const fq_t& b) {
-    u64 d = 0;
+    u32 d = 0;
 #pragma unroll
-    for (int i = 0; i < 6; i++) d |= a.l[i] ^ b.l[i];
+    for (int i = 0; i < 12; i++) d |= a.w[i];
     return d == 0;
 }
 
-// t - q if t >= q (t < 2q)
-__device__ __forceinline__ fq_t fq_reduce(const u64* t) {
-    fq_t r;
-    u64 borrow = 0;
+// t[0..11] += lo(a[j] * b), the carry going into t[12]
+__device__ __forceinline__ void fq_mac_lo(u32* t, const u32* a, u32 b) {
+    asm("mad.lo.cc.u32  %0, %13, %25, %0;\n\t"
+        "madc.lo.cc.u32 %1, %14, %25, %1;\n\t"
+        "madc.lo.cc.u32 %2, %15, %25, %2;\n\t"
+        "madc.lo.cc.u32 %3, %16, %25, %3;\n\t"
+        "madc.lo.cc.u32 %4, %17, %25, %4;\n\t"
+        "madc.lo.cc.u32 %5, %18, %25, %5;\n\t"
+        "madc.lo.cc.u32 %6, %19, %25, %6;\n\t"
+        "madc.lo.cc.u32 %7, %20, %25, %7;\n\t"
+        "madc.lo.cc.u32 %8, %21, %25, %8;\n\t"
+        "madc.lo.cc.u32 %9, %22, %25, %9;\n\t"
+        "madc.lo.cc.u32 %10, %23, %25, %10;\n\t"
+        "madc.lo.cc.u32 %11, %24, %25, %11;\n\t"
+        "addc.u32       %12, %12, 0;"
+        : "+r"(t[0]), "+r"(t[1]), "+r"(t[2]), "+r"(t[3]), "+r"(t[4]), "+r"(t[5]),
+          "+r"(t[6]), "+r"(t[7]), "+r"(t[8]), "+r"(t[9]), "+r"(t[10]), "+r"(t[11]),
+          "+r"(t[12])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(a[4]), "r"(a[5]),
+          "r"(a[6]), "r"(a[7]), "r"(a[8]), "r"(a[9]), "r"(a[10]), "r"(a[11]), "r"(b));
+}
+
+// t[1..12] += hi(a[j] * b)
+__device__ __forceinline__ void fq_mac_hi(u32* t, const u32* a, u32 b) {
+    asm("mad.hi.cc.u32  %0, %12, %24, %0;\n\t"
+        "madc.hi.cc.u32 %1, %13, %24, %1;\n\t"
+        "madc.hi.cc.u32 %2, %14, %24, %2;\n\t"
+        "madc.hi.cc.u32 %3, %15, %24, %3;\n\t"
+        "madc.hi.cc.u32 %4, %16, %24, %4;\n\t"
+        "madc.hi.cc.u32 %5, %17, %24, %5;\n\t"
+        "madc.hi.cc.u32 %6, %18, %24, %6;\n\t"
+        "madc.hi.cc.u32 %7, %19, %24, %7;\n\t"
+        "madc.hi.cc.u32 %8, %20, %24, %8;\n\t"
+        "madc.hi.cc.u32 %9, %21, %24, %9;\n\t"
+        "madc.hi.cc.u32 %10, %22, %24, %10;\n\t"
+        "madc.hi.u32    %11, %23, %24, %11;"
+        : "+r"(t[1]), "+r"(t[2]), "+r"(t[3]), "+r"(t[4]), "+r"(t[5]), "+r"(t[6]),
+          "+r"(t[7]), "+r"(t[8]), "+r"(t[9]), "+r"(t[10]), "+r"(t[11]), "+r"(t[12])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(a[4]), "r"(a[5]),
+          "r"(a[6]), "r"(a[7]), "r"(a[8]), "r"(a[9]), "r"(a[10]), "r"(a[11]), "r"(b));
+}
+
+// t < 2q  ->  t mod q (one conditional subtraction)
+__device__ __forceinline__ fq_t fq_reduce_once(const u32* t) {
+    u32 r[12], borrow;
+    asm("sub.cc.u32  %0, %13, 0xffffaaab;\n\t"
+        "subc.cc.u32 %1, %14, 0xb9feffff;\n\t"
+        "subc.cc.u32 %2, %15, 0xb153ffff;\n\t"
+        "subc.cc.u32 %3, %16, 0x1eabfffe;\n\t"
+        "subc.cc.u32 %4, %17, 0xf6b0f624;\n\t"
+        "subc.cc.u32 %5, %18, 0x6730d2a0;\n\t"
+        "subc.cc.u32 %6, %19, 0xf38512bf;\n\t"
+        "subc.cc.u32 %7, %20, 0x64774b84;\n\t"
+        "subc.cc.u32 %8, %21, 0x434bacd7;\n\t"
+        "subc.cc.u32 %9, %22, 0x4b1ba7b6;\n\t"
+        "subc.cc.u32 %10, %23, 0x397fe69a;\n\t"
+        "subc.cc.u32 %11, %24, 0x1a0111ea;\n\t"
+        "subc.u32    %12, 0, 0;"
+        : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]),
+          "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11]),
+          "=r"(borrow)
+        : "r"(t[0]), "r"(t[1]), "r"(t[2]), "r"(t[3]), "r"(t[4]), "r"(t[5]),
+          "r"(t[6]), "r"(t[7]), "r"(t[8]), "r"(t[9]), "r"(t[10]), "r"(t[11]));
+    fq_t out;
 #pragma unroll
-    for (int i = 0; i < 6; i++) {
-        u64 d = t[i] - FQ_P[i];
-        u64 b1 = t[i] < FQ_P[i];
-        u64 d2 = d - borrow;
-        u64 b2 = d < borrow;
-        r.l[i] = d2;
-        borrow = b1 | b2;
-    }
-    if (borrow) {
-#pragma unroll
-        for (int i = 0; i < 6; i++) r.l[i] = t[i];
-    }
-    return r;
+    for (int i = 0; i < 12; i++) out.w[i] = borrow ? t[i] : r[i];  // borrow: t was already < q
+    return out;
 }
 
 __device__ __forceinline__ fq_t fq_add(const fq_t& a, const fq_t& b) {
-    u64 t[6], carry = 0;  // a + b < 2q < 2^383: no carry out of the top limb
+    u32 t[12];  // a + b < 2q < 2^382: no carry out
 #pragma unroll
-    for (int i = 0; i < 6; i++) {
-        u64 s = a.l[i] + b.l[i];
-        u64 c1 = s < a.l[i];
-        t[i] = s + carry;
-        carry = c1 | (t[i] < s);
-    }
-    return fq_reduce(t);
+    for (int i = 0; i < 12; i++) t[i] = a.w[i];
+    asm("add.cc.u32  %0, %0, %12;\n\t"
+        "addc.cc.u32 %1, %1, %13;\n\t"
+        "addc.cc.u32 %2, %2, %14;\n\t"
+        "addc.cc.u32 %3, %3, %15;\n\t"
+        "addc.cc.u32 %4, %4, %16;\n\t"
+        "addc.cc.u32 %5, %5, %17;\n\t"
+        "addc.cc.u32 %6, %6, %18;\n\t"
+        "addc.cc.u32 %7, %7, %19;\n\t"
+        "addc.cc.u32 %8, %8, %20;\n\t"
+        "addc.cc.u32 %9, %9, %21;\n\t"
+        "addc.cc.u32 %10, %10, %22;\n\t"
+        "addc.u32    %11, %11, %23;"
+        : "+r"(t[0]), "+r"(t[1]), "+r"(t[2]), "+r"(t[3]), "+r"(t[4]), "+r"(t[5]),
+          "+r"(t[6]), "+r"(t[7]), "+r"(t[8]), "+r"(t[9]), "+r"(t[10]), "+r"(t[11])
+        : "r"(b.w[0]), "r"(b.w[1]), "r"(b.w[2]), "r"(b.w[3]), "r"(b.w[4]), "r"(b.w[5]),
+          "r"(b.w[6]), "r"(b.w[7]), "r"(b.w[8]), "r"(b.w[9]), "r"(b.w[10]), "r"(b.w[11]));
+    return fq_reduce_once(t);
 }
 
 __device__ __forceinline__ fq_t fq_sub(const fq_t& a, const fq_t& b) {
-    fq_t r;
-    u64 borrow = 0;
+    const u32 q[12] = {FQ_Q_WORDS};
+    u32 t[12], qm[12], mask;  // mask = all ones when a < b, then q is added back
 #pragma unroll
-    for (int i = 0; i < 6; i++) {
-        u64 d = a.l[i] - b.l[i];
-        u64 b1 = a.l[i] < b.l[i];
-        r.l[i] = d - borrow;
-        borrow = b1 | (d < borrow);
-    }
-    if (borrow) {  // went negative: add q back
-        u64 carry = 0;
+    for (int i = 0; i < 12; i++) t[i] = a.w[i];
+    asm("sub.cc.u32  %0, %0, %13;\n\t"
+        "subc.cc.u32 %1, %1, %14;\n\t"
+        "subc.cc.u32 %2, %2, %15;\n\t"
+        "subc.cc.u32 %3, %3, %16;\n\t"
+        "subc.cc.u32 %4, %4, %17;\n\t"
+        "subc.cc.u32 %5, %5, %18;\n\t"
+        "subc.cc.u32 %6, %6, %19;\n\t"
+        "subc.cc.u32 %7, %7, %20;\n\t"
+        "subc.cc.u32 %8, %8, %21;\n\t"
+        "subc.cc.u32 %9, %9, %22;\n\t"
+        "subc.cc.u32 %10, %10, %23;\n\t"
+        "subc.cc.u32 %11, %11, %24;\n\t"
+        "subc.u32    %12, 0, 0;"
+        : "+r"(t[0]), "+r"(t[1]), "+r"(t[2]), "+r"(t[3]), "+r"(t[4]), "+r"(t[5]),
+          "+r"(t[6]), "+r"(t[7]), "+r"(t[8]), "+r"(t[9]), "+r"(t[10]), "+r"(t[11]),
+          "=r"(mask)
+        : "r"(b.w[0]), "r"(b.w[1]), "r"(b.w[2]), "r"(b.w[3]), "r"(b.w[4]), "r"(b.w[5]),
+          "r"(b.w[6]), "r"(b.w[7]), "r"(b.w[8]), "r"(b.w[9]), "r"(b.w[10]), "r"(b.w[11]));
 #pragma unroll
-        for (int i = 0; i < 6; i++) {
-            u64 s = r.l[i] + FQ_P[i];
-            u64 c1 = s < r.l[i];
-            r.l[i] = s + carry;
-            carry = c1 | (r.l[i] < s);
-        }
-    }
-    return r;
+    for (int i = 0; i < 12; i++) qm[i] = q[i] & mask;
+    asm("add.cc.u32  %0, %0, %12;\n\t"
+        "addc.cc.u32 %1, %1, %13;\n\t"
+        "addc.cc.u32 %2, %2, %14;\n\t"
+        "addc.cc.u32 %3, %3, %15;\n\t"
+        "addc.cc.u32 %4, %4, %16;\n\t"
+        "addc.cc.u32 %5, %5, %17;\n\t"
+        "addc.cc.u32 %6, %6, %18;\n\t"
+        "addc.cc.u32 %7, %7, %19;\n\t"
+        "addc.cc.u32 %8, %8, %20;\n\t"
+        "addc.cc.u32 %9, %9, %21;\n\t"
+        "addc.cc.u32 %10, %10, %22;\n\t"
+        "addc.u32    %11, %11, %23;"
+        : "+r"(t[0]), "+r"(t[1]), "+r"(t[2]), "+r"(t[3]), "+r"(t[4]), "+r"(t[5]),
+          "+r"(t[6]), "+r"(t[7]), "+r"(t[8]), "+r"(t[9]), "+r"(t[10]), "+r"(t[11])
+        : "r"(qm[0]), "r"(qm[1]), "r"(qm[2]), "r"(qm[3]), "r"(qm[4]), "r"(qm[5]),
+          "r"(qm[6]), "r"(qm[7]), "r"(qm[8]), "r"(qm[9]), "r"(qm[10]), "r"(qm[11]));
+    fq_t out;
+#pragma unroll
+    for (int i = 0; i < 12; i++) out.w[i] = t[i];
+    return out;
 }
 
-__device__ __forceinline__ fq_t fq_neg(const fq_t& a) {
-    fq_t zero = {{0, 0, 0, 0, 0, 0}};
-    return fq_is_zero(a) ? a : fq_sub(zero, a);
-}
-
-__device__ __forceinline__ u64 mac64(u64 t, u64 a, u64 b, u64& carry) {
-    u64 lo = a * b, hi = __umul64hi(a, b);
-    lo += t;
-    hi += lo < t;
-    lo += carry;
-    hi += lo < carry;
-    carry = hi;
-    return lo;
-}
-
-// Montgomery product (CIOS, 64-bit limbs); q < 2^382 keeps every row within 7 limbs.
+// Montgomery product a * b / 2^384 mod q, CIOS over 32-bit words. With t < 2q on entry
+// to each row and q < 2^381, t + a*b_i + m*q < 2^415: thirteen words never overflow.
 __device__ __forceinline__ fq_t fq_mul(const fq_t& a, const fq_t& b) {
-    u64 t[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    const u32 q[12] = {FQ_Q_WORDS};
+    u32 t[13] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 #pragma unroll
-    for (int i = 0; i < 6; i++) {
-        u64 c = 0;
+    for (int i = 0; i < 12; i++) {
+        fq_mac_lo(t, a.w, b.w[i]);
+        fq_mac_hi(t, a.w, b.w[i]);
+        u32 m = t[0] * FQ_INV;
+        fq_mac_lo(t, q, m);
+        fq_mac_hi(t, q, m);
 #pragma unroll
-        for (int j = 0; j < 6; j++) t[j] = mac64(t[j], a.l[j], b.l[i], c);
-        t[6] += c;
-        t[7] = t[6] < c;
-        u64 m = t[0] * FQ_INV;
-        c = 0;
-        mac64(t[0], m, FQ_P[0], c);
-#pragma unroll
-        for (int j = 1; j < 6; j++) t[j - 1] = mac64(t[j], m, FQ_P[j], c);
-        t[5] = t[6] + c;
-        t[6] = t[7] + (t[5] < c);
+        for (int j = 0; j < 12; j++) t[j] = t[j + 1];  // t[0] is now 0: divide by 2^32
+        t[12] = 0;
     }
-    return fq_reduce(t);
+    return fq_reduce_once(t);
 }
 
 __device__ __forceinline__ fq_t fq_sqr(const fq_t& a) { return fq_mul(a, a); }
 
+__device__ __forceinline__ fq_t fq_neg(const fq_t& a) {
+    const fq_t zero = {{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
+    return fq_is_zero(a) ? a : fq_sub(zero, a);
+}
 // ---- XYZZ arithmetic (formulas of Bernstein-Lange's database, a = 0) ----
 
 __device__ __forceinline__ xyzz_t xyzz_inf() {
     xyzz_t p;
 #pragma unroll
-    for (int i = 0; i < 6; i++) p.x.l[i] = p.y.l[i] = p.zz.l[i] = p.zzz.l[i] = 0;
+    for (int i = 0; i < 12; i++) p.x.w[i] = p.y.w[i] = p.zz.w[i] = p.zzz.w[i] = 0;
     return p;
 }
 
@@ -163,8 +237,7 @@ __device__ xyzz_t xyzz_add_affine(const xyzz_t& p, const fq_t& x, const fq_t& y)
         xyzz_t r;
         r.x = x;
         r.y = y;
-        r.zz = r.zzz = fq_t{{0x760900000002fffdull, 0xebf4000bc40c0002ull, 0x5f48985753c758baull,
-                             0x77ce585370525745ull, 0x5c071a97a256ec6dull, 0x15f65ec3fa80e493ull}};  // 1 (Montgomery)
+        r.zz = r.zzz = fq_t{{FQ_ONE_WORDS}};
         return r;
     }
     fq_t u2 = fq_mul(x, p.zz), s2 = fq_mul(y, p.zzz);
@@ -196,16 +269,21 @@ __device__ xyzz_t xyzz_add(const xyzz_t& p, const xyzz_t& q) {
     return o;
 }
 
+// Loads and stores by 16 bytes: an Fq element is three uint4, a point in memory six.
+__device__ __forceinline__ fq_t fq_from(uint4 a, uint4 b, uint4 c) {
+    return fq_t{{a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w, c.x, c.y, c.z, c.w}};
+}
+
 __device__ __forceinline__ fq_t fq_load(const u64* v) {
-    fq_t a;
-#pragma unroll
-    for (int i = 0; i < 6; i++) a.l[i] = v[i];
-    return a;
+    const uint4* p = reinterpret_cast<const uint4*>(v);
+    return fq_from(p[0], p[1], p[2]);
 }
 
 __device__ __forceinline__ void fq_store(u64* v, const fq_t& a) {
-#pragma unroll
-    for (int i = 0; i < 6; i++) v[i] = a.l[i];
+    uint4* p = reinterpret_cast<uint4*>(v);
+    p[0] = make_uint4(a.w[0], a.w[1], a.w[2], a.w[3]);
+    p[1] = make_uint4(a.w[4], a.w[5], a.w[6], a.w[7]);
+    p[2] = make_uint4(a.w[8], a.w[9], a.w[10], a.w[11]);
 }
 
 __device__ __forceinline__ void xyzz_store(u64* v, const xyzz_t& p) {
@@ -224,7 +302,7 @@ __device__ __forceinline__ xyzz_t xyzz_load(const u64* v) {
 extern "C" __global__ void g1_to_montgomery(u64* pts, u64 n) {
     u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    fq_t r2 = fq_load(FQ_R2);
+    const fq_t r2 = {{FQ_R2_WORDS}};
     fq_store(pts + 12 * i, fq_mul(fq_load(pts + 12 * i), r2));
     fq_store(pts + 12 * i + 6, fq_mul(fq_load(pts + 12 * i + 6), r2));
 }
@@ -246,64 +324,104 @@ __device__ __forceinline__ void canonical_scalar(const u32* scalars, u64 i, u64*
     for (int k = 0; k < 4; k++) s[k] = ((u64)v.w[2 * k + 1] << 32) | v.w[2 * k];
 }
 
-// counts[w * (nb + 1) + |d|] += 1 for every non-zero digit (nb = 2^(c-1) buckets a window)
-extern "C" __global__ void msm_count(const u32* scalars, u64 n, int c, int nwin, u32* counts) {
-    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    u64 s[4];
-    canonical_scalar(scalars, i, s);
-    int carry = 0, nb = 1 << (c - 1);
-    for (int w = 0; w < nwin; w++) {
-        int d = window_digit(s, w, c, carry);
-        if (d) atomicAdd(&counts[w * (nb + 1) + (d < 0 ? -d : d)], 1u);
+#define NO_SLOT 0xffffffffu
+
+// Bucket slot w * (nb + 1) + |d| of each window's digit, NO_SLOT for a zero digit or past n.
+// The sort kernels aggregate equal slots across the warp (one atomic per distinct slot):
+// with skewed scalars most of a warp hits one counter. Every lane runs every window, so
+// the full-warp intrinsics see all 32 lanes (blockDim is a multiple of 32).
+#define FOR_EACH_SLOT(BODY)                                                   \
+    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;                       \
+    u64 s[4] = {0, 0, 0, 0};                                                  \
+    if (i < n) canonical_scalar(scalars, i, s);                               \
+    int carry = 0, nb = 1 << (c - 1), lane = threadIdx.x & 31;                \
+    for (int w = 0; w < nwin; w++) {                                          \
+        int d = window_digit(s, w, c, carry);                                 \
+        u32 slot = d ? w * (nb + 1) + (d < 0 ? -d : d) : NO_SLOT;             \
+        u32 peers = __match_any_sync(0xffffffffu, slot);                      \
+        int leader = __ffs(peers) - 1;                                        \
+        if (slot != NO_SLOT) { BODY }                                         \
     }
+
+// counts[slot] += 1 for every non-zero digit
+extern "C" __global__ void msm_count(const u32* scalars, u64 n, int c, int nwin, u32* counts) {
+    FOR_EACH_SLOT(if (lane == leader) atomicAdd(&counts[slot], (u32)__popc(peers));)
 }
 
 // Place each (point, sign) into its bucket's slice: cursor starts at the slices' offsets.
 extern "C" __global__ void msm_scatter(const u32* scalars, u64 n, int c, int nwin, u32* cursor,
                                        u32* entries) {
-    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    u64 s[4];
-    canonical_scalar(scalars, i, s);
-    int carry = 0, nb = 1 << (c - 1);
-    for (int w = 0; w < nwin; w++) {
-        int d = window_digit(s, w, c, carry);
-        if (d) {
-            u32 pos = atomicAdd(&cursor[w * (nb + 1) + (d < 0 ? -d : d)], 1u);
-            entries[pos] = (u32)i | (d < 0 ? 0x80000000u : 0u);
-        }
-    }
+    FOR_EACH_SLOT(
+        u32 base = 0;
+        if (lane == leader) base = atomicAdd(&cursor[slot], (u32)__popc(peers));
+        base = __shfl_sync(peers, base, leader);
+        entries[base + __popc(peers & ((1u << lane) - 1))] = (u32)i | (d < 0 ? 0x80000000u : 0u);)
 }
 
-// One thread a bucket: sum its points (negated where the digit was negative).
-extern "C" __global__ void msm_accumulate(const u64* pts, const u32* entries, const u32* offsets,
-                                          const u32* counts, int nb, int nwin, u64* buckets) {
-    int t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= nwin * nb) return;
-    int w = t / nb, b = t % nb + 1, slot = w * (nb + 1) + b;
-    u32 start = offsets[slot], end = start + counts[slot];
+// Piece k of a segment list cut into pieces of at most `size` items: segment seg of
+// len[seg] items from start[seg] has pieces first[seg], first[seg] + 1, ...
+__device__ __forceinline__ void piece_range(const u32* start, const u32* len, const u32* piece_seg,
+                                            const u32* seg_first, u32 k, u32 size, u32& lo, u32& hi) {
+    u32 seg = piece_seg[k];
+    lo = start[seg] + (k - seg_first[seg]) * size;
+    hi = min(lo + size, start[seg] + len[seg]);
+}
+
+// One thread a piece of a bucket's entries: their sum (points negated where the digit was
+// negative). The next point is loaded before the current one is added.
+extern "C" __global__ void __launch_bounds__(128, 4) msm_accumulate(
+        const u64* pts, const u32* entries, const u32* offsets, const u32* counts, const u32* piece_seg,
+        const u32* seg_first, u32 npieces, u32 size, u64* out) {
+    u32 k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= npieces) return;
+    u32 lo, hi;
+    piece_range(offsets, counts, piece_seg, seg_first, k, size, lo, hi);
     xyzz_t acc = xyzz_inf();
-    for (u32 k = start; k < end; k++) {
-        u32 e = entries[k];
-        const u64* p = pts + 12ull * (e & 0x7fffffffu);
-        fq_t x = fq_load(p), y = fq_load(p + 6);
+    u32 e = entries[lo];
+    const uint4* p = reinterpret_cast<const uint4*>(pts) + 6ull * (e & 0x7fffffffu);
+    uint4 v0 = __ldg(p), v1 = __ldg(p + 1), v2 = __ldg(p + 2), v3 = __ldg(p + 3), v4 = __ldg(p + 4),
+          v5 = __ldg(p + 5);
+    for (u32 j = lo; j < hi; j++) {
+        fq_t x = fq_from(v0, v1, v2), y = fq_from(v3, v4, v5);
+        bool neg = e >> 31;
+        if (j + 1 < hi) {
+            e = entries[j + 1];
+            p = reinterpret_cast<const uint4*>(pts) + 6ull * (e & 0x7fffffffu);
+            v0 = __ldg(p); v1 = __ldg(p + 1); v2 = __ldg(p + 2); v3 = __ldg(p + 3); v4 = __ldg(p + 4);
+            v5 = __ldg(p + 5);
+        }
         if (fq_is_zero(x) && fq_is_zero(y)) continue;  // infinity in the table
-        acc = xyzz_add_affine(acc, x, (e >> 31) ? fq_neg(y) : y);
+        acc = xyzz_add_affine(acc, x, neg ? fq_neg(y) : y);
     }
-    xyzz_store(buckets + 24ull * t, acc);
+    xyzz_store(out + 24ull * k, acc);
+}
+
+// One thread a group of at most `size` consecutive XYZZ points of a segment: their sum.
+extern "C" __global__ void __launch_bounds__(128) msm_combine(
+        const u64* in, const u32* start, const u32* len, const u32* group_seg, const u32* seg_first,
+        u32 ngroups, u32 size, u64* out) {
+    u32 k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= ngroups) return;
+    u32 lo, hi;
+    piece_range(start, len, group_seg, seg_first, k, size, lo, hi);
+    xyzz_t acc = xyzz_load(in + 24ull * lo);
+    for (u32 j = lo + 1; j < hi; j++) acc = xyzz_add(acc, xyzz_load(in + 24ull * j));
+    xyzz_store(out + 24ull * k, acc);
 }
 
 // Bucket reduction in chunks: thread (w, k) takes buckets lo..hi-1 (numbered from 1) and
-// returns sum_b b * B_b over them as running sums plus (lo - 1) * (sum of B_b).
-extern "C" __global__ void msm_reduce(const u64* buckets, int nb, int nwin, int chunks, u64* out) {
+// returns sum_b b * B_b over them as running sums plus (lo - 1) * (sum of B_b). Bucket
+// (w, b) is slot w * (nb + 1) + b, its sum at parts[first[slot]] if it has one (len <= 1).
+extern "C" __global__ void __launch_bounds__(128) msm_reduce(
+        const u64* parts, const u32* first, const u32* len, int nb, int nwin, int chunks, u64* out) {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= nwin * chunks) return;
     int w = t / chunks, k = t % chunks, per = (nb + chunks - 1) / chunks;
     int lo = 1 + k * per, hi = min(nb + 1, lo + per);
     xyzz_t running = xyzz_inf(), acc = xyzz_inf();
     for (int b = hi - 1; b >= lo; b--) {
-        running = xyzz_add(running, xyzz_load(buckets + 24ull * (w * nb + b - 1)));
+        u32 slot = w * (nb + 1) + b;
+        if (len[slot]) running = xyzz_add(running, xyzz_load(parts + 24ull * first[slot]));
         acc = xyzz_add(acc, running);
     }
     // acc holds sum (b - lo + 1) B_b; add (lo - 1) * running by double-and-add.
@@ -313,13 +431,4 @@ extern "C" __global__ void msm_reduce(const u64* buckets, int nb, int nwin, int 
         if (((lo - 1) >> bit) & 1) extra = xyzz_add(extra, running);
     }
     xyzz_store(out + 24ull * t, xyzz_add(acc, extra));
-}
-
-// One thread a window: the sum of its chunks.
-extern "C" __global__ void msm_window_sum(const u64* chunk_sums, int chunks, int nwin, u64* out) {
-    int w = blockIdx.x * blockDim.x + threadIdx.x;
-    if (w >= nwin) return;
-    xyzz_t acc = xyzz_inf();
-    for (int k = 0; k < chunks; k++) acc = xyzz_add(acc, xyzz_load(chunk_sums + 24ull * (w * chunks + k)));
-    xyzz_store(out + 24ull * w, acc);
 }
