@@ -1,0 +1,84 @@
+"""proofflow report: the text tables from the views and a readable PNG timeline, for one run
+and for a pageable-vs-pinned comparison."""
+import argparse
+import datetime as dt
+import json
+import uuid
+
+import pytest
+
+from operators import report
+from operators.timing import TimingStore
+from tests.h2d_fixtures import NB, T0, add_run
+
+
+def _add_device_phases(store, dag, run, n, h2d_ms):
+    rows = []
+    for p in range(n):
+        a = T0 + dt.timedelta(seconds=1 + 4 * p + 2)  # inside prove_gpu's task row of h2d_fixtures
+        for ph, d in (("pool_wait", 0.2), ("h2d", h2d_ms[p] / 1e3), ("ntt", 0.2), ("msm", 0.4), ("d2h", 0.01)):
+            rows.append(dict(dag_id=dag, run_id=run, task_id="partition.prove_gpu", map_index=p, try_number=1,
+                             partition=p, phase=ph, host="h1", device="cuda:0", start=a,
+                             end=a + dt.timedelta(seconds=d)))
+            a += dt.timedelta(seconds=d)
+    store.record_timings(rows)
+
+
+def _main(*argv):
+    p = argparse.ArgumentParser()
+    report.add_parser(p.add_subparsers())
+    args = p.parse_args(list(argv))
+    return args.func(args)
+
+
+@pytest.fixture
+def two_runs(sqlite_url, monkeypatch):
+    monkeypatch.setenv("PROOFFLOW_DB_URL", sqlite_url)
+    store = TimingStore(sqlite_url)
+    dag = f"rep-{uuid.uuid4().hex[:6]}"
+    add_run(store, dag, "pinned-run", [10.0, 11.0, 9.5])
+    _add_device_phases(store, dag, "pinned-run", 3, [10.0, 11.0, 9.5])
+    add_run(store, dag, "pageable-run", [95.0, 102.0, 99.0], memory_kind="pageable")
+    _add_device_phases(store, dag, "pageable-run", 3, [95.0, 102.0, 99.0])
+    store.replace_flags(dag, "pageable-run", [dict(partition=p, try_number=1, bytes=NB, measured_ms=ms, expected_ms=10.0,
+                                                   gbps=NB / ms / 1e6, floor_gbps=2.5, reason="slow")
+                                              for p, ms in enumerate([95.0, 102.0, 99.0])])
+    yield store, dag
+    store.dispose()
+
+
+def test_report_table_and_png(two_runs, tmp_path, capsys):
+    store, dag = two_runs
+    png = tmp_path / "run.png"
+    assert _main("report", "pinned-run", "--dag-id", dag, "--png", str(png)) == 0
+    out = capsys.readouterr().out
+    for section in ("run summary (run_summary)", "steady state", "phases (phase_stats_run", "H2D per partition",
+                    "pool wait per prove_gpu"):
+        assert section in out
+    assert "partition.prove_gpu" in out and "98304" not in out and str(NB) in out
+    from PIL import Image
+    assert png.stat().st_size > 20_000
+    with Image.open(png) as im:
+        assert im.format == "PNG" and im.width >= 1000 and im.height >= 600
+
+
+def test_report_compare_and_json(two_runs, tmp_path, capsys):
+    store, dag = two_runs
+    png = tmp_path / "compare.png"
+    assert _main("report", "pinned-run", "--dag-id", dag, "--compare", "pageable-run", "--png", str(png)) == 0
+    out = capsys.readouterr().out
+    assert "=== A ===" in out and "=== B ===" in out and "compare: A = pinned-run" in out
+    assert png.stat().st_size > 20_000
+    assert _main("report", "pinned-run", "--dag-id", dag, "--compare", "pageable-run", "--json",
+                 "--warmup-partitions", "0") == 0
+    doc = json.loads(capsys.readouterr().out)
+    cmp = {c["figure"]: c for c in doc["compare"]}
+    assert cmp["flagged partitions"]["a"] == 0 and cmp["flagged partitions"]["b"] == 3
+    assert cmp["steady H2D GB/s"]["b_over_a"] == pytest.approx(30.5 / 296.0, rel=1e-6)
+    assert doc["runs"]["A"]["steady_state"]["partitions"] == 3
+
+
+def test_unknown_run(two_runs, capsys):
+    _, dag = two_runs
+    assert _main("report", "nope", "--dag-id", dag) == 2
+    assert "no run 'nope'" in capsys.readouterr().err
