@@ -51,19 +51,22 @@ def main(log2=int(sys.argv[1]) if len(sys.argv) > 1 else 10):
     for pinned in (True, False):
         inst = circuit.instance(0, 1)
         abc = np.stack(r1cs_to_qap.witness_map(cs, inst.witness))
-        pool = StagingPool(abc.nbytes + (1 << 20), pinned=pinned)
+        pool = StagingPool(abc.nbytes * 2 + (1 << 20), pinned=pinned)
         with pool.acquire(abc.nbytes) as buf:
             view = buf.view(np.uint64, abc.shape)
             np.copyto(view, abc)
             rec = Rec()
-            backend = _TimedBackend(get_backend("gpu"), rec, "pinned" if pinned else "pageable")
+            backend = _TimedBackend(get_backend("gpu"), rec, "pinned" if pinned else "pageable", out_pool=pool)
             t0 = time.time()
-            proof = prover.prove(pk, cs, inst.witness, backend, abc=(view[0], view[1], view[2]))
+            try:
+                proof = prover.prove(pk, cs, inst.witness, backend, abc=(view[0], view[1], view[2]))
+            finally:
+                backend.release()
             good = verifier.verify(pk.vk, inst.public_inputs, proof)
         ok &= good
         kinds = {t[0]: t[2] for t in rec.transfers}
         expect = "pinned" if pinned else "pageable"
-        ok &= kinds.get("h2d") == expect
+        ok &= kinds.get("h2d") == expect and kinds.get("d2h") == expect
         print(f"staging {'pinned' if pinned else 'pageable'}: verify={good} prove {time.time() - t0:.3f} s "
               f"spans={[(p, round(s, 5)) for p, s in rec.rows]} transfers={rec.transfers}")
     print("GPU SMOKE", "OK" if ok else "FAILED")

@@ -268,9 +268,16 @@ class _TimedBackend:
     GPU: CUDA-event-timed copies (``prover.backend.gpu.h2d``/``d2h``) around
     ``compute_h_device``. CPU: the host-side copies into and out of the working arrays."""
 
-    def __init__(self, inner, rec: Recorder, memory_kind: str):
+    def __init__(self, inner, rec: Recorder, memory_kind: str, out_pool=None):
         self.inner, self.rec, self.memory_kind = inner, rec, memory_kind
         self.name = inner.name
+        self.out_pool = out_pool  # GPU: H comes back into a buffer of this staging pool
+        self._out_buf = None
+
+    def release(self) -> None:
+        if self._out_buf is not None:
+            self._out_buf.release()
+            self._out_buf = None
 
     def __getattr__(self, name):
         return getattr(self.inner, name)
@@ -296,7 +303,11 @@ class _TimedBackend:
             cp.cuda.get_current_stream().synchronize()
             t2 = time.time()
             rec.add("ntt", t1, t2)
-            h, tr = gpu_mod.d2h(dh)
+            out = None
+            if self.out_pool is not None:
+                self._out_buf = self.out_pool.acquire(dh.nbytes, timeout=600)
+                out = self._out_buf.view(np.uint64, tuple(dh.shape))
+            h, tr = gpu_mod.d2h(dh, out=out)
             t3 = time.time()
             rec.add("d2h", t2, t3)
             rec.transfer("d2h", h.nbytes, tr.kind, tr.ms / 1e3, start=t2)
@@ -387,9 +398,8 @@ class ProveGpuOperator(ProofflowOperator):
             circuit = get_circuit(cfg["circuit"], cfg["log2"])
             cs = circuit.constraint_system
             witness = np.load(_require(d / "witness.npy", "witness"), allow_pickle=False)
-        backend = _TimedBackend(get_backend(cfg["backend"]), rec, "")
-        pool = _staging_pool(cfg, nbytes)
-        backend.memory_kind = _memory_kind(cfg, pool)
+        pool = _staging_pool(cfg, nbytes + n * FR_BYTES + (1 << 17))  # a/b/c in, H back
+        backend = _TimedBackend(get_backend(cfg["backend"]), rec, _memory_kind(cfg, pool), out_pool=pool)
         timer = PhaseTimer()
         with pool.acquire(nbytes, timeout=600) as buf:
             with rec.phase("load"):
@@ -397,7 +407,10 @@ class ProveGpuOperator(ProofflowOperator):
                 with open(staged, "rb") as f:
                     if f.readinto(memoryview(view).cast("B")) != nbytes:
                         raise AirflowFailException(f"{staged} is truncated")
-            proof = groth16_prover.prove(pk, cs, witness, backend, abc=(view[0], view[1], view[2]), timer=timer)
+            try:
+                proof = groth16_prover.prove(pk, cs, witness, backend, abc=(view[0], view[1], view[2]), timer=timer)
+            finally:
+                backend.release()
         spans = {s.phase: s for s in timer.spans}
         rec.add("msm", spans["msm"].start, spans["msm"].end)
         fin0 = spans["assemble"].start
