@@ -25,6 +25,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import os
 import socket
 import statistics
 import sys
@@ -39,13 +40,29 @@ DEFAULT_REPS = 7
 KEEP_BYTES = 1 << 30  # CPU reps keep their copies (up to this much) so each copies into fresh pages
 
 
-def host_name() -> str:
-    """The host name the proof-run tasks record (Airflow's hostname_callable), else the OS's."""
+def _fqdn() -> str:
+    """What Airflow's default hostname_callable (airflow.utils.net.getfqdn) returns."""
+    name = socket.gethostname()
     try:
-        from airflow.utils.net import get_hostname
-        return get_hostname()
-    except Exception:
-        return socket.gethostname()
+        addrs = socket.getaddrinfo(name, None, 0, socket.SOCK_DGRAM, 0, socket.AI_CANONNAME)
+    except OSError:
+        return name
+    for addr in addrs:
+        if addr[3]:
+            return addr[3]
+    return name
+
+
+def host_name() -> str:
+    """The host name the proof-run tasks record: Airflow's hostname_callable (its default
+    computed here without importing Airflow, which would reconfigure the CLI's logging)."""
+    if "airflow.configuration" in sys.modules or os.environ.get("AIRFLOW__CORE__HOSTNAME_CALLABLE"):
+        try:
+            from airflow.utils.net import get_hostname
+            return get_hostname()
+        except Exception:
+            pass
+    return _fqdn()
 
 
 def partition_bytes(log2: int) -> int:
@@ -195,13 +212,13 @@ def add_parser(sub) -> None:
 
 
 def cmd_calibrate(args) -> int:
-    from operators.hooks.timing import resolve_db_url
+    from operators import settings
     from operators.timing.store import TimingStore
     device = default_device() if args.device == "auto" else args.device
     if device != "cpu" and not device.startswith("cuda"):
         print(f"error: unknown device {device!r}: use auto, cpu or cuda:N", file=sys.stderr)
         return 2
-    store = TimingStore(resolve_db_url(use_connection=False))
+    store = TimingStore(settings.db_url_from_env() or settings.default_db_url())
     if args.show:
         rows = store.calibration(args.host or host_name(), device)
     else:

@@ -265,9 +265,9 @@ def add_parser(sub) -> None:
 
 
 def cmd_report(args) -> int:
-    from operators.hooks.timing import resolve_db_url
+    from operators import settings
     from operators.timing.store import TimingStore
-    store = TimingStore(resolve_db_url(use_connection=False))
+    store = TimingStore(settings.db_url_from_env() or settings.default_db_url())
     reps = []
     for label, run_id in (("A", args.run_id), ("B", args.compare)):
         if run_id is None:
