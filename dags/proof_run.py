@@ -1,7 +1,7 @@
 """proof_run: one batch of Groth16 proofs.
 
     validate -> setup -> prepare_scratch -> partition[i]: synthesize -> stage -> prove_gpu
-    -> finalize_partition (mapped per partition) -> finalize_run;  cleanup_scratch (teardown)
+    -> finalize_partition (mapped per partition) -> finalize_run -> check_h2d;  cleanup_scratch (teardown)
 
 Params are JSON-schema validated (they build the UI's trigger form); ``validate`` repeats
 the checks and adds the ones a schema cannot make (a GPU asked for but absent) before any
@@ -16,6 +16,7 @@ import os
 
 from airflow.sdk import DAG, Param, task_group
 
+from operators.checks.operator import CheckH2DOperator
 from operators.notifiers import RunStateNotifier
 from operators.proof.operators import (CleanupScratchOperator, FinalizePartitionOperator, FinalizeRunOperator,
                              PrepareScratchOperator, ProveGpuOperator, SetupOperator, StageOperator,
@@ -61,7 +62,10 @@ with DAG(
     done = partition.expand(p=prepare.output)
     finalize = FinalizeRunOperator(task_id="finalize_run", config=config, partitions_done=done,
                                    setup_result=setup.output)
+    # After finalize_run (the proofs are verified and published): a failed check fails this
+    # task and alerts (email/webhook notifiers), it never loses a proof.
+    check = CheckH2DOperator(task_id="check_h2d")
     cleanup = CleanupScratchOperator(task_id="cleanup_scratch", config=config)
 
     validate >> setup >> prepare
-    finalize >> cleanup.as_teardown(setups=prepare)
+    finalize >> check >> cleanup.as_teardown(setups=prepare)

@@ -3,6 +3,8 @@
     proofflow run [--log2 K] [--partitions N] [--backend B] [--staging S] [--seed S] [--json]
     proofflow setup [--gpu-slots N]     # pool `gpu` + connection + timing tables, for a deployment
     proofflow summary RUN_ID [--json]   # a run's summary from the timing tables
+    proofflow calibrate [--device D]    # this host's reference H2D rate (operators/calibrate.py)
+    proofflow report RUN_ID [--png FILE] [--compare OTHER_RUN]   # views, PNG (operators/report.py)
 
 ``run`` sets up a local AIRFLOW_HOME (default ~/.proofflow/airflow, or --home /
 PROOFFLOW_AIRFLOW_HOME): SQLite metadata DB, pool ``gpu``, connection ``proofflow_timing``
@@ -219,6 +221,9 @@ def parser() -> argparse.ArgumentParser:
     m.add_argument("--dag-id", default="proof_run")
     m.add_argument("--json", action="store_true")
     m.set_defaults(func=cmd_summary)
+    from operators import calibrate, report
+    calibrate.add_parser(sub)
+    report.add_parser(sub)
     return p
 
 

@@ -25,7 +25,15 @@ class RunStateNotifier(BaseNotifier):
         dag_id = getattr(dag_run, "dag_id", None) or context["dag"].dag_id
         run_id = getattr(dag_run, "run_id", None) or context.get("run_id")
         try:
-            get_store().upsert_run(dag_id, run_id, state=self.state, finished_at=time.time())
+            store = get_store()
+            row = store.run(dag_id, run_id) or {}
+            if row.get("state") == "success" and self.state == "failed":
+                # finalize_run verified and published every proof; what failed after it is a
+                # check (check_h2d), whose flags are in h2d_flags: the proofs' state stands.
+                log.warning("proof run %s/%s: a task after finalize_run failed; its proofs stay 'success'",
+                            dag_id, run_id)
+                return
+            store.upsert_run(dag_id, run_id, state=self.state, finished_at=time.time())
         except Exception:
             log.exception("could not record run state %s for %s/%s", self.state, dag_id, run_id)
         log.warning("proof run %s/%s: %s", dag_id, run_id, self.state)
