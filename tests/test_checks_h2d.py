@@ -81,7 +81,7 @@ def test_config_from_env_then_variables_then_defaults(monkeypatch):
     monkeypatch.setenv("AIRFLOW_VAR_PROOFFLOW_H2D_TOL_LOW", "0.2")
     monkeypatch.setenv("PROOFFLOW_H2D_REQUIRE_PINNED", "yes")
     cfg = H2DCheckConfig.resolve()
-    assert (cfg.tol, cfg.tol_low, cfg.require_pinned, cfg.slack_ms) == (3.5, 0.2, True, 0.5)
+    assert (cfg.tol, cfg.tol_low, cfg.require_pinned, cfg.slack_ms) == (3.5, 0.2, True, 2.0)
     assert H2DCheckConfig.resolve(tol=1.5).tol == 1.5
     monkeypatch.setenv("PROOFFLOW_H2D_TOL_LOW", "2")
     with pytest.raises(ValueError, match="tolerances"):
