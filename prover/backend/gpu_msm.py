@@ -18,7 +18,7 @@ from prover import curve, kernels
 Q = 0x1A0111EA397FE69A4B1BA7B6434BACD764774B84F38512BF6730D2A0F6B0F6241EABFFFEB153FFFFB9FEFFFFFFFFAAAB
 _THREADS = 128
 _FQ_LIMBS = 6
-PIECE = 256  # most bucket entries one thread adds
+PIECE = 128  # most bucket entries one thread adds
 GROUP = 8  # most partial sums one thread adds in a merging step
 CHUNKS = 2048  # bucket-reduction threads per window (at most one per bucket)
 

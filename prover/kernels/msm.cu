@@ -189,7 +189,311 @@ __device__ __forceinline__ fq_t fq_mul(const fq_t& a, const fq_t& b) {
     return fq_reduce_once(t);
 }
 
-__device__ __forceinline__ fq_t fq_sqr(const fq_t& a) { return fq_mul(a, a); }
+// a^2 / 2^384 mod q: the 24-word square from 66 cross products (doubled) and 12 squares,
+// then a Montgomery reduction of its low half: q^2 / R < q/8 and REDC(low) <= q, so the sum
+// of REDC(low) and the high half is < 2q.
+__device__ __forceinline__ fq_t fq_sqr(const fq_t& a) {
+    const u32 q[12] = {FQ_Q_WORDS};
+    u32 r[24] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    asm("mad.lo.cc.u32  %0, %12, %23, %0;\n\t"
+        "madc.lo.cc.u32 %1, %13, %23, %1;\n\t"
+        "madc.lo.cc.u32 %2, %14, %23, %2;\n\t"
+        "madc.lo.cc.u32 %3, %15, %23, %3;\n\t"
+        "madc.lo.cc.u32 %4, %16, %23, %4;\n\t"
+        "madc.lo.cc.u32 %5, %17, %23, %5;\n\t"
+        "madc.lo.cc.u32 %6, %18, %23, %6;\n\t"
+        "madc.lo.cc.u32 %7, %19, %23, %7;\n\t"
+        "madc.lo.cc.u32 %8, %20, %23, %8;\n\t"
+        "madc.lo.cc.u32 %9, %21, %23, %9;\n\t"
+        "madc.lo.cc.u32 %10, %22, %23, %10;\n\t"
+        "addc.u32       %11, 0, 0;"
+        : "+r"(r[1]), "+r"(r[2]), "+r"(r[3]), "+r"(r[4]), "+r"(r[5]), "+r"(r[6]),
+          "+r"(r[7]), "+r"(r[8]), "+r"(r[9]), "+r"(r[10]), "+r"(r[11]), "+r"(r[12])
+        : "r"(a.w[1]), "r"(a.w[2]), "r"(a.w[3]), "r"(a.w[4]), "r"(a.w[5]), "r"(a.w[6]),
+          "r"(a.w[7]), "r"(a.w[8]), "r"(a.w[9]), "r"(a.w[10]), "r"(a.w[11]), "r"(a.w[0]));
+    asm("mad.hi.cc.u32  %0, %11, %22, %0;\n\t"
+        "madc.hi.cc.u32 %1, %12, %22, %1;\n\t"
+        "madc.hi.cc.u32 %2, %13, %22, %2;\n\t"
+        "madc.hi.cc.u32 %3, %14, %22, %3;\n\t"
+        "madc.hi.cc.u32 %4, %15, %22, %4;\n\t"
+        "madc.hi.cc.u32 %5, %16, %22, %5;\n\t"
+        "madc.hi.cc.u32 %6, %17, %22, %6;\n\t"
+        "madc.hi.cc.u32 %7, %18, %22, %7;\n\t"
+        "madc.hi.cc.u32 %8, %19, %22, %8;\n\t"
+        "madc.hi.cc.u32 %9, %20, %22, %9;\n\t"
+        "madc.hi.u32    %10, %21, %22, %10;"
+        : "+r"(r[2]), "+r"(r[3]), "+r"(r[4]), "+r"(r[5]), "+r"(r[6]), "+r"(r[7]),
+          "+r"(r[8]), "+r"(r[9]), "+r"(r[10]), "+r"(r[11]), "+r"(r[12])
+        : "r"(a.w[1]), "r"(a.w[2]), "r"(a.w[3]), "r"(a.w[4]), "r"(a.w[5]), "r"(a.w[6]),
+          "r"(a.w[7]), "r"(a.w[8]), "r"(a.w[9]), "r"(a.w[10]), "r"(a.w[11]), "r"(a.w[0]));
+    asm("mad.lo.cc.u32  %0, %11, %21, %0;\n\t"
+        "madc.lo.cc.u32 %1, %12, %21, %1;\n\t"
+        "madc.lo.cc.u32 %2, %13, %21, %2;\n\t"
+        "madc.lo.cc.u32 %3, %14, %21, %3;\n\t"
+        "madc.lo.cc.u32 %4, %15, %21, %4;\n\t"
+        "madc.lo.cc.u32 %5, %16, %21, %5;\n\t"
+        "madc.lo.cc.u32 %6, %17, %21, %6;\n\t"
+        "madc.lo.cc.u32 %7, %18, %21, %7;\n\t"
+        "madc.lo.cc.u32 %8, %19, %21, %8;\n\t"
+        "madc.lo.cc.u32 %9, %20, %21, %9;\n\t"
+        "addc.u32       %10, 0, 0;"
+        : "+r"(r[3]), "+r"(r[4]), "+r"(r[5]), "+r"(r[6]), "+r"(r[7]), "+r"(r[8]),
+          "+r"(r[9]), "+r"(r[10]), "+r"(r[11]), "+r"(r[12]), "+r"(r[13])
+        : "r"(a.w[2]), "r"(a.w[3]), "r"(a.w[4]), "r"(a.w[5]), "r"(a.w[6]), "r"(a.w[7]),
+          "r"(a.w[8]), "r"(a.w[9]), "r"(a.w[10]), "r"(a.w[11]), "r"(a.w[1]));
+    asm("mad.hi.cc.u32  %0, %10, %20, %0;\n\t"
+        "madc.hi.cc.u32 %1, %11, %20, %1;\n\t"
+        "madc.hi.cc.u32 %2, %12, %20, %2;\n\t"
+        "madc.hi.cc.u32 %3, %13, %20, %3;\n\t"
+        "madc.hi.cc.u32 %4, %14, %20, %4;\n\t"
+        "madc.hi.cc.u32 %5, %15, %20, %5;\n\t"
+        "madc.hi.cc.u32 %6, %16, %20, %6;\n\t"
+        "madc.hi.cc.u32 %7, %17, %20, %7;\n\t"
+        "madc.hi.cc.u32 %8, %18, %20, %8;\n\t"
+        "madc.hi.u32    %9, %19, %20, %9;"
+        : "+r"(r[4]), "+r"(r[5]), "+r"(r[6]), "+r"(r[7]), "+r"(r[8]), "+r"(r[9]),
+          "+r"(r[10]), "+r"(r[11]), "+r"(r[12]), "+r"(r[13])
+        : "r"(a.w[2]), "r"(a.w[3]), "r"(a.w[4]), "r"(a.w[5]), "r"(a.w[6]), "r"(a.w[7]),
+          "r"(a.w[8]), "r"(a.w[9]), "r"(a.w[10]), "r"(a.w[11]), "r"(a.w[1]));
+    asm("mad.lo.cc.u32  %0, %10, %19, %0;\n\t"
+        "madc.lo.cc.u32 %1, %11, %19, %1;\n\t"
+        "madc.lo.cc.u32 %2, %12, %19, %2;\n\t"
+        "madc.lo.cc.u32 %3, %13, %19, %3;\n\t"
+        "madc.lo.cc.u32 %4, %14, %19, %4;\n\t"
+        "madc.lo.cc.u32 %5, %15, %19, %5;\n\t"
+        "madc.lo.cc.u32 %6, %16, %19, %6;\n\t"
+        "madc.lo.cc.u32 %7, %17, %19, %7;\n\t"
+        "madc.lo.cc.u32 %8, %18, %19, %8;\n\t"
+        "addc.u32       %9, 0, 0;"
+        : "+r"(r[5]), "+r"(r[6]), "+r"(r[7]), "+r"(r[8]), "+r"(r[9]), "+r"(r[10]),
+          "+r"(r[11]), "+r"(r[12]), "+r"(r[13]), "+r"(r[14])
+        : "r"(a.w[3]), "r"(a.w[4]), "r"(a.w[5]), "r"(a.w[6]), "r"(a.w[7]), "r"(a.w[8]),
+          "r"(a.w[9]), "r"(a.w[10]), "r"(a.w[11]), "r"(a.w[2]));
+    asm("mad.hi.cc.u32  %0, %9, %18, %0;\n\t"
+        "madc.hi.cc.u32 %1, %10, %18, %1;\n\t"
+        "madc.hi.cc.u32 %2, %11, %18, %2;\n\t"
+        "madc.hi.cc.u32 %3, %12, %18, %3;\n\t"
+        "madc.hi.cc.u32 %4, %13, %18, %4;\n\t"
+        "madc.hi.cc.u32 %5, %14, %18, %5;\n\t"
+        "madc.hi.cc.u32 %6, %15, %18, %6;\n\t"
+        "madc.hi.cc.u32 %7, %16, %18, %7;\n\t"
+        "madc.hi.u32    %8, %17, %18, %8;"
+        : "+r"(r[6]), "+r"(r[7]), "+r"(r[8]), "+r"(r[9]), "+r"(r[10]), "+r"(r[11]),
+          "+r"(r[12]), "+r"(r[13]), "+r"(r[14])
+        : "r"(a.w[3]), "r"(a.w[4]), "r"(a.w[5]), "r"(a.w[6]), "r"(a.w[7]), "r"(a.w[8]),
+          "r"(a.w[9]), "r"(a.w[10]), "r"(a.w[11]), "r"(a.w[2]));
+    asm("mad.lo.cc.u32  %0, %9, %17, %0;\n\t"
+        "madc.lo.cc.u32 %1, %10, %17, %1;\n\t"
+        "madc.lo.cc.u32 %2, %11, %17, %2;\n\t"
+        "madc.lo.cc.u32 %3, %12, %17, %3;\n\t"
+        "madc.lo.cc.u32 %4, %13, %17, %4;\n\t"
+        "madc.lo.cc.u32 %5, %14, %17, %5;\n\t"
+        "madc.lo.cc.u32 %6, %15, %17, %6;\n\t"
+        "madc.lo.cc.u32 %7, %16, %17, %7;\n\t"
+        "addc.u32       %8, 0, 0;"
+        : "+r"(r[7]), "+r"(r[8]), "+r"(r[9]), "+r"(r[10]), "+r"(r[11]), "+r"(r[12]),
+          "+r"(r[13]), "+r"(r[14]), "+r"(r[15])
+        : "r"(a.w[4]), "r"(a.w[5]), "r"(a.w[6]), "r"(a.w[7]), "r"(a.w[8]), "r"(a.w[9]),
+          "r"(a.w[10]), "r"(a.w[11]), "r"(a.w[3]));
+    asm("mad.hi.cc.u32  %0, %8, %16, %0;\n\t"
+        "madc.hi.cc.u32 %1, %9, %16, %1;\n\t"
+        "madc.hi.cc.u32 %2, %10, %16, %2;\n\t"
+        "madc.hi.cc.u32 %3, %11, %16, %3;\n\t"
+        "madc.hi.cc.u32 %4, %12, %16, %4;\n\t"
+        "madc.hi.cc.u32 %5, %13, %16, %5;\n\t"
+        "madc.hi.cc.u32 %6, %14, %16, %6;\n\t"
+        "madc.hi.u32    %7, %15, %16, %7;"
+        : "+r"(r[8]), "+r"(r[9]), "+r"(r[10]), "+r"(r[11]), "+r"(r[12]), "+r"(r[13]),
+          "+r"(r[14]), "+r"(r[15])
+        : "r"(a.w[4]), "r"(a.w[5]), "r"(a.w[6]), "r"(a.w[7]), "r"(a.w[8]), "r"(a.w[9]),
+          "r"(a.w[10]), "r"(a.w[11]), "r"(a.w[3]));
+    asm("mad.lo.cc.u32  %0, %8, %15, %0;\n\t"
+        "madc.lo.cc.u32 %1, %9, %15, %1;\n\t"
+        "madc.lo.cc.u32 %2, %10, %15, %2;\n\t"
+        "madc.lo.cc.u32 %3, %11, %15, %3;\n\t"
+        "madc.lo.cc.u32 %4, %12, %15, %4;\n\t"
+        "madc.lo.cc.u32 %5, %13, %15, %5;\n\t"
+        "madc.lo.cc.u32 %6, %14, %15, %6;\n\t"
+        "addc.u32       %7, 0, 0;"
+        : "+r"(r[9]), "+r"(r[10]), "+r"(r[11]), "+r"(r[12]), "+r"(r[13]), "+r"(r[14]),
+          "+r"(r[15]), "+r"(r[16])
+        : "r"(a.w[5]), "r"(a.w[6]), "r"(a.w[7]), "r"(a.w[8]), "r"(a.w[9]), "r"(a.w[10]),
+          "r"(a.w[11]), "r"(a.w[4]));
+    asm("mad.hi.cc.u32  %0, %7, %14, %0;\n\t"
+        "madc.hi.cc.u32 %1, %8, %14, %1;\n\t"
+        "madc.hi.cc.u32 %2, %9, %14, %2;\n\t"
+        "madc.hi.cc.u32 %3, %10, %14, %3;\n\t"
+        "madc.hi.cc.u32 %4, %11, %14, %4;\n\t"
+        "madc.hi.cc.u32 %5, %12, %14, %5;\n\t"
+        "madc.hi.u32    %6, %13, %14, %6;"
+        : "+r"(r[10]), "+r"(r[11]), "+r"(r[12]), "+r"(r[13]), "+r"(r[14]), "+r"(r[15]),
+          "+r"(r[16])
+        : "r"(a.w[5]), "r"(a.w[6]), "r"(a.w[7]), "r"(a.w[8]), "r"(a.w[9]), "r"(a.w[10]),
+          "r"(a.w[11]), "r"(a.w[4]));
+    asm("mad.lo.cc.u32  %0, %7, %13, %0;\n\t"
+        "madc.lo.cc.u32 %1, %8, %13, %1;\n\t"
+        "madc.lo.cc.u32 %2, %9, %13, %2;\n\t"
+        "madc.lo.cc.u32 %3, %10, %13, %3;\n\t"
+        "madc.lo.cc.u32 %4, %11, %13, %4;\n\t"
+        "madc.lo.cc.u32 %5, %12, %13, %5;\n\t"
+        "addc.u32       %6, 0, 0;"
+        : "+r"(r[11]), "+r"(r[12]), "+r"(r[13]), "+r"(r[14]), "+r"(r[15]), "+r"(r[16]),
+          "+r"(r[17])
+        : "r"(a.w[6]), "r"(a.w[7]), "r"(a.w[8]), "r"(a.w[9]), "r"(a.w[10]), "r"(a.w[11]),
+          "r"(a.w[5]));
+    asm("mad.hi.cc.u32  %0, %6, %12, %0;\n\t"
+        "madc.hi.cc.u32 %1, %7, %12, %1;\n\t"
+        "madc.hi.cc.u32 %2, %8, %12, %2;\n\t"
+        "madc.hi.cc.u32 %3, %9, %12, %3;\n\t"
+        "madc.hi.cc.u32 %4, %10, %12, %4;\n\t"
+        "madc.hi.u32    %5, %11, %12, %5;"
+        : "+r"(r[12]), "+r"(r[13]), "+r"(r[14]), "+r"(r[15]), "+r"(r[16]), "+r"(r[17])
+        : "r"(a.w[6]), "r"(a.w[7]), "r"(a.w[8]), "r"(a.w[9]), "r"(a.w[10]), "r"(a.w[11]),
+          "r"(a.w[5]));
+    asm("mad.lo.cc.u32  %0, %6, %11, %0;\n\t"
+        "madc.lo.cc.u32 %1, %7, %11, %1;\n\t"
+        "madc.lo.cc.u32 %2, %8, %11, %2;\n\t"
+        "madc.lo.cc.u32 %3, %9, %11, %3;\n\t"
+        "madc.lo.cc.u32 %4, %10, %11, %4;\n\t"
+        "addc.u32       %5, 0, 0;"
+        : "+r"(r[13]), "+r"(r[14]), "+r"(r[15]), "+r"(r[16]), "+r"(r[17]), "+r"(r[18])
+        : "r"(a.w[7]), "r"(a.w[8]), "r"(a.w[9]), "r"(a.w[10]), "r"(a.w[11]), "r"(a.w[6]));
+    asm("mad.hi.cc.u32  %0, %5, %10, %0;\n\t"
+        "madc.hi.cc.u32 %1, %6, %10, %1;\n\t"
+        "madc.hi.cc.u32 %2, %7, %10, %2;\n\t"
+        "madc.hi.cc.u32 %3, %8, %10, %3;\n\t"
+        "madc.hi.u32    %4, %9, %10, %4;"
+        : "+r"(r[14]), "+r"(r[15]), "+r"(r[16]), "+r"(r[17]), "+r"(r[18])
+        : "r"(a.w[7]), "r"(a.w[8]), "r"(a.w[9]), "r"(a.w[10]), "r"(a.w[11]), "r"(a.w[6]));
+    asm("mad.lo.cc.u32  %0, %5, %9, %0;\n\t"
+        "madc.lo.cc.u32 %1, %6, %9, %1;\n\t"
+        "madc.lo.cc.u32 %2, %7, %9, %2;\n\t"
+        "madc.lo.cc.u32 %3, %8, %9, %3;\n\t"
+        "addc.u32       %4, 0, 0;"
+        : "+r"(r[15]), "+r"(r[16]), "+r"(r[17]), "+r"(r[18]), "+r"(r[19])
+        : "r"(a.w[8]), "r"(a.w[9]), "r"(a.w[10]), "r"(a.w[11]), "r"(a.w[7]));
+    asm("mad.hi.cc.u32  %0, %4, %8, %0;\n\t"
+        "madc.hi.cc.u32 %1, %5, %8, %1;\n\t"
+        "madc.hi.cc.u32 %2, %6, %8, %2;\n\t"
+        "madc.hi.u32    %3, %7, %8, %3;"
+        : "+r"(r[16]), "+r"(r[17]), "+r"(r[18]), "+r"(r[19])
+        : "r"(a.w[8]), "r"(a.w[9]), "r"(a.w[10]), "r"(a.w[11]), "r"(a.w[7]));
+    asm("mad.lo.cc.u32  %0, %4, %7, %0;\n\t"
+        "madc.lo.cc.u32 %1, %5, %7, %1;\n\t"
+        "madc.lo.cc.u32 %2, %6, %7, %2;\n\t"
+        "addc.u32       %3, 0, 0;"
+        : "+r"(r[17]), "+r"(r[18]), "+r"(r[19]), "+r"(r[20])
+        : "r"(a.w[9]), "r"(a.w[10]), "r"(a.w[11]), "r"(a.w[8]));
+    asm("mad.hi.cc.u32  %0, %3, %6, %0;\n\t"
+        "madc.hi.cc.u32 %1, %4, %6, %1;\n\t"
+        "madc.hi.u32    %2, %5, %6, %2;"
+        : "+r"(r[18]), "+r"(r[19]), "+r"(r[20])
+        : "r"(a.w[9]), "r"(a.w[10]), "r"(a.w[11]), "r"(a.w[8]));
+    asm("mad.lo.cc.u32  %0, %3, %5, %0;\n\t"
+        "madc.lo.cc.u32 %1, %4, %5, %1;\n\t"
+        "addc.u32       %2, 0, 0;"
+        : "+r"(r[19]), "+r"(r[20]), "+r"(r[21])
+        : "r"(a.w[10]), "r"(a.w[11]), "r"(a.w[9]));
+    asm("mad.hi.cc.u32  %0, %2, %4, %0;\n\t"
+        "madc.hi.u32    %1, %3, %4, %1;"
+        : "+r"(r[20]), "+r"(r[21])
+        : "r"(a.w[10]), "r"(a.w[11]), "r"(a.w[9]));
+    asm("mad.lo.cc.u32  %0, %2, %3, %0;\n\t"
+        "addc.u32       %1, 0, 0;"
+        : "+r"(r[21]), "+r"(r[22])
+        : "r"(a.w[11]), "r"(a.w[10]));
+    asm("mad.hi.u32     %0, %1, %2, %0;"
+        : "+r"(r[22])
+        : "r"(a.w[11]), "r"(a.w[10]));
+    asm("add.cc.u32  %0, %0, %0;\n\t"
+        "addc.cc.u32 %1, %1, %1;\n\t"
+        "addc.cc.u32 %2, %2, %2;\n\t"
+        "addc.cc.u32 %3, %3, %3;\n\t"
+        "addc.cc.u32 %4, %4, %4;\n\t"
+        "addc.cc.u32 %5, %5, %5;\n\t"
+        "addc.cc.u32 %6, %6, %6;\n\t"
+        "addc.cc.u32 %7, %7, %7;\n\t"
+        "addc.cc.u32 %8, %8, %8;\n\t"
+        "addc.cc.u32 %9, %9, %9;\n\t"
+        "addc.cc.u32 %10, %10, %10;\n\t"
+        "addc.cc.u32 %11, %11, %11;\n\t"
+        "addc.cc.u32 %12, %12, %12;\n\t"
+        "addc.cc.u32 %13, %13, %13;\n\t"
+        "addc.cc.u32 %14, %14, %14;\n\t"
+        "addc.cc.u32 %15, %15, %15;\n\t"
+        "addc.cc.u32 %16, %16, %16;\n\t"
+        "addc.cc.u32 %17, %17, %17;\n\t"
+        "addc.cc.u32 %18, %18, %18;\n\t"
+        "addc.cc.u32 %19, %19, %19;\n\t"
+        "addc.cc.u32 %20, %20, %20;\n\t"
+        "addc.cc.u32 %21, %21, %21;\n\t"
+        "addc.cc.u32 %22, %22, %22;\n\t"
+        "addc.u32    %23, %23, %23;"
+        : "+r"(r[0]), "+r"(r[1]), "+r"(r[2]), "+r"(r[3]), "+r"(r[4]), "+r"(r[5]),
+          "+r"(r[6]), "+r"(r[7]), "+r"(r[8]), "+r"(r[9]), "+r"(r[10]), "+r"(r[11]),
+          "+r"(r[12]), "+r"(r[13]), "+r"(r[14]), "+r"(r[15]), "+r"(r[16]), "+r"(r[17]),
+          "+r"(r[18]), "+r"(r[19]), "+r"(r[20]), "+r"(r[21]), "+r"(r[22]), "+r"(r[23]));
+    asm("mad.lo.cc.u32  %0, %24, %24, %0;\n\t"
+        "madc.hi.cc.u32 %1, %24, %24, %1;\n\t"
+        "madc.lo.cc.u32 %2, %25, %25, %2;\n\t"
+        "madc.hi.cc.u32 %3, %25, %25, %3;\n\t"
+        "madc.lo.cc.u32 %4, %26, %26, %4;\n\t"
+        "madc.hi.cc.u32 %5, %26, %26, %5;\n\t"
+        "madc.lo.cc.u32 %6, %27, %27, %6;\n\t"
+        "madc.hi.cc.u32 %7, %27, %27, %7;\n\t"
+        "madc.lo.cc.u32 %8, %28, %28, %8;\n\t"
+        "madc.hi.cc.u32 %9, %28, %28, %9;\n\t"
+        "madc.lo.cc.u32 %10, %29, %29, %10;\n\t"
+        "madc.hi.cc.u32 %11, %29, %29, %11;\n\t"
+        "madc.lo.cc.u32 %12, %30, %30, %12;\n\t"
+        "madc.hi.cc.u32 %13, %30, %30, %13;\n\t"
+        "madc.lo.cc.u32 %14, %31, %31, %14;\n\t"
+        "madc.hi.cc.u32 %15, %31, %31, %15;\n\t"
+        "madc.lo.cc.u32 %16, %32, %32, %16;\n\t"
+        "madc.hi.cc.u32 %17, %32, %32, %17;\n\t"
+        "madc.lo.cc.u32 %18, %33, %33, %18;\n\t"
+        "madc.hi.cc.u32 %19, %33, %33, %19;\n\t"
+        "madc.lo.cc.u32 %20, %34, %34, %20;\n\t"
+        "madc.hi.cc.u32 %21, %34, %34, %21;\n\t"
+        "madc.lo.cc.u32 %22, %35, %35, %22;\n\t"
+        "madc.hi.u32    %23, %35, %35, %23;"
+        : "+r"(r[0]), "+r"(r[1]), "+r"(r[2]), "+r"(r[3]), "+r"(r[4]), "+r"(r[5]),
+          "+r"(r[6]), "+r"(r[7]), "+r"(r[8]), "+r"(r[9]), "+r"(r[10]), "+r"(r[11]),
+          "+r"(r[12]), "+r"(r[13]), "+r"(r[14]), "+r"(r[15]), "+r"(r[16]), "+r"(r[17]),
+          "+r"(r[18]), "+r"(r[19]), "+r"(r[20]), "+r"(r[21]), "+r"(r[22]), "+r"(r[23])
+        : "r"(a.w[0]), "r"(a.w[1]), "r"(a.w[2]), "r"(a.w[3]), "r"(a.w[4]), "r"(a.w[5]),
+          "r"(a.w[6]), "r"(a.w[7]), "r"(a.w[8]), "r"(a.w[9]), "r"(a.w[10]), "r"(a.w[11]));
+    u32 t[13];
+#pragma unroll
+    for (int i = 0; i < 12; i++) t[i] = r[i];
+    t[12] = 0;
+#pragma unroll
+    for (int i = 0; i < 12; i++) {
+        u32 m = t[0] * FQ_INV;
+        fq_mac_lo(t, q, m);
+        fq_mac_hi(t, q, m);
+#pragma unroll
+        for (int j = 0; j < 12; j++) t[j] = t[j + 1];
+        t[12] = 0;
+    }
+    asm("add.cc.u32  %0, %0, %12;\n\t"
+        "addc.cc.u32 %1, %1, %13;\n\t"
+        "addc.cc.u32 %2, %2, %14;\n\t"
+        "addc.cc.u32 %3, %3, %15;\n\t"
+        "addc.cc.u32 %4, %4, %16;\n\t"
+        "addc.cc.u32 %5, %5, %17;\n\t"
+        "addc.cc.u32 %6, %6, %18;\n\t"
+        "addc.cc.u32 %7, %7, %19;\n\t"
+        "addc.cc.u32 %8, %8, %20;\n\t"
+        "addc.cc.u32 %9, %9, %21;\n\t"
+        "addc.cc.u32 %10, %10, %22;\n\t"
+        "addc.u32    %11, %11, %23;"
+        : "+r"(t[0]), "+r"(t[1]), "+r"(t[2]), "+r"(t[3]), "+r"(t[4]), "+r"(t[5]),
+          "+r"(t[6]), "+r"(t[7]), "+r"(t[8]), "+r"(t[9]), "+r"(t[10]), "+r"(t[11])
+        : "r"(r[12]), "r"(r[13]), "r"(r[14]), "r"(r[15]), "r"(r[16]), "r"(r[17]),
+          "r"(r[18]), "r"(r[19]), "r"(r[20]), "r"(r[21]), "r"(r[22]), "r"(r[23]));
+    return fq_reduce_once(t);
+}
 
 __device__ __forceinline__ fq_t fq_neg(const fq_t& a) {
     const fq_t zero = {{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}};
@@ -359,12 +663,13 @@ extern "C" __global__ void msm_scatter(const u32* scalars, u64 n, int c, int nwi
 }
 
 // Piece k of a segment list cut into pieces of at most `size` items: segment seg of
-// len[seg] items from start[seg] has pieces first[seg], first[seg] + 1, ...
+// len[seg] items from start[seg] has ceil(len / size) pieces first[seg], first[seg] + 1, ...
+// of near-equal length (not `size` and a remainder: a warp's threads then finish together).
 __device__ __forceinline__ void piece_range(const u32* start, const u32* len, const u32* piece_seg,
                                             const u32* seg_first, u32 k, u32 size, u32& lo, u32& hi) {
-    u32 seg = piece_seg[k];
-    lo = start[seg] + (k - seg_first[seg]) * size;
-    hi = min(lo + size, start[seg] + len[seg]);
+    u32 seg = piece_seg[k], n = len[seg], parts = (n + size - 1) / size, j = k - seg_first[seg];
+    lo = start[seg] + (u32)((u64)j * n / parts);
+    hi = start[seg] + (u32)((u64)(j + 1) * n / parts);
 }
 
 // One thread a piece of a bucket's entries: their sum (points negated where the digit was
