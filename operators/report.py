@@ -8,7 +8,7 @@ statistics (``phase_stats_run``), H2D per partition (``h2d_partitions``) and poo
 
 PNG (matplotlib, Agg): per run, a Gantt of every task per partition, the GPU lane (device
 phases h2d/ntt/msm/d2h busy vs idle while the run's prove_gpu tasks held the GPU), and the
-H2D bars per partition coloured by memory kind (flagged ones hatched, expected time marked).
+H2D bars per partition coloured by memory kind (flagged ones hatched, the expected time of check_h2d's latest result marked).
 """
 from __future__ import annotations
 
@@ -40,13 +40,23 @@ def run_report(store, dag_id: str, run_id: str, warmup_partitions: float | None 
     s = settings.get("warmup_seconds", 0.0) if warmup_seconds is None else warmup_seconds
     steady = store.query(f"SELECT * FROM ({steady_state_query(store.dialect)}) q WHERE dag_id = :d AND run_id = :r",
                          {**p, "warmup_partitions": float(k), "warmup_seconds": float(s)})
+    h2d = store.query("SELECT * FROM h2d_partitions WHERE dag_id = :d AND run_id = :r ORDER BY partition, try_number", p)
+    checks = store.check_results(dag_id, run_id)
+    if checks and checks[-1].get("result_json"):  # check_h2d's expected figures, flagged or not
+        try:
+            evaluated = {(e["partition"], e["try_number"]): e for e in json.loads(checks[-1]["result_json"])["evaluated"]}
+        except (ValueError, KeyError, TypeError):
+            evaluated = {}
+        for h in h2d:
+            e = evaluated.get((h["partition"], h["try_number"]))
+            if e and h.get("expected_ms") is None:
+                h["expected_ms"] = e.get("expected_ms")
     return {
         "summary": summary[0],
         "steady_state": steady[0] if steady else {"warmup_partitions": k, "warmup_seconds": s, "partitions": 0},
         "phases": store.query("SELECT * FROM phase_stats_run WHERE dag_id = :d AND run_id = :r "
                               "ORDER BY task_id, phase", p),
-        "h2d": store.query("SELECT * FROM h2d_partitions WHERE dag_id = :d AND run_id = :r "
-                           "ORDER BY partition, try_number", p),
+        "h2d": h2d,
         "pool_waits": store.query("SELECT * FROM pool_waits WHERE dag_id = :d AND run_id = :r "
                                   "ORDER BY partition, try_number", p),
         "timings": store.timings(dag_id, run_id),

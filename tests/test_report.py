@@ -82,3 +82,15 @@ def test_unknown_run(two_runs, capsys):
     _, dag = two_runs
     assert _main("report", "nope", "--dag-id", dag) == 2
     assert "no run 'nope'" in capsys.readouterr().err
+
+
+def test_report_shows_the_checks_expected_times(sqlite_url, monkeypatch, tmp_path, capsys):
+    from operators.checks.h2d import H2DCheckConfig, check_run
+    monkeypatch.setenv("PROOFFLOW_DB_URL", sqlite_url)
+    store = TimingStore(sqlite_url)
+    add_run(store, "proof_run", "checked", [10.0, 12.0])
+    assert check_run(store, "proof_run", "checked", H2DCheckConfig(), out_dir=tmp_path, data_docs=False)["success"]
+    assert _main("report", "checked", "--json") == 0
+    h2d = json.loads(capsys.readouterr().out)["runs"]["A"]["h2d"]
+    assert [h["expected_ms"] for h in h2d] == pytest.approx([10.0, 10.0]) and [h["flagged"] for h in h2d] == [0, 0]
+    store.dispose()
