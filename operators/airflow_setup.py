@@ -14,7 +14,8 @@ from pathlib import Path
 
 from operators import settings
 
-POOL_DESCRIPTION = "GPU mutex for prove_gpu: one slot per GPU (created by proofflow setup)"
+POOL_DESCRIPTION = ("prove_gpu slots: per GPU, one (in-process: the GPU mutex) or the prefetch depth (prover "
+                    "service: the service holds the device); created by proofflow setup")
 
 
 def repo_dags_folder() -> Path:
@@ -65,18 +66,26 @@ def migrate_metadata_db(log_path: Path | None = None) -> None:
 
 
 def gpu_count() -> int:
-    if os.environ.get("PROOFFLOW_GPU_SLOTS"):
-        return max(1, int(os.environ["PROOFFLOW_GPU_SLOTS"]))
     try:
         import cupy
         return max(1, cupy.cuda.runtime.getDeviceCount())
     except Exception:
-        return 1  # no GPU: the CPU backend still proves one partition at a time in the pool
+        return 1  # no GPU: the CPU backend still proves in the pool, one device's worth
+
+
+def default_slots() -> int:
+    """Slots of pool ``gpu``: PROOFFLOW_GPU_SLOTS, else per device one (in-process: the pool
+    is the mutex) or PROOFFLOW_GPU_DEPTH (the prover service holds the device; the pool
+    bounds the partitions in flight per device)."""
+    if os.environ.get("PROOFFLOW_GPU_SLOTS"):
+        return max(1, int(os.environ["PROOFFLOW_GPU_SLOTS"]))
+    per_device = settings.gpu_depth() if settings.gpu_service_enabled() else 1
+    return gpu_count() * per_device
 
 
 def ensure_pool(slots: int | None = None) -> int:
     from airflow.models.pool import Pool
-    slots = slots or gpu_count()
+    slots = slots or default_slots()
     Pool.create_or_update_pool(settings.GPU_POOL, slots, POOL_DESCRIPTION, include_deferred=False)
     return slots
 

@@ -145,6 +145,8 @@ def cmd_run(args) -> int:
     if err is not None or dag is None:
         _say(f"error: proof_run did not load from {dags}: {err}")
         return EXIT_FAILED
+    from prover.service.client import stop_all
+    stop_all()  # the run's prover service: a one-off command leaves nothing running
     from operators.timing.store import TimingStore
     store = TimingStore(setup["timing_url"])
     summary = summarize(store, "proof_run", dr.run_id)
@@ -213,7 +215,7 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("setup", help="create pool `gpu`, connection proofflow_timing and the timing tables",
                        description="For a deployment: runs `airflow db migrate`, creates/updates pool `gpu` (one "
                                    "slot per GPU) and the proofflow_timing connection, and migrates the timing store.")
-    s.add_argument("--gpu-slots", type=_int_in(1, None, "gpu-slots"), help="pool slots (default: GPUs visible, >= 1)")
+    s.add_argument("--gpu-slots", type=_int_in(1, None, "gpu-slots"), help="pool slots (default: GPUs visible x PROOFFLOW_GPU_DEPTH, or x 1 with PROOFFLOW_GPU_SERVICE=0)")
     s.add_argument("--no-migrate", action="store_true", help="skip `airflow db migrate`")
     s.set_defaults(func=cmd_setup)
     m = sub.add_parser("summary", help="print a run's summary from the timing tables")

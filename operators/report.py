@@ -99,10 +99,11 @@ def print_report(rep: dict, out=None) -> None:
     print(f"\nsteady state (warm-up: first {_n(st['warmup_partitions'], 0)} GPU partition(s) and first "
           f"{_n(st['warmup_seconds'], 1)} s left out)", file=out)
     if st.get("partitions"):
-        _table(["partitions", "window s", "GPU busy s", "GPU busy %", "s/partition", "mean slot s", "H2D GB/s"],
+        _table(["partitions", "window s", "GPU busy s", "GPU busy %", "s/partition", "mean slot s",
+                "mean pool wait s", "mean mutex wait s", "H2D GB/s"],
                [[st["partitions"], st["window_s"], st["gpu_busy_s"],
                  None if st["gpu_busy_fraction"] is None else 100 * st["gpu_busy_fraction"], st["s_per_partition"],
-                 st["mean_slot_s"], st["h2d_gbps"]]], out)
+                 st["mean_slot_s"], st["mean_pool_wait_s"], st["mean_mutex_wait_s"], st["h2d_gbps"]]], out)
     else:
         print("  no partitions after the warm-up", file=out)
     print("\nphases (phase_stats_run, seconds)", file=out)
@@ -116,9 +117,10 @@ def print_report(rep: dict, out=None) -> None:
     flagged = [h for h in rep["h2d"] if h["flagged"]]
     for h in flagged:
         print(f"  partition {h['partition']}: {h['reason']}", file=out)
-    print("\npool wait per prove_gpu (pool_waits, seconds)", file=out)
-    _table(["partition", "try", "pool wait", "task"],
-           [[w["partition"], w["try_number"], w["pool_wait_s"], w["task_s"]] for w in rep["pool_waits"]], out)
+    print("\npool and mutex waits per prove_gpu (pool_waits, seconds)", file=out)
+    _table(["partition", "try", "pool wait", "mutex wait", "task"],
+           [[w["partition"], w["try_number"], w["pool_wait_s"], w["mutex_wait_s"], w["task_s"]]
+            for w in rep["pool_waits"]], out)
 
 
 HEADLINES = [("wall s", "summary", "wall_s"), ("GPU busy s", "summary", "gpu_busy_s"),

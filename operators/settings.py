@@ -7,6 +7,18 @@
     PROOFFLOW_SCRATCH       run-scoped scratch dirs ($PROOFFLOW_HOME/scratch)
     PROOFFLOW_PARAMS_CACHE  proving keys, one dir per (circuit, log2, seed) ($PROOFFLOW_HOME/params)
     PROOFFLOW_BUNDLES       finished proof bundles ($PROOFFLOW_HOME/bundles)
+
+How prove_gpu reaches the device:
+    PROOFFLOW_GPU_SERVICE   1 (default): through the device's long-lived prover service
+                            (prover/service); 0: in the task's own process (the naive design,
+                            kept for comparison)
+    PROOFFLOW_GPU_DEPTH     prove_gpu tasks in flight per device with the service (default 3:
+                            one on the device, the next ones' inputs prefetched); the pool
+                            `gpu` gets devices x depth slots (1 a device in-process)
+    PROOFFLOW_GPU_DEVICES   device indices this worker proves on (e.g. "0,1"; default: one
+                            per entry of CUDA_VISIBLE_DEVICES, else 0)
+    PROOFFLOW_STANDIN_GPU_S stretch each proof's device phase to this many seconds (a
+                            calibrated stand-in for a GPU phase, for the pipeline benchmark)
 """
 from __future__ import annotations
 
@@ -46,3 +58,27 @@ def default_db_url() -> str:
 
 def db_url_from_env() -> str | None:
     return os.environ.get("PROOFFLOW_DB_URL") or None
+
+
+def gpu_service_enabled() -> bool:
+    return os.environ.get("PROOFFLOW_GPU_SERVICE", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def gpu_depth() -> int:
+    depth = int(os.environ.get("PROOFFLOW_GPU_DEPTH", "3"))
+    if depth < 1:
+        raise ValueError(f"PROOFFLOW_GPU_DEPTH must be >= 1, got {depth}")
+    return depth
+
+
+def gpu_devices() -> list[int]:
+    spec = os.environ.get("PROOFFLOW_GPU_DEVICES") or ""
+    if spec.strip():
+        return [int(x) for x in spec.split(",") if x.strip()]
+    visible = [x for x in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if x.strip()]
+    return list(range(len(visible))) or [0]
+
+
+def standin_gpu_s() -> float | None:
+    v = os.environ.get("PROOFFLOW_STANDIN_GPU_S")
+    return float(v) if v else None

@@ -125,7 +125,7 @@ SELECT run_id, dag_id, task_id, map_index, try_number, partition, phase, host, d
        start, "end", duration_s
 FROM task_timings
 WHERE task_id LIKE '%prove_gpu'
-  AND phase IN ('pool_wait', 'load', 'h2d', 'ntt', 'msm', 'd2h', 'finalize');
+  AND phase IN ('pool_wait', 'queue_wait', 'service_start', 'key_load', 'staging_wait', 'prefetch', 'mutex_wait', 'key_upload', 'load_key', 'load', 'h2d', 'ntt', 'msm', 'd2h', 'msm_g2_wait', 'assemble', 'finalize');
 
 CREATE VIEW run_summary AS
 WITH span AS (
@@ -205,30 +205,40 @@ WHERE x.direction = 'h2d';
 
 CREATE VIEW pool_waits AS
 SELECT w.dag_id, w.run_id, w.task_id, w.map_index, w.partition, w.try_number,
-       w.start AS ready_at, w."end" AS started_at, w.duration_s AS pool_wait_s, t.duration_s AS task_s
+       w.start AS ready_at, w."end" AS started_at, w.duration_s AS pool_wait_s, t.duration_s AS task_s,
+       m.duration_s AS mutex_wait_s
 FROM task_timings w
 LEFT JOIN task_timings t ON t.dag_id = w.dag_id AND t.run_id = w.run_id AND t.task_id = w.task_id
      AND t.map_index = w.map_index AND t.try_number = w.try_number AND t.phase = 'task'
+LEFT JOIN task_timings m ON m.dag_id = w.dag_id AND m.run_id = w.run_id AND m.task_id = w.task_id
+     AND m.map_index = w.map_index AND m.try_number = w.try_number AND m.phase = 'mutex_wait'
 WHERE w.task_id LIKE '%prove_gpu' AND w.phase = 'pool_wait';
 
 CREATE VIEW gpu_partitions AS
 WITH att AS (
-    SELECT dag_id, run_id, task_id, map_index, try_number, MAX(partition) AS partition,
+    SELECT dag_id, run_id, task_id, map_index, try_number, MAX(partition) AS partition, MAX(device) AS device,
            MIN(CASE WHEN phase = 'task' THEN start END) AS start,
            MAX(CASE WHEN phase = 'task' THEN "end" END) AS "end",
+           MIN(CASE WHEN phase IN ('h2d', 'ntt', 'msm', 'd2h') THEN start END) AS busy_start,
+           MAX(CASE WHEN phase IN ('h2d', 'ntt', 'msm', 'd2h') THEN "end" END) AS busy_end,
            SUM(CASE WHEN phase = 'task' THEN duration_s ELSE 0 END) AS slot_s,
            SUM(CASE WHEN phase IN ('h2d', 'ntt', 'msm', 'd2h') THEN duration_s ELSE 0 END) AS busy_s,
            SUM(CASE WHEN phase = 'h2d' THEN duration_s ELSE 0 END) AS h2d_s,
-           SUM(CASE WHEN phase = 'pool_wait' THEN duration_s ELSE 0 END) AS pool_wait_s
+           SUM(CASE WHEN phase = 'pool_wait' THEN duration_s ELSE 0 END) AS pool_wait_s,
+           SUM(CASE WHEN phase = 'mutex_wait' THEN duration_s ELSE 0 END) AS mutex_wait_s,
+           SUM(CASE WHEN phase = 'msm_g2_wait' THEN duration_s ELSE 0 END) AS barrier_wait_s
     FROM task_timings WHERE task_id LIKE '%prove_gpu'
     GROUP BY dag_id, run_id, task_id, map_index, try_number
 ), run0 AS (
     SELECT dag_id, run_id, MIN(start) AS run_start FROM task_timings GROUP BY dag_id, run_id
 )
-SELECT a.dag_id, a.run_id, a.partition, a.map_index, a.try_number, a.start, a."end",
-       a.slot_s, a.busy_s, a.h2d_s, a.pool_wait_s, x.bytes AS h2d_bytes, x.duration_s AS h2d_transfer_s,
-       ROW_NUMBER() OVER (PARTITION BY a.dag_id, a.run_id ORDER BY a.start, a.map_index, a.try_number) AS gpu_rank,
-       CAST(EXTRACT(EPOCH FROM a.start) AS DOUBLE PRECISION) - CAST(EXTRACT(EPOCH FROM r.run_start) AS DOUBLE PRECISION) AS offset_s
+SELECT a.dag_id, a.run_id, a.partition, a.map_index, a.try_number, a.device, a.start, a."end",
+       COALESCE(a.busy_start, a.start) AS gpu_start, COALESCE(a.busy_end, a."end") AS gpu_end,
+       a.slot_s, a.busy_s, a.h2d_s, a.pool_wait_s, a.mutex_wait_s, a.barrier_wait_s,
+       x.bytes AS h2d_bytes, x.duration_s AS h2d_transfer_s,
+       ROW_NUMBER() OVER (PARTITION BY a.dag_id, a.run_id
+                          ORDER BY COALESCE(a.busy_start, a.start), a.map_index, a.try_number) AS gpu_rank,
+       CAST(EXTRACT(EPOCH FROM COALESCE(a.busy_start, a.start)) AS DOUBLE PRECISION) - CAST(EXTRACT(EPOCH FROM r.run_start) AS DOUBLE PRECISION) AS offset_s
 FROM att a
 JOIN run0 r ON r.dag_id = a.dag_id AND r.run_id = a.run_id
 LEFT JOIN transfers x ON x.dag_id = a.dag_id AND x.run_id = a.run_id AND x.task_id = a.task_id
@@ -237,13 +247,27 @@ WHERE a.start IS NOT NULL;
 
 CREATE VIEW steady_state AS
 SELECT g.dag_id, g.run_id, (SELECT value FROM report_settings WHERE name = 'warmup_partitions') AS warmup_partitions, (SELECT value FROM report_settings WHERE name = 'warmup_seconds') AS warmup_seconds,
-       COUNT(*) AS partitions, MIN(g.start) AS window_start, MAX(g."end") AS window_end,
-       MAX(CAST(EXTRACT(EPOCH FROM g."end") AS DOUBLE PRECISION)) - MIN(CAST(EXTRACT(EPOCH FROM g.start) AS DOUBLE PRECISION)) AS window_s,
+       COUNT(*) AS partitions, COUNT(DISTINCT g.device) AS devices,
+       MIN(g.gpu_start) AS window_start, MAX(g.gpu_end) AS window_end,
+       MAX(CAST(EXTRACT(EPOCH FROM g.gpu_end) AS DOUBLE PRECISION)) - MIN(CAST(EXTRACT(EPOCH FROM g.gpu_start) AS DOUBLE PRECISION)) AS window_s,
        SUM(g.busy_s) AS gpu_busy_s,
-       SUM(g.busy_s) / NULLIF(MAX(CAST(EXTRACT(EPOCH FROM g."end") AS DOUBLE PRECISION)) - MIN(CAST(EXTRACT(EPOCH FROM g.start) AS DOUBLE PRECISION)), 0) AS gpu_busy_fraction,
-       (MAX(CAST(EXTRACT(EPOCH FROM g."end") AS DOUBLE PRECISION)) - MIN(CAST(EXTRACT(EPOCH FROM g.start) AS DOUBLE PRECISION))) / COUNT(*) AS s_per_partition,
-       AVG(g.slot_s) AS mean_slot_s,
+       SUM(g.busy_s) / NULLIF((MAX(CAST(EXTRACT(EPOCH FROM g.gpu_end) AS DOUBLE PRECISION)) - MIN(CAST(EXTRACT(EPOCH FROM g.gpu_start) AS DOUBLE PRECISION))) * COUNT(DISTINCT g.device), 0)
+           AS gpu_busy_fraction,
+       (MAX(CAST(EXTRACT(EPOCH FROM g.gpu_end) AS DOUBLE PRECISION)) - MIN(CAST(EXTRACT(EPOCH FROM g.gpu_start) AS DOUBLE PRECISION))) / COUNT(*) AS s_per_partition,
+       AVG(g.slot_s) AS mean_slot_s, AVG(g.pool_wait_s) AS mean_pool_wait_s,
+       AVG(g.mutex_wait_s) AS mean_mutex_wait_s, AVG(g.barrier_wait_s) AS mean_barrier_wait_s,
        SUM(g.h2d_bytes) / NULLIF(SUM(g.h2d_transfer_s), 0) / 1e9 AS h2d_gbps
 FROM gpu_partitions g
 WHERE g.gpu_rank > (SELECT value FROM report_settings WHERE name = 'warmup_partitions') AND g.offset_s >= (SELECT value FROM report_settings WHERE name = 'warmup_seconds')
 GROUP BY g.dag_id, g.run_id;
+
+CREATE VIEW steady_state_devices AS
+WITH g AS (
+    SELECT * FROM gpu_partitions WHERE gpu_rank > (SELECT value FROM report_settings WHERE name = 'warmup_partitions') AND offset_s >= (SELECT value FROM report_settings WHERE name = 'warmup_seconds')
+), w AS (
+    SELECT dag_id, run_id, MAX(CAST(EXTRACT(EPOCH FROM gpu_end) AS DOUBLE PRECISION)) - MIN(CAST(EXTRACT(EPOCH FROM gpu_start) AS DOUBLE PRECISION)) AS window_s FROM g GROUP BY dag_id, run_id
+)
+SELECT g.dag_id, g.run_id, g.device, COUNT(*) AS partitions, MAX(w.window_s) AS window_s, SUM(g.busy_s) AS gpu_busy_s,
+       SUM(g.busy_s) / NULLIF(MAX(w.window_s), 0) AS gpu_busy_fraction
+FROM g JOIN w ON w.dag_id = g.dag_id AND w.run_id = g.run_id
+GROUP BY g.dag_id, g.run_id, g.device;

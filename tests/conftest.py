@@ -87,6 +87,7 @@ os.environ.update({
     "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
     "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{_AIRFLOW_HOME / 'airflow.db'}",
     "PROOFFLOW_HOME": str(_AIRFLOW_HOME / "proofflow"),
+    "PROOFFLOW_SERVICE_IDLE_S": "60",  # prover services started by tests stop soon after them
 })
 for _var in ("PROOFFLOW_DB_URL", "AIRFLOW_CONN_PROOFFLOW_TIMING", "PROOFFLOW_SCRATCH", "PROOFFLOW_PARAMS_CACHE",
              "PROOFFLOW_BUNDLES"):
@@ -96,6 +97,8 @@ for _var in ("PROOFFLOW_DB_URL", "AIRFLOW_CONN_PROOFFLOW_TIMING", "PROOFFLOW_SCR
 @pytest.fixture(scope="session", autouse=True)
 def _remove_test_airflow_home():
     yield
+    from prover.service.client import stop_all
+    stop_all()
     shutil.rmtree(_AIRFLOW_HOME, ignore_errors=True)
 
 

@@ -124,20 +124,57 @@ def test_steady_state_window(fixture_store):
     g = store.query("SELECT * FROM gpu_partitions WHERE dag_id = :d AND run_id = 'r1' ORDER BY gpu_rank", {"d": dag})
     assert [(r["partition"], r["gpu_rank"]) for r in g] == [(0, 1), (1, 2), (2, 3)]
     assert [r["offset_s"] for r in g] == pytest.approx([2.0, 4.0, 5.5], abs=1e-3)
-    # default warm-up: the first partition: partitions 1 and 2, window 4 .. 7 s
+    # device spans: from the first device phase's start to the last one's end
+    assert g[1]["gpu_start"] == _t(4) and g[1]["gpu_end"] == _t(5.3)
+    # default warm-up: the first partition: partitions 1 and 2, device spans 4 .. 6.7 s
     s = _one(store, "SELECT * FROM steady_state WHERE dag_id = :d AND run_id = 'r1'", d=dag)
-    assert (s["partitions"], s["warmup_partitions"]) == (2, 1)
-    assert s["window_s"] == pytest.approx(3.0, abs=1e-3)
+    assert (s["partitions"], s["warmup_partitions"], s["devices"]) == (2, 1, 1)
+    assert s["window_s"] == pytest.approx(2.7, abs=1e-3)
     assert s["gpu_busy_s"] == pytest.approx(2.5)
-    assert s["gpu_busy_fraction"] == pytest.approx(2.5 / 3, abs=1e-3)
-    assert s["s_per_partition"] == pytest.approx(1.5, abs=1e-3)
+    assert s["gpu_busy_fraction"] == pytest.approx(2.5 / 2.7, abs=1e-3)
+    assert s["s_per_partition"] == pytest.approx(1.35, abs=1e-3)
+    assert s["mean_pool_wait_s"] == pytest.approx(2.25) and s["mean_mutex_wait_s"] == 0
     assert s["h2d_gbps"] == pytest.approx(2 * NB / 0.5 / 1e9)
     assert s["window_start"] == T0 + dt.timedelta(seconds=4)
     # the same query with the CLI's own warm-up: no partitions skipped, but the first 5 s
     s = _one(store, steady_state_query(store.dialect) + " HAVING g.dag_id = :d AND g.run_id = 'r1'",
              d=dag, warmup_partitions=0, warmup_seconds=5.0)
-    assert s["partitions"] == 1 and s["gpu_busy_fraction"] == pytest.approx(1.2 / 1.5, abs=1e-3)
+    assert s["partitions"] == 1 and s["gpu_busy_fraction"] == pytest.approx(1.0, abs=1e-3)
     # the view follows report_settings
     store.set_report_setting("warmup_partitions", 2)
     s = _one(store, "SELECT * FROM steady_state WHERE dag_id = :d AND run_id = 'r1'", d=dag)
-    assert s["partitions"] == 1 and s["window_s"] == pytest.approx(1.5, abs=1e-3)
+    assert s["partitions"] == 1 and s["window_s"] == pytest.approx(1.2, abs=1e-3)
+
+
+def test_steady_state_of_overlapping_tasks_on_two_devices(store_url):
+    """The prover service's shape: prove_gpu tasks overlap (each waits in the service while
+    another's device phase runs), so only the device spans say how busy the devices were.
+    Device A: device spans 1-2, 2-3, 3.5-4.5; device B: 1-3, 4-5 (mutex waits before them)."""
+    store = TimingStore(store_url)
+    dag = f"views-{uuid.uuid4().hex[:8]}"
+    rows = []
+    for p, dev, task, wait, busy in ((0, "cuda:0", (0, 2.2), (0.2, 0.8), (1.0, 1.0)),
+                                     (1, "cuda:0", (0.1, 3.1), (0.3, 1.7), (2.0, 1.0)),
+                                     (2, "cuda:1", (0.1, 3.0), (0.2, 0.8), (1.0, 2.0)),
+                                     (3, "cuda:0", (2.3, 2.3), (2.5, 1.0), (3.5, 1.0)),
+                                     (4, "cuda:1", (3.2, 2.0), (3.4, 0.6), (4.0, 1.0))):
+        (s, d), (ws, wd), (bs, bd) = task, wait, busy
+        spans = {"task": (s, d), "pool_wait": (s, 0.0), "mutex_wait": (ws, wd),
+                 "h2d": (bs, 0.1 * bd), "ntt": (bs + 0.1 * bd, 0.3 * bd), "msm": (bs + 0.4 * bd, 0.6 * bd)}
+        rows += [dict(r, device=dev) for r in _rows(dag, "r", "partition.prove_gpu", p, spans)]
+    store.record_timings(rows)
+    g = store.query("SELECT * FROM gpu_partitions WHERE dag_id = :d ORDER BY gpu_rank", {"d": dag})
+    assert [r["partition"] for r in g] == [0, 2, 1, 3, 4]  # by device span, not by task start
+    store.set_report_setting("warmup_partitions", 1)  # leaves out partition 0: window 1 .. 5 s
+    s = _one(store, "SELECT * FROM steady_state WHERE dag_id = :d", d=dag)
+    assert (s["partitions"], s["devices"]) == (4, 2)
+    assert s["window_s"] == pytest.approx(4.0, abs=1e-3)
+    assert s["gpu_busy_s"] == pytest.approx(5.0)
+    assert s["gpu_busy_fraction"] == pytest.approx(5.0 / (4.0 * 2), abs=1e-3)
+    assert s["mean_mutex_wait_s"] == pytest.approx((1.7 + 0.8 + 1.0 + 0.6) / 4)
+    per = {r["device"]: r for r in store.query("SELECT * FROM steady_state_devices WHERE dag_id = :d", {"d": dag})}
+    assert per["cuda:0"]["partitions"] == 2 and per["cuda:0"]["gpu_busy_fraction"] == pytest.approx(2 / 4, abs=1e-3)
+    assert per["cuda:1"]["partitions"] == 2 and per["cuda:1"]["gpu_busy_fraction"] == pytest.approx(3 / 4, abs=1e-3)
+    waits = store.query("SELECT * FROM pool_waits WHERE dag_id = :d ORDER BY partition", {"d": dag})
+    assert [w["mutex_wait_s"] for w in waits] == pytest.approx([0.8, 1.7, 0.8, 1.0, 0.6])
+    store.dispose()

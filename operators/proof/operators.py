@@ -43,13 +43,8 @@ def _epoch(t) -> float | None:
 
 
 def _device(config: dict | None) -> str:
-    if config and config.get("backend") == "gpu":
-        try:
-            import cupy
-            dev = cupy.cuda.Device()
-            return f"cuda:{dev.id}"
-        except Exception:
-            return "gpu"
+    """The device a task computes on: only prove_gpu uses the GPU, and it records the one
+    it used; every other task runs on the host."""
     return "cpu"
 
 
@@ -218,22 +213,18 @@ class SynthesizeOperator(ProofflowOperator):
                 "public_inputs": [hex(x) for x in inst.public_inputs]}
 
 
-def _staging_pool(cfg: dict, nbytes: int):
-    """A staging pool for one task: pinned only for the GPU backend with staging=pinned."""
+def _staging_pool(cfg: dict, nbytes: int, pinned: bool = False):
+    """A staging pool for one task's buffer (pinned only when asked for)."""
     from prover.staging import StagingPool
-    budget = max(int(os.environ.get("PROOFFLOW_STAGING_BUDGET", 4 << 30)), nbytes + (1 << 16))
-    return StagingPool(budget, pinned=cfg["backend"] == "gpu" and cfg["staging"] == "pinned")
-
-
-def _memory_kind(cfg: dict, pool) -> str:
-    # On the GPU the pool's real memory kind; on the CPU, the configured kind of the host copy.
-    return ("pinned" if pool.pinned else "pageable") if cfg["backend"] == "gpu" else cfg["staging"]
+    budget = max(int(os.environ.get("PROOFFLOW_STAGING_BUDGET", 8 << 30)), nbytes + (1 << 16))
+    return StagingPool(budget, pinned=pinned)
 
 
 class StageOperator(ProofflowOperator):
     """Packs a partition's a/b/c into the device layout (one contiguous (3, n, 4) Fr block)
-    through a staging buffer, and writes it to scratch as raw bytes that ``prove_gpu`` reads
-    straight into its own staging buffer. Records the host-to-staging copy (``h2s``)."""
+    and writes it to scratch as raw bytes, which prove_gpu's side (the device's prover
+    service, or the task itself) reads straight into a pinned staging buffer. Records the
+    packing copy (``h2s``, host memory)."""
 
     template_fields = ("config", "partition", "synthesized")
 
@@ -256,75 +247,11 @@ class StageOperator(ProofflowOperator):
                 view = buf.view(np.uint64, (3, n, 4))
                 t0 = time.time()
                 np.copyto(view, abc)
-                rec.transfer("h2s", nbytes, _memory_kind(cfg, pool), time.time() - t0, start=t0)
+                rec.transfer("h2s", nbytes, "pageable", time.time() - t0, start=t0)
                 out = d / "abc.staged"
                 with scratch.atomic_path(out) as tmp:
                     view.tofile(tmp)
         return {"partition": self.partition, "staged": str(out), "n": int(n), "bytes": nbytes}
-
-
-class _TimedBackend:
-    """Wraps a backend so compute_h is split into h2d / ntt / d2h spans and transfer rows.
-    GPU: CUDA-event-timed copies (``prover.backend.gpu.h2d``/``d2h``) around
-    ``compute_h_device``. CPU: the host-side copies into and out of the working arrays."""
-
-    def __init__(self, inner, rec: Recorder, memory_kind: str, out_pool=None):
-        self.inner, self.rec, self.memory_kind = inner, rec, memory_kind
-        self.name = inner.name
-        self.out_pool = out_pool  # GPU: H comes back into a buffer of this staging pool
-        self._out_buf = None
-
-    def release(self) -> None:
-        if self._out_buf is not None:
-            self._out_buf.release()
-            self._out_buf = None
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
-
-    def compute_h(self, domain, a, b, c):
-        import numpy as np
-        rec = self.rec
-        nbytes = a.nbytes + b.nbytes + c.nbytes
-        if self.inner.name == "gpu":
-            import cupy as cp
-            from prover.backend import gpu as gpu_mod
-            t0 = time.time()
-            devs, ms, kind = [], 0.0, None
-            for v in (a, b, c):
-                dv, tr = gpu_mod.h2d(np.ascontiguousarray(v))
-                devs.append(dv)
-                ms += tr.ms
-                kind = tr.kind
-            t1 = time.time()
-            rec.add("h2d", t0, t1)
-            rec.transfer("h2d", nbytes, kind or self.memory_kind, ms / 1e3, start=t0)
-            dh = self.inner.compute_h_device(domain, *devs)
-            cp.cuda.get_current_stream().synchronize()
-            t2 = time.time()
-            rec.add("ntt", t1, t2)
-            out = None
-            if self.out_pool is not None:
-                self._out_buf = self.out_pool.acquire(dh.nbytes, timeout=600)
-                out = self._out_buf.view(np.uint64, tuple(dh.shape))
-            h, tr = gpu_mod.d2h(dh, out=out)
-            t3 = time.time()
-            rec.add("d2h", t2, t3)
-            rec.transfer("d2h", h.nbytes, tr.kind, tr.ms / 1e3, start=t2)
-            return h
-        t0 = time.time()
-        work = [np.array(v, copy=True) for v in (a, b, c)]
-        t1 = time.time()
-        rec.add("h2d", t0, t1)
-        rec.transfer("h2d", nbytes, self.memory_kind, t1 - t0, start=t0)
-        h = self.inner.compute_h(domain, *work)
-        t2 = time.time()
-        rec.add("ntt", t1, t2)
-        out = np.array(h, copy=True)
-        t3 = time.time()
-        rec.add("d2h", t2, t3)
-        rec.transfer("d2h", out.nbytes, self.memory_kind, t3 - t2, start=t2)
-        return out
 
 
 def _queued_when(ti) -> float | None:
@@ -353,12 +280,21 @@ def _queued_when(ti) -> float | None:
 
 
 class ProveGpuOperator(ProofflowOperator):
-    """The proof of one partition, in pool ``gpu`` (the pool's slots are the GPU mutex).
+    """The proof of one partition, in pool ``gpu`` (the pool's slots bound the partitions in
+    flight per GPU). With the prover service (default) the task hands the partition to the
+    device's long-lived service and waits: the service prefetches its inputs into pinned
+    memory while the device finishes the partition before, so the device goes from one
+    partition to the next without Airflow's hand-off in between; in-process
+    (PROOFFLOW_GPU_SERVICE=0) the task proves itself, paying the device's start-up.
+
     Phase rows: pool_wait (from the upstream ``stage`` finishing, i.e. the task becoming
     ready, to this task instance's start: Airflow keeps a task waiting for a pool slot in
-    'scheduled', so this covers the slot wait and the executor's queue), queue_wait (queued
-    -> start, read from the REST API when PROOFFLOW_AIRFLOW_API is set), load, h2d, ntt,
-    d2h, msm, finalize."""
+    'scheduled'), queue_wait (queued -> start, from the REST API when PROOFFLOW_AIRFLOW_API is
+    set), then the service's: service_start (when this task started it), key_load,
+    staging_wait, prefetch, mutex_wait (waiting for the device), key_upload, h2d, ntt, msm,
+    msm_g2_wait (a host G2 MSM), assemble; in-process: load_key, load, h2d, ntt, msm,
+    msm_g2_wait, assemble; then finalize (the proof written). Transfers: h2d (a/b/c) and
+    h2d_witness, timed on the device."""
 
     template_fields = ("config", "partition", "staged", "setup_result")
 
@@ -370,13 +306,6 @@ class ProveGpuOperator(ProofflowOperator):
         self.ready_after_task_id = ready_after_task_id
 
     def run(self, context, rec):
-        import numpy as np
-        from prover.backend import get_backend
-        from prover.circuits import get_circuit
-        from prover.groth16 import prover as groth16_prover
-        from prover.groth16.data_structures import ProvingKey
-        from prover.timing import PhaseTimer
-        cfg = self.config
         ti = context["ti"]
         started = _epoch(getattr(ti, "start_date", None)) or time.time()
         ready = None
@@ -390,33 +319,83 @@ class ProveGpuOperator(ProofflowOperator):
             rec.add("queue_wait", min(queued, started), started)
 
         staged = _require(Path(self.staged["staged"]), "staged a/b/c block")
-        d = staged.parent
+        witness = _require(staged.parent / "witness.npy", "witness")
+        if settings.gpu_service_enabled():
+            proof = self._via_service(rec, staged, witness)
+        else:
+            proof = self._in_process(rec, staged, witness)
+        fin0 = time.time()
+        out = scratch.write_bytes(staged.parent / "proof.bin", proof)
+        rec.add("finalize", fin0, time.time())
+        return {"partition": self.partition, "proof": str(out), "device": rec.device}
+
+    def _via_service(self, rec, staged: Path, witness: Path) -> bytes:
+        from prover.service.client import ServiceClient, ServiceError, least_busy
+        cfg = self.config
+        devices = settings.gpu_devices()
+        device = least_busy(cfg["backend"], devices) if len(devices) > 1 else devices[0]
+        client = ServiceClient(cfg["backend"], device)
+        t0 = time.time()
+        try:
+            took = client.ensure_running()
+            if took is not None:
+                rec.add("service_start", t0, t0 + took)
+            reply = client.prove({
+                "params_dir": self.setup_result["params_dir"], "circuit": cfg["circuit"], "log2": cfg["log2"],
+                "abc_path": str(staged), "n": int(self.staged["n"]), "witness_path": str(witness),
+                "staging": cfg["staging"], "standin_s": settings.standin_gpu_s(),
+                "job_id": f"{rec.run_id}/{self.partition}/{rec.try_number}"})
+        except ServiceError as exc:
+            if exc.error_type == "JobError":  # the inputs are wrong: a retry cannot help
+                raise AirflowFailException(f"partition {self.partition}: {exc}") from None
+            raise RuntimeError(f"partition {self.partition}: prover service: {exc}") from None
+        rec.device = reply["device"]
+        spans = {phase: (s, e) for phase, s, e in reply["spans"]}
+        for phase, (s, e) in spans.items():
+            rec.add(phase, s, e)
+        for direction, (nbytes, ms, kind) in reply["transfers"].items():
+            rec.transfer(direction, nbytes, kind, ms / 1e3, start=spans.get("h2d", (None,))[0])
+        return bytes.fromhex(reply["proof"])
+
+    def _in_process(self, rec, staged: Path, witness_path: Path) -> bytes:
+        import numpy as np
+        from prover.backend import get_backend
+        from prover.backend.standin import StandinBackend
+        from prover.circuits import get_circuit
+        from prover.groth16 import prover as groth16_prover
+        from prover.groth16.data_structures import ProvingKey
+        from prover.timing import PhaseTimer
+        cfg = self.config
         n = int(self.staged["n"])
-        nbytes = 3 * n * FR_BYTES
         with rec.phase("load_key"):
             pk = ProvingKey.load(self.setup_result["params_dir"], verify_digests=False)  # checked by setup
-            circuit = get_circuit(cfg["circuit"], cfg["log2"])
-            cs = circuit.constraint_system
-            witness = np.load(_require(d / "witness.npy", "witness"), allow_pickle=False)
-        pool = _staging_pool(cfg, nbytes + n * FR_BYTES + (1 << 17))  # a/b/c in, H back
-        backend = _TimedBackend(get_backend(cfg["backend"]), rec, _memory_kind(cfg, pool), out_pool=pool)
-        timer = PhaseTimer()
-        with pool.acquire(nbytes, timeout=600) as buf:
+            cs = get_circuit(cfg["circuit"], cfg["log2"]).constraint_system
+            backend = get_backend(cfg["backend"])
+        if backend.name == "gpu":
+            import cupy
+            rec.device = f"cuda:{cupy.cuda.Device().id}"
+        standin = settings.standin_gpu_s()
+        if standin:
+            backend = StandinBackend(backend, standin)
+        abc_bytes, w_bytes = 3 * n * FR_BYTES, cs.num_variables * FR_BYTES
+        pool = _staging_pool(cfg, abc_bytes + w_bytes, pinned=cfg["backend"] == "gpu" and cfg["staging"] == "pinned")
+        timer, transfers = PhaseTimer(), {}
+        with pool.acquire(abc_bytes + w_bytes, timeout=600) as buf:
             with rec.phase("load"):
-                view = buf.view(np.uint64, (3, n, 4))
+                block = buf.array[:abc_bytes].view(np.uint64).reshape(3, n, 4)
                 with open(staged, "rb") as f:
-                    if f.readinto(memoryview(view).cast("B")) != nbytes:
+                    if f.readinto(memoryview(block).cast("B")) != abc_bytes:
                         raise AirflowFailException(f"{staged} is truncated")
-            try:
-                proof = groth16_prover.prove(pk, cs, witness, backend, abc=(view[0], view[1], view[2]), timer=timer)
-            finally:
-                backend.release()
-        spans = {s.phase: s for s in timer.spans}
-        rec.add("msm", spans["msm"].start, spans["msm"].end)
-        fin0 = spans["assemble"].start
-        out = scratch.write_bytes(d / "proof.bin", proof.to_bytes())
-        rec.add("finalize", fin0, time.time())
-        return {"partition": self.partition, "proof": str(out)}
+                w = buf.array[abc_bytes:].view(np.uint64).reshape(-1, 4)
+                np.copyto(w, np.load(witness_path, mmap_mode="r", allow_pickle=False))
+            proof = groth16_prover.prove(pk, cs, w, backend, abc=(block[0], block[1], block[2]), timer=timer,
+                                         transfers=transfers, memory_kind=cfg["staging"])
+        for s in timer.spans:
+            rec.add(s.phase, s.start, s.end)
+        h2d0 = next((s.start for s in timer.spans if s.phase == "h2d"), None)
+        for direction, tr in transfers.items():
+            rec.transfer(direction, tr.nbytes, tr.kind, tr.ms / 1e3, start=h2d0)
+        return proof.to_bytes()
 
 
 class FinalizePartitionOperator(ProofflowOperator):

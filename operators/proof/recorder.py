@@ -57,6 +57,8 @@ class Recorder:
                                        gbps=(nbytes / duration_s / 1e9) if duration_s > 0 else None))
 
     def flush(self, store=None) -> None:
+        for r in self.rows:  # an attempt runs on one device, known by its end (prove_gpu learns it late)
+            r["device"] = self.device
         store = store or get_store()
         store.record_timings(self.rows)
         store.record_transfers(self.transfer_rows)

@@ -28,7 +28,7 @@ VERSION_TABLE = "proofflow_alembic_version"
 _ADVISORY_LOCK_KEY = 0x70726F6F66  # "proof"
 _migrated: set[str] = set()
 TIMESTAMP_COLUMNS = {"start", "end", "started_at", "finished_at", "created_at", "ready_at", "window_start",
-                     "window_end"}
+                     "window_end", "gpu_start", "gpu_end"}
 _migrated_lock = threading.Lock()
 
 
@@ -271,7 +271,8 @@ class TimingStore:
         with self.engine.connect() as conn:
             batch = conn.execute(latest).scalar()
         if batch is None:
-            return []
+            # a simulated device of the CPU backend ("cpu:N") copies through the host's memory
+            return self.calibration(host, "cpu", memory_kind) if device.startswith("cpu:") else []
         return self._rows(select(c).where(*cond, c.c.batch == batch).order_by(c.c.bytes))
 
     def calibrations(self) -> list[dict]:

@@ -12,25 +12,34 @@ a timestamp into epoch seconds (``{epoch:...}``), filled in by ``views_for(diale
     phase_stats       the same across runs, per (dag, log2, backend, staging, task, phase)
     h2d_partitions    one row per H2D transfer: bytes, ms, GB/s, memory kind, host, device,
                       flagged by check_h2d (and why, with the expected ms and the floor)
-    pool_waits        per prove_gpu attempt: ready at, started at, pool wait, task seconds
-    gpu_partitions    per prove_gpu attempt, in GPU order: rank, offset from the run's start,
-                      slot/busy/h2d seconds, H2D bytes (the steady-state window's input)
+    pool_waits        per prove_gpu attempt: ready at, started at, pool wait, task seconds,
+                      mutex wait (waiting in the prover service for the device)
+    gpu_partitions    per prove_gpu attempt, in GPU order: device, device span (first device
+                      phase's start to last one's end), rank, offset from the run's start,
+                      slot/busy/h2d/pool-wait/mutex-wait/barrier-wait seconds, H2D bytes
     steady_state      per run, the GPU attempts after the warm-up (the first
                       ``warmup_partitions`` attempts and those starting in the first
                       ``warmup_seconds`` are left out; both from table ``report_settings``):
-                      partitions, window, busy fraction, seconds per partition, H2D GB/s
+                      partitions, devices, window (first device span's start to the last
+                      one's end), busy fraction (busy / window / devices), seconds per
+                      partition, mean pool/mutex/barrier waits, H2D GB/s
+    steady_state_devices  the same window, per device: busy seconds and fraction
 
 Percentiles are nearest-rank (the smallest value whose rank r satisfies r >= p * n), computed
 with window functions, so Postgres and SQLite give the same figures.
 """
 from __future__ import annotations
 
+# prove_gpu's own phases: waits, one-time costs, device work, finishing
+PROVE_PHASES = ("('pool_wait', 'queue_wait', 'service_start', 'key_load', 'staging_wait', 'prefetch', 'mutex_wait', "
+                "'key_upload', 'load_key', 'load', 'h2d', 'ntt', 'msm', 'd2h', 'msm_g2_wait', 'assemble', 'finalize')")
+
 PHASE_SPANS = """CREATE VIEW phase_spans AS
 SELECT run_id, dag_id, task_id, map_index, try_number, partition, phase, host, device,
        start, "end", duration_s
 FROM task_timings
 WHERE task_id LIKE '%prove_gpu'
-  AND phase IN ('pool_wait', 'load', 'h2d', 'ntt', 'msm', 'd2h', 'finalize')"""
+  AND phase IN PROVE_PHASES""".replace("PROVE_PHASES", PROVE_PHASES)
 
 GPU_PHASES = "('h2d', 'ntt', 'msm', 'd2h')"
 
@@ -111,30 +120,43 @@ WHERE x.direction = 'h2d'"""
 
 POOL_WAITS = """CREATE VIEW pool_waits AS
 SELECT w.dag_id, w.run_id, w.task_id, w.map_index, w.partition, w.try_number,
-       w.start AS ready_at, w."end" AS started_at, w.duration_s AS pool_wait_s, t.duration_s AS task_s
+       w.start AS ready_at, w."end" AS started_at, w.duration_s AS pool_wait_s, t.duration_s AS task_s,
+       m.duration_s AS mutex_wait_s
 FROM task_timings w
 LEFT JOIN task_timings t ON t.dag_id = w.dag_id AND t.run_id = w.run_id AND t.task_id = w.task_id
      AND t.map_index = w.map_index AND t.try_number = w.try_number AND t.phase = 'task'
+LEFT JOIN task_timings m ON m.dag_id = w.dag_id AND m.run_id = w.run_id AND m.task_id = w.task_id
+     AND m.map_index = w.map_index AND m.try_number = w.try_number AND m.phase = 'mutex_wait'
 WHERE w.task_id LIKE '%prove_gpu' AND w.phase = 'pool_wait'"""
 
+# A GPU attempt's device span: its first device phase's start to its last one's end (the
+# task's own span when it has none). With the prover service a task waits while others'
+# device work runs, so the device spans, not the tasks', order the GPU's work.
 GPU_PARTITIONS = """CREATE VIEW gpu_partitions AS
 WITH att AS (
-    SELECT dag_id, run_id, task_id, map_index, try_number, MAX(partition) AS partition,
+    SELECT dag_id, run_id, task_id, map_index, try_number, MAX(partition) AS partition, MAX(device) AS device,
            MIN(CASE WHEN phase = 'task' THEN start END) AS start,
            MAX(CASE WHEN phase = 'task' THEN "end" END) AS "end",
+           MIN(CASE WHEN phase IN GPU_PHASES THEN start END) AS busy_start,
+           MAX(CASE WHEN phase IN GPU_PHASES THEN "end" END) AS busy_end,
            SUM(CASE WHEN phase = 'task' THEN duration_s ELSE 0 END) AS slot_s,
            SUM(CASE WHEN phase IN GPU_PHASES THEN duration_s ELSE 0 END) AS busy_s,
            SUM(CASE WHEN phase = 'h2d' THEN duration_s ELSE 0 END) AS h2d_s,
-           SUM(CASE WHEN phase = 'pool_wait' THEN duration_s ELSE 0 END) AS pool_wait_s
+           SUM(CASE WHEN phase = 'pool_wait' THEN duration_s ELSE 0 END) AS pool_wait_s,
+           SUM(CASE WHEN phase = 'mutex_wait' THEN duration_s ELSE 0 END) AS mutex_wait_s,
+           SUM(CASE WHEN phase = 'msm_g2_wait' THEN duration_s ELSE 0 END) AS barrier_wait_s
     FROM task_timings WHERE task_id LIKE '%prove_gpu'
     GROUP BY dag_id, run_id, task_id, map_index, try_number
 ), run0 AS (
     SELECT dag_id, run_id, MIN(start) AS run_start FROM task_timings GROUP BY dag_id, run_id
 )
-SELECT a.dag_id, a.run_id, a.partition, a.map_index, a.try_number, a.start, a."end",
-       a.slot_s, a.busy_s, a.h2d_s, a.pool_wait_s, x.bytes AS h2d_bytes, x.duration_s AS h2d_transfer_s,
-       ROW_NUMBER() OVER (PARTITION BY a.dag_id, a.run_id ORDER BY a.start, a.map_index, a.try_number) AS gpu_rank,
-       {epoch:a.start} - {epoch:r.run_start} AS offset_s
+SELECT a.dag_id, a.run_id, a.partition, a.map_index, a.try_number, a.device, a.start, a."end",
+       COALESCE(a.busy_start, a.start) AS gpu_start, COALESCE(a.busy_end, a."end") AS gpu_end,
+       a.slot_s, a.busy_s, a.h2d_s, a.pool_wait_s, a.mutex_wait_s, a.barrier_wait_s,
+       x.bytes AS h2d_bytes, x.duration_s AS h2d_transfer_s,
+       ROW_NUMBER() OVER (PARTITION BY a.dag_id, a.run_id
+                          ORDER BY COALESCE(a.busy_start, a.start), a.map_index, a.try_number) AS gpu_rank,
+       {epoch:COALESCE(a.busy_start, a.start)} - {epoch:r.run_start} AS offset_s
 FROM att a
 JOIN run0 r ON r.dag_id = a.dag_id AND r.run_id = a.run_id
 LEFT JOIN transfers x ON x.dag_id = a.dag_id AND x.run_id = a.run_id AND x.task_id = a.task_id
@@ -143,20 +165,40 @@ WHERE a.start IS NOT NULL""".replace("GPU_PHASES", GPU_PHASES)
 
 # The steady-state query, once: the view reads the warm-up from report_settings, the report
 # CLI binds its own (--warmup-partitions / --warmup-seconds) into the same text.
+# busy / (window x devices): the mean busy fraction of the devices the run used.
 STEADY_STATE_SELECT = """SELECT g.dag_id, g.run_id, {K} AS warmup_partitions, {S} AS warmup_seconds,
-       COUNT(*) AS partitions, MIN(g.start) AS window_start, MAX(g."end") AS window_end,
-       MAX({epoch:g."end"}) - MIN({epoch:g.start}) AS window_s,
+       COUNT(*) AS partitions, COUNT(DISTINCT g.device) AS devices,
+       MIN(g.gpu_start) AS window_start, MAX(g.gpu_end) AS window_end,
+       MAX({epoch:g.gpu_end}) - MIN({epoch:g.gpu_start}) AS window_s,
        SUM(g.busy_s) AS gpu_busy_s,
-       SUM(g.busy_s) / NULLIF(MAX({epoch:g."end"}) - MIN({epoch:g.start}), 0) AS gpu_busy_fraction,
-       (MAX({epoch:g."end"}) - MIN({epoch:g.start})) / COUNT(*) AS s_per_partition,
-       AVG(g.slot_s) AS mean_slot_s,
+       SUM(g.busy_s) / NULLIF((MAX({epoch:g.gpu_end}) - MIN({epoch:g.gpu_start})) * COUNT(DISTINCT g.device), 0)
+           AS gpu_busy_fraction,
+       (MAX({epoch:g.gpu_end}) - MIN({epoch:g.gpu_start})) / COUNT(*) AS s_per_partition,
+       AVG(g.slot_s) AS mean_slot_s, AVG(g.pool_wait_s) AS mean_pool_wait_s,
+       AVG(g.mutex_wait_s) AS mean_mutex_wait_s, AVG(g.barrier_wait_s) AS mean_barrier_wait_s,
        SUM(g.h2d_bytes) / NULLIF(SUM(g.h2d_transfer_s), 0) / 1e9 AS h2d_gbps
 FROM gpu_partitions g
 WHERE g.gpu_rank > {K} AND g.offset_s >= {S}
 GROUP BY g.dag_id, g.run_id"""
+# The same window per device: each device's busy fraction over the run's steady window.
+STEADY_STATE_DEVICES_SELECT = """WITH g AS (
+    SELECT * FROM gpu_partitions WHERE gpu_rank > {K} AND offset_s >= {S}
+), w AS (
+    SELECT dag_id, run_id, MAX({epoch:gpu_end}) - MIN({epoch:gpu_start}) AS window_s FROM g GROUP BY dag_id, run_id
+)
+SELECT g.dag_id, g.run_id, g.device, COUNT(*) AS partitions, MAX(w.window_s) AS window_s, SUM(g.busy_s) AS gpu_busy_s,
+       SUM(g.busy_s) / NULLIF(MAX(w.window_s), 0) AS gpu_busy_fraction
+FROM g JOIN w ON w.dag_id = g.dag_id AND w.run_id = g.run_id
+GROUP BY g.dag_id, g.run_id, g.device"""
 _SETTING = "(SELECT value FROM report_settings WHERE name = '{}')"
-STEADY_STATE = "CREATE VIEW steady_state AS\n" + STEADY_STATE_SELECT.replace(
-    "{K}", _SETTING.format("warmup_partitions")).replace("{S}", _SETTING.format("warmup_seconds"))
+
+
+def _with_settings(sql: str) -> str:
+    return sql.replace("{K}", _SETTING.format("warmup_partitions")).replace("{S}", _SETTING.format("warmup_seconds"))
+
+
+STEADY_STATE = "CREATE VIEW steady_state AS\n" + _with_settings(STEADY_STATE_SELECT)
+STEADY_STATE_DEVICES = "CREATE VIEW steady_state_devices AS\n" + _with_settings(STEADY_STATE_DEVICES_SELECT)
 
 # Order matters: gpu_partitions before steady_state.
 VIEWS = {
@@ -168,6 +210,7 @@ VIEWS = {
     "pool_waits": POOL_WAITS,
     "gpu_partitions": GPU_PARTITIONS,
     "steady_state": STEADY_STATE,
+    "steady_state_devices": STEADY_STATE_DEVICES,
 }
 REPORTING_VIEWS = [name for name in VIEWS if name != "phase_spans"]
 

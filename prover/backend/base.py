@@ -2,11 +2,25 @@
 from __future__ import annotations
 
 import abc
+import contextlib
+from dataclasses import dataclass
 
 import numpy as np
 
 from prover.curve import PointTable
 from prover.polynomial.domain import Radix2Domain
+
+
+@dataclass
+class Transfer:
+    """One host-to-device (or back) copy: bytes, milliseconds, the host memory's kind."""
+    nbytes: int
+    ms: float
+    kind: str  # "pinned" or "pageable"
+
+    @property
+    def gbps(self) -> float:
+        return self.nbytes / (self.ms * 1e6) if self.ms > 0 else float("inf")
 
 
 class Backend(abc.ABC):
@@ -32,9 +46,30 @@ class Backend(abc.ABC):
         """
 
     @abc.abstractmethod
-    def msm_g1(self, table: PointTable, scalars: np.ndarray):
-        """sum scalars[i] * table[i] in G1 (an arkworks G1Point)."""
+    def msm_g1(self, table: PointTable, scalars):
+        """sum scalars[i] * table[i] in G1 (an arkworks G1Point); scalars host or resident."""
 
     @abc.abstractmethod
-    def msm_g2(self, table: PointTable, scalars: np.ndarray):
+    def msm_g2(self, table: PointTable, scalars):
         """sum scalars[i] * table[i] in G2 (an arkworks G2Point)."""
+
+    # ---- resident data: what the prover keeps where the backend computes ----
+    @abc.abstractmethod
+    def upload(self, host: np.ndarray, kind: str | None = None) -> tuple[object, Transfer]:
+        """Copy a host Fr vector to where this backend computes, timed. ``kind`` names the
+        host memory where the backend cannot tell it itself."""
+
+    def compute_h_resident(self, domain: Radix2Domain, a, b, c):
+        """H from uploaded a, b, c, left where the backend computes (finished on return)."""
+        return self.compute_h(domain, a, b, c)
+
+    def device_phase(self):
+        """A context around one proof's device work (uploads to the last MSM). A stand-in
+        backend stretches it to a fixed length; real backends need nothing."""
+        return contextlib.nullcontext()
+
+    def warm_up(self) -> None:
+        """Pay the one-time costs (kernel compilation, device context) now, not in a proof."""
+
+    def prepare(self, pk) -> None:
+        """Make a proving key's point tables resident where the backend computes."""

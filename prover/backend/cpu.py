@@ -1,10 +1,12 @@
 """The CPU backend: C field kernels for the NTTs, arkworks for the MSMs."""
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from prover import curve
-from prover.backend.base import Backend
+from prover.backend.base import Backend, Transfer
 from prover.field import fr
 from prover.polynomial.domain import Radix2Domain
 
@@ -32,6 +34,13 @@ class CpuBackend(Backend):
         fr.sub(ea, ec, out=ea)
         fr.mul(ea, fr.constant(pow(domain.vanishing_on_coset(), -1, fr.MODULUS)), out=ea)
         return domain.coset_intt(ea)
+
+    def upload(self, host, kind=None):
+        # The CPU computes in host memory: its "upload" is the copy into working arrays
+        # that the GPU path's DMA stands for (and what `proofflow calibrate` times on a CPU).
+        t0 = time.perf_counter()
+        out = np.array(host, copy=True)
+        return out, Transfer(out.nbytes, (time.perf_counter() - t0) * 1e3, kind or "pageable")
 
     def msm_g1(self, table, scalars: np.ndarray):
         return curve.msm(table, scalars)

@@ -17,7 +17,7 @@ import numpy as np
 
 from prover import curve, kernels
 from prover.backend import gpu_msm
-from prover.backend.base import Backend
+from prover.backend.base import Backend, Transfer
 from prover.field import fr
 from prover.polynomial.domain import Radix2Domain
 
@@ -152,6 +152,23 @@ class GpuBackend(Backend):
     def compute_h(self, domain, a, b, c):
         return cp.asnumpy(self.compute_h_device(domain, a, b, c))
 
+    def warm_up(self):
+        kernels.load("mul32", "msm.cu")
+        cp.cuda.get_current_stream().synchronize()
+
+    def prepare(self, pk):
+        for table in (pk.a_query, pk.b_g1_query, pk.l_query, pk.h_query):
+            gpu_msm.device_points(table)
+        cp.cuda.get_current_stream().synchronize()
+
+    def upload(self, host, kind=None):
+        return h2d(np.ascontiguousarray(host))  # the memory kind is read from the pointer
+
+    def compute_h_resident(self, domain, a, b, c):
+        h = self.compute_h_device(domain, a, b, c)
+        cp.cuda.get_current_stream().synchronize()  # the phase ends when the kernels do
+        return h
+
     def msm_g1(self, table, scalars):
         return gpu_msm.msm_g1(table, scalars)
 
@@ -212,17 +229,6 @@ def _tables(device: int, log_n: int) -> _Tables:
 
 
 # ---- host <-> device transfers, timed with CUDA events ----
-
-@dataclass
-class Transfer:
-    nbytes: int
-    ms: float
-    kind: str  # "pinned" or "pageable": the host side's memory
-
-    @property
-    def gbps(self) -> float:
-        return self.nbytes / (self.ms * 1e6) if self.ms > 0 else float("inf")
-
 
 def memory_kind(host: np.ndarray) -> str:
     """'pinned' when the CUDA driver knows the host pointer as page-locked memory."""

@@ -1,14 +1,19 @@
-"""The Groth16 prover: H by NTTs on a backend, then the A, B (G1 and G2) and C MSMs."""
+"""The Groth16 prover: H by NTTs on a backend, then the A, B (G1 and G2) and C MSMs.
+
+The vectors go to the backend once (a/b/c and the witness, timed as transfers) and stay
+there: H is computed and consumed by its MSM where the backend computes, never copied back.
+"""
 from __future__ import annotations
 
+import contextlib
 import secrets
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import lru_cache
 
 import numpy as np
 
 from prover import curve
-from prover.backend.base import Backend
+from prover.backend.base import Backend, Transfer
 from prover.field import fr
 from prover.groth16 import r1cs_to_qap
 from prover.groth16.data_structures import Proof, ProvingKey
@@ -28,12 +33,44 @@ def random_scalar(rng: np.random.Generator | None = None) -> int:
     return int.from_bytes(raw, "little") % fr.MODULUS
 
 
-def prove(pk: ProvingKey, cs: ConstraintSystem, witness: np.ndarray, backend: Backend,
-          rng: np.random.Generator | None = None, abc=None, timer: PhaseTimer | None = None) -> Proof:
-    """A proof for ``witness``, blinded with r, s from the OS's CSPRNG (or ``rng``).
-    ``abc`` passes a/b/c already synthesized (e.g. into staging memory); otherwise they are
-    computed and checked here."""
-    timer = timer or PhaseTimer()
+def _sum(transfers: list[Transfer]) -> Transfer:
+    kinds = {t.kind for t in transfers}
+    return Transfer(sum(t.nbytes for t in transfers), sum(t.ms for t in transfers),
+                    kinds.pop() if len(kinds) == 1 else "mixed")
+
+
+class PendingProof:
+    """A proof whose device work is done: what is left runs on the host (waiting for a host
+    G2 MSM, then assembling), so a caller can hand the device to the next proof first."""
+
+    def __init__(self, pk: ProvingKey, accs: tuple, b2, rng):
+        self.pk, self.accs, self.b2, self.rng = pk, accs, b2, rng
+
+    def finish(self, timer: PhaseTimer | None = None) -> Proof:
+        timer = timer if timer is not None else PhaseTimer()
+        pk, (a_acc, b1_acc, l_acc, h_acc) = self.pk, self.accs
+        if isinstance(self.b2, Future):
+            with timer.phase("msm_g2_wait"):
+                b2_acc = self.b2.result()
+        else:
+            b2_acc = self.b2
+        r, s = random_scalar(self.rng), random_scalar(self.rng)
+        sc = curve.scalar
+        with timer.phase("assemble"):
+            a = pk.vk.alpha_g1 + a_acc + pk.delta_g1 * sc(r)
+            b2 = pk.vk.beta_g2 + b2_acc + pk.vk.delta_g2 * sc(s)
+            b1 = pk.beta_g1 + b1_acc + pk.delta_g1 * sc(s)
+            c = l_acc + h_acc + a * sc(s) + b1 * sc(r) - pk.delta_g1 * sc(r * s)
+        return Proof(a, b2, c)
+
+
+def prove_device(pk: ProvingKey, cs: ConstraintSystem, witness: np.ndarray, backend: Backend,
+                 rng: np.random.Generator | None = None, abc=None, timer: PhaseTimer | None = None,
+                 transfers: dict | None = None, memory_kind: str | None = None) -> PendingProof:
+    """The device part of a proof (see ``prove``): uploads, H, the MSMs. ``witness`` (and
+    ``abc``) must stay valid until the returned proof is finished when the backend runs
+    its G2 MSM on the host."""
+    timer = timer if timer is not None else PhaseTimer()
     domain = r1cs_to_qap.domain_for(cs)
     if pk.a_query.xy.shape[0] != cs.num_variables or len(pk.h_query) != domain.size - 1:
         raise ValueError("the proving key does not match this constraint system "
@@ -45,21 +82,33 @@ def prove(pk: ProvingKey, cs: ConstraintSystem, witness: np.ndarray, backend: Ba
     # A backend whose G2 MSM runs on the host (arkworks releases the GIL) starts it first,
     # so it overlaps the device's H and G1 work instead of following it.
     g2 = _host_thread().submit(backend.msm_g2, pk.b_g2_query, witness) if backend.g2_on_host else None
-    with timer.phase("ntt"):
-        h = backend.compute_h(domain, *abc)[: domain.size - 1]
-    r, s = random_scalar(rng), random_scalar(rng)
-    sc = curve.scalar
-    with timer.phase("msm"):
-        private = witness[cs.num_instance:]
-        a_acc = backend.msm_g1(pk.a_query, witness)
-        b1_acc = backend.msm_g1(pk.b_g1_query, witness)
-        l_acc = backend.msm_g1(pk.l_query, private)
-        h_acc = backend.msm_g1(pk.h_query, np.ascontiguousarray(h))
-    with timer.phase("msm_g2_wait" if g2 else "msm"):
-        b2_acc = g2.result() if g2 else backend.msm_g2(pk.b_g2_query, witness)
-    with timer.phase("assemble"):
-        a = pk.vk.alpha_g1 + a_acc + pk.delta_g1 * sc(r)
-        b2 = pk.vk.beta_g2 + b2_acc + pk.vk.delta_g2 * sc(s)
-        b1 = pk.beta_g1 + b1_acc + pk.delta_g1 * sc(s)
-        c = l_acc + h_acc + a * sc(s) + b1 * sc(r) - pk.delta_g1 * sc(r * s)
-    return Proof(a, b2, c)
+    k = cs.num_instance
+    with contextlib.ExitStack() as device:
+        device.enter_context(backend.device_phase())
+        with timer.phase("h2d"):
+            ups = [backend.upload(v, memory_kind) for v in (*abc, witness)]
+        (a, _), (b, _), (c, _), (w, w_tr) = ups
+        with timer.phase("ntt"):
+            h = backend.compute_h_resident(domain, a, b, c)
+        with timer.phase("msm"):
+            accs = (backend.msm_g1(pk.a_query, w), backend.msm_g1(pk.b_g1_query, w),
+                    backend.msm_g1(pk.l_query, w[k:]), backend.msm_g1(pk.h_query, h[: domain.size - 1]))
+            b2 = g2 if g2 else backend.msm_g2(pk.b_g2_query, w)
+            device.close()  # the device phase ends with its last MSM
+    if transfers is not None:
+        transfers["h2d"] = _sum([t for _, t in ups[:3]])
+        transfers["h2d_witness"] = w_tr
+    return PendingProof(pk, accs, b2, rng)
+
+
+def prove(pk: ProvingKey, cs: ConstraintSystem, witness: np.ndarray, backend: Backend,
+          rng: np.random.Generator | None = None, abc=None, timer: PhaseTimer | None = None,
+          transfers: dict | None = None, memory_kind: str | None = None) -> Proof:
+    """A proof for ``witness``, blinded with r, s from the OS's CSPRNG (or ``rng``).
+    ``abc`` passes a/b/c already synthesized (e.g. into staging memory); otherwise they are
+    computed and checked here. Phases go to ``timer`` (h2d, ntt, msm, msm_g2_wait when the
+    G2 MSM runs on the host, assemble); ``transfers`` receives the uploads: ``h2d`` (a/b/c)
+    and ``h2d_witness``. ``memory_kind`` names the host memory of a/b/c and the witness
+    for backends that cannot tell it themselves."""
+    timer = timer if timer is not None else PhaseTimer()
+    return prove_device(pk, cs, witness, backend, rng, abc, timer, transfers, memory_kind).finish(timer)

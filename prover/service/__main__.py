@@ -1,0 +1,5 @@
+import sys
+
+from prover.service.server import main
+
+sys.exit(main())

@@ -1,0 +1,351 @@
+"""The prover service: one process per device, serving prove jobs over a Unix socket.
+
+Threads:
+* the accept loop (main thread) hands each connection to its own thread;
+* a connection thread validates its job, loads the proving key if it is not cached (once,
+  under a lock), takes a staging buffer (pinned for the GPU) within the budget and reads the
+  partition's a/b/c and witness into it: the *prefetch*, overlapping other proofs' device
+  work; it then queues the job and, when the device part is done, finishes the proof on the
+  host and replies;
+* the device thread takes queued jobs in order and runs their device part
+  (``prover.groth16.prover.prove_device``): it is the fine-grained GPU mutex, held from a
+  proof's first upload to its last MSM. A job's wait for it is its ``mutex_wait``.
+
+Every step is a span (epoch seconds) in the reply, so the caller records where the time went.
+The service stops after ``idle_s`` seconds without a job, on a ``stop`` request, or on SIGTERM.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import queue
+import signal
+import socket
+import sys
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from prover.service import protocol
+from prover.timing import PhaseTimer, Span
+
+log = logging.getLogger("proofflow.service")
+
+FR_BYTES = 32
+STAGING_TIMEOUT_S = 600.0
+JOB_FIELDS = {"params_dir": str, "circuit": str, "log2": int, "abc_path": str, "n": int,
+              "witness_path": str, "staging": str}
+
+
+class JobError(ValueError):
+    """A job the service refuses (bad fields, missing or mismatched files)."""
+
+
+@dataclass
+class _Job:
+    spec: dict
+    pk: object
+    cs: object
+    buf: object
+    abc: tuple
+    witness: np.ndarray
+    timer: PhaseTimer
+    ready_at: float = 0.0
+    done: threading.Event = field(default_factory=threading.Event)
+    pending: object = None
+    transfers: dict = field(default_factory=dict)
+    error: BaseException | None = None
+
+
+def _validate(job) -> dict:
+    if not isinstance(job, dict):
+        raise JobError("the job must be a JSON object")
+    for name, kind in JOB_FIELDS.items():
+        if not isinstance(job.get(name), kind) or isinstance(job.get(name), bool):
+            raise JobError(f"job field {name!r} must be a {kind.__name__}, got {job.get(name)!r}")
+    if job["staging"] not in ("pinned", "pageable"):
+        raise JobError(f"staging must be pinned or pageable, got {job['staging']!r}")
+    if job["n"] <= 0 or job["n"] & (job["n"] - 1):
+        raise JobError(f"n must be a power of two, got {job['n']}")
+    standin = job.get("standin_s")
+    if standin is not None and (not isinstance(standin, (int, float)) or isinstance(standin, bool) or standin <= 0):
+        raise JobError(f"standin_s must be a positive number, got {standin!r}")
+    return job
+
+
+class ProverService:
+    def __init__(self, socket_path: str | Path, backend: str = "cpu", device: int = 0, idle_s: float = 600.0,
+                 budget: int = 8 << 30, max_keys: int = 2):
+        self.socket_path = Path(socket_path)
+        self.backend_name, self.device, self.idle_s = backend, int(device), float(idle_s)
+        self.budget, self.max_keys = int(budget), int(max_keys)
+        self.started_at = time.time()
+        self.jobs_done = self.jobs_failed = 0
+        self._queue: queue.Queue = queue.Queue()
+        self._keys: OrderedDict = OrderedDict()  # params_dir -> (fingerprint, pk, cs)
+        self._prepared: set[int] = set()  # id() of keys resident on the device
+        self._key_lock = threading.Lock()
+        self._state = threading.Lock()
+        self._active = 0
+        self._last_activity = time.time()
+        self._busy = False
+        self._stop = threading.Event()
+        self.backend = None
+        self.pools = {}
+
+    # ---- set-up -------------------------------------------------------------------------
+    def _use_device(self) -> None:
+        if self.backend_name == "gpu":
+            import cupy
+            cupy.cuda.Device(self.device).use()
+
+    @property
+    def device_label(self) -> str:
+        """As the timing rows and calibrations name devices: cuda:N, or cpu (cpu:N for the
+        CPU backend's simulated devices beyond the first)."""
+        if self.backend_name == "gpu":
+            return f"cuda:{self.device}"
+        return "cpu" if self.device == 0 else f"cpu:{self.device}"
+
+    def start(self) -> None:
+        """Backend, staging pools and kernels ready before the socket accepts anything."""
+        from prover.backend import get_backend
+        from prover.staging import StagingPool
+        self._use_device()
+        self.backend = get_backend(self.backend_name)
+        self.backend.warm_up()
+        gpu = self.backend_name == "gpu"
+        self.pools = {"pinned": StagingPool(self.budget, pinned=gpu), "pageable": StagingPool(self.budget, pinned=False)}
+        threading.Thread(target=self._device_loop, name="proofflow-device", daemon=True).start()
+
+    # ---- keys ---------------------------------------------------------------------------
+    def _key(self, spec: dict, timer: PhaseTimer):
+        """The proving key and constraint system of a job, loaded once and reused while the
+        key's files are unchanged (fingerprint: params.json's size and mtime)."""
+        from prover.circuits import get_circuit
+        from prover.groth16.data_structures import KeyFormatError, ProvingKey
+        d = Path(spec["params_dir"])
+        try:
+            st = (d / "params.json").stat()
+        except OSError:
+            raise JobError(f"no proving key at {d} (params.json missing)") from None
+        fp = (st.st_size, st.st_mtime_ns, spec["circuit"], spec["log2"])
+        with self._key_lock:
+            hit = self._keys.get(str(d))
+            if hit and hit[0] == fp:
+                self._keys.move_to_end(str(d))
+                return hit[1], hit[2]
+            with timer.phase("key_load"):
+                try:
+                    pk = ProvingKey.load(d, verify_digests=False)  # the setup task checked them
+                except KeyFormatError as exc:
+                    raise JobError(f"proving key {d} is unusable: {exc}") from None
+                if (pk.circuit, pk.log2) != (spec["circuit"], spec["log2"]):
+                    raise JobError(f"proving key {d} is for {pk.circuit} 2^{pk.log2}, the job is "
+                                   f"{spec['circuit']} 2^{spec['log2']}")
+                cs = get_circuit(spec["circuit"], spec["log2"]).constraint_system
+            self._keys[str(d)] = (fp, pk, cs)
+            while len(self._keys) > self.max_keys:
+                _, (_, old, _) = self._keys.popitem(last=False)
+                self._prepared.discard(id(old))
+            return pk, cs
+
+    # ---- prefetch (connection thread) -----------------------------------------------------
+    def _prefetch(self, spec: dict, timer: PhaseTimer) -> _Job:
+        pk, cs = self._key(spec, timer)
+        n, m = spec["n"], cs.num_variables
+        from prover.groth16 import r1cs_to_qap
+        if r1cs_to_qap.domain_for(cs).size != n:
+            raise JobError(f"the job's a/b/c have {n} points, the circuit's domain {r1cs_to_qap.domain_for(cs).size}")
+        abc_bytes, w_bytes = 3 * n * FR_BYTES, m * FR_BYTES
+        pool = self.pools[spec["staging"]]
+        with timer.phase("staging_wait"):
+            buf = pool.acquire(abc_bytes + w_bytes, timeout=STAGING_TIMEOUT_S)
+        try:
+            with timer.phase("prefetch"):
+                block = buf.array[:abc_bytes].view(np.uint64).reshape(3, n, 4)
+                with open(spec["abc_path"], "rb") as f:
+                    got = f.readinto(memoryview(block).cast("B"))
+                if got != abc_bytes:
+                    raise JobError(f"{spec['abc_path']}: {got} bytes, expected {abc_bytes} (3 x {n} Fr elements)")
+                witness = buf.array[abc_bytes:abc_bytes + w_bytes].view(np.uint64).reshape(m, 4)
+                src = np.load(spec["witness_path"], mmap_mode="r", allow_pickle=False)
+                if src.shape != (m, 4) or src.dtype != np.uint64:
+                    raise JobError(f"{spec['witness_path']}: witness of {src.dtype} {src.shape}, expected ({m}, 4) uint64")
+                np.copyto(witness, src)
+        except BaseException:
+            buf.release()
+            raise
+        return _Job(spec, pk, cs, buf, (block[0], block[1], block[2]), witness, timer)
+
+    # ---- the device thread ------------------------------------------------------------------
+    def _device_loop(self) -> None:
+        from prover.backend.standin import StandinBackend
+        from prover.groth16.prover import prove_device
+        self._use_device()
+        while True:
+            job = self._queue.get()
+            if job is None:
+                return
+            start = time.time()
+            job.timer.spans.append(Span("mutex_wait", job.ready_at, start))
+            self._busy = True
+            try:
+                if self._stop.is_set():
+                    raise RuntimeError("the prover service is stopping")
+                if id(job.pk) not in self._prepared:
+                    with job.timer.phase("key_upload"):
+                        self.backend.prepare(job.pk)
+                    self._prepared.add(id(job.pk))
+                standin = job.spec.get("standin_s")
+                backend = StandinBackend(self.backend, standin) if standin else self.backend
+                job.pending = prove_device(job.pk, job.cs, job.witness, backend, abc=job.abc, timer=job.timer,
+                                           transfers=job.transfers, memory_kind=job.spec["staging"])
+            except BaseException as exc:  # the job fails, the service goes on
+                job.error = exc
+                self._recover(exc)
+            finally:
+                self._busy = False
+                job.done.set()
+
+    def _recover(self, exc: BaseException) -> None:
+        """After a failed job: give cached device memory back (an out-of-memory job must
+        not leave the next one short)."""
+        log.warning("job failed: %s: %s", type(exc).__name__, exc)
+        if self.backend_name == "gpu":
+            try:
+                import cupy
+                cupy.get_default_memory_pool().free_all_blocks()
+            except Exception:
+                log.exception("could not free the device memory pool")
+
+    # ---- connections ------------------------------------------------------------------------
+    def status(self) -> dict:
+        return {"ok": True, "pid": os.getpid(), "backend": self.backend_name, "device": self.device_label,
+                "started_at": self.started_at, "queued": self._queue.qsize(), "busy": self._busy,
+                "active": self._active, "jobs_done": self.jobs_done, "jobs_failed": self.jobs_failed,
+                "keys": list(self._keys), "staging": {k: p.stats() for k, p in self.pools.items()}}
+
+    def _prove(self, spec) -> dict:
+        timer = PhaseTimer()
+        job = self._prefetch(_validate(spec), timer)
+        try:
+            job.ready_at = time.time()
+            self._queue.put(job)
+            job.done.wait()
+            if job.error is not None:
+                raise job.error
+            proof = job.pending.finish(timer)
+        finally:
+            job.buf.release()
+        return {"ok": True, "proof": proof.to_bytes().hex(), "device": self.device_label, "pid": os.getpid(),
+                "spans": [[s.phase, s.start, s.end] for s in timer.spans],
+                "transfers": {k: [t.nbytes, t.ms, t.kind] for k, t in job.transfers.items()}}
+
+    def _handle(self, conn: socket.socket) -> None:
+        self._use_device()
+        with conn, conn.makefile("rwb") as f:
+            try:
+                req = protocol.recv(f)
+                op = req.get("op")
+                if op == "status":
+                    reply = self.status()
+                elif op == "stop":
+                    self._stop.set()
+                    reply = {"ok": True, "stopping": True}
+                elif op == "prove":
+                    try:
+                        reply = self._prove(req.get("job"))
+                        self.jobs_done += 1
+                    except BaseException:
+                        self.jobs_failed += 1
+                        raise
+                else:
+                    reply = {"ok": False, "error": f"unknown op {op!r}", "error_type": "ProtocolError"}
+            except Exception as exc:
+                reply = {"ok": False, "error": str(exc), "error_type": type(exc).__name__}
+            try:
+                protocol.send(f, reply)
+            except OSError:
+                log.warning("the caller left before its reply (%s)", reply.get("error") or "ok")
+        with self._state:
+            self._active -= 1
+            self._last_activity = time.time()
+
+    def _bind(self) -> socket.socket:
+        self.socket_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if self.socket_path.exists():
+            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                probe.connect(str(self.socket_path))
+            except OSError:
+                self.socket_path.unlink()  # left by a service that died
+            else:
+                probe.close()
+                raise RuntimeError(f"a prover service already listens on {self.socket_path}")
+        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        srv.bind(str(self.socket_path))
+        os.chmod(self.socket_path, 0o600)
+        srv.listen(64)
+        srv.settimeout(0.5)
+        return srv
+
+    def serve_forever(self) -> None:
+        self.start()
+        srv = self._bind()
+        log.info("prover service pid %d on %s (%s), idle timeout %.0f s", os.getpid(), self.socket_path,
+                 self.device_label, self.idle_s)
+        try:
+            while not self._stop.is_set():
+                try:
+                    conn, _ = srv.accept()
+                except socket.timeout:
+                    with self._state:
+                        idle = self._active == 0 and time.time() - self._last_activity > self.idle_s
+                    if idle:
+                        log.info("idle for %.0f s: stopping", self.idle_s)
+                        break
+                    continue
+                with self._state:
+                    self._active += 1
+                    self._last_activity = time.time()
+                threading.Thread(target=self._handle, args=(conn,), name="proofflow-conn", daemon=True).start()
+        finally:
+            srv.close()
+            try:
+                self.socket_path.unlink()
+            except FileNotFoundError:
+                pass
+            self._stop.set()
+            deadline = time.time() + 30
+            while self._active and time.time() < deadline:  # let running jobs reply
+                time.sleep(0.05)
+            self._queue.put(None)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m prover.service",
+                                description="Serve prove jobs for one device over a Unix socket (started on "
+                                            "demand by prover.service.client; stops when idle).")
+    p.add_argument("--socket", required=True, help="Unix socket path to listen on")
+    p.add_argument("--backend", choices=("cpu", "gpu"), default="cpu")
+    p.add_argument("--device", type=int, default=0, help="device index (of those CUDA_VISIBLE_DEVICES shows)")
+    p.add_argument("--idle-timeout", type=float, default=600.0, help="stop after this many seconds without a job")
+    p.add_argument("--budget", type=int, default=int(os.environ.get("PROOFFLOW_STAGING_BUDGET", 8 << 30)),
+                   help="staging-pool budget in bytes (env PROOFFLOW_STAGING_BUDGET)")
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    svc = ProverService(args.socket, args.backend, args.device, args.idle_timeout, args.budget)
+    signal.signal(signal.SIGTERM, lambda *_: svc._stop.set())
+    try:
+        svc.serve_forever()
+    except RuntimeError as exc:
+        log.error("%s", exc)
+        return 3
+    return 0
