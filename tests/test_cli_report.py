@@ -38,7 +38,7 @@ def test_calibrate_run_report(tmp_path):
     out = _proofflow(home, "report", run_id, "--png", str(png))
     assert out.returncode == 0, out.stderr[-3000:]
     for section in ("run summary (run_summary)", "steady state", "H2D per partition (h2d_partitions)",
-                    "pool wait per prove_gpu"):
+                    "pool and mutex waits per prove_gpu"):
         assert section in out.stdout
     assert f"proof run {run_id}" in out.stdout and "partition.prove_gpu" in out.stdout
     from PIL import Image

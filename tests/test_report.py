@@ -53,7 +53,7 @@ def test_report_table_and_png(two_runs, tmp_path, capsys):
     assert _main("report", "pinned-run", "--dag-id", dag, "--png", str(png)) == 0
     out = capsys.readouterr().out
     for section in ("run summary (run_summary)", "steady state", "phases (phase_stats_run", "H2D per partition",
-                    "pool wait per prove_gpu"):
+                    "pool and mutex waits per prove_gpu"):
         assert section in out
     assert "partition.prove_gpu" in out and "98304" not in out and str(NB) in out
     from PIL import Image

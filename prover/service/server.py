@@ -341,6 +341,10 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    # The device thread is the critical path: when it wants the GIL back (after a copy or a
+    # kernel launch released it) it should not wait out the 5 ms default switch interval
+    # behind a connection thread's prefetch.
+    sys.setswitchinterval(0.0005)
     svc = ProverService(args.socket, args.backend, args.device, args.idle_timeout, args.budget)
     signal.signal(signal.SIGTERM, lambda *_: svc._stop.set())
     try:

@@ -1,0 +1,198 @@
+"""Pipeline benchmark: how busy the GPU phase stays when Airflow schedules it.
+
+    python -m bench.pipeline [--partitions 16] [--log2 8] [--backend cpu] [--standin-s 1.0]
+                             [--variants naive,proofflow] [--out bench/results/pipeline-cpu.json]
+
+Each variant runs one 16-partition ``proof_run`` through a real Airflow (api-server,
+scheduler with LocalExecutor, dag-processor; fresh home, SQLite metadata DB unless
+--metadata-db), triggered through the REST API, all variants in the same invocation and
+writing to one timing store. The busy fraction is the ``steady_state`` view's: device-phase
+time over the window from the first steady partition's device start to the last one's end
+(the first --warmup partitions left out). Variants:
+
+    naive         prove_gpu proves in its own process; pool gpu has 1 slot (the GPU mutex)
+    naive-tuned   the same with the scheduler's idle sleep at 0.1 s instead of 1 s
+    service-2     the prover service, 2 pool slots (the seed's two workers alternating)
+    proofflow     the prover service, PROOFFLOW_GPU_DEPTH (3) slots: the project's design
+    proofflow-pageable  the same with staging pageable (for the H2D check on a GPU)
+
+On a machine without a GPU, --standin-s stretches each proof's device phase to that many
+seconds (prover.backend.standin): the proofs stay real and verify. Results: both headline
+fractions, their ratio, each variant's figures; the timeline PNG of naive vs proofflow.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench import _env
+from bench.airflow_stack import ROOT, AirflowStack
+
+RESULTS = ROOT / "bench" / "results"
+
+VARIANTS = {
+    "naive": dict(env={"PROOFFLOW_GPU_SERVICE": "0"}, slots=1),
+    "naive-tuned": dict(env={"PROOFFLOW_GPU_SERVICE": "0", "AIRFLOW__SCHEDULER__SCHEDULER_IDLE_SLEEP_TIME": "0.1"},
+                        slots=1),
+    "service-2": dict(env={"PROOFFLOW_GPU_SERVICE": "1"}, slots=2),
+    "proofflow": dict(env={"PROOFFLOW_GPU_SERVICE": "1"}, slots=3),
+    "proofflow-pageable": dict(env={"PROOFFLOW_GPU_SERVICE": "1"}, slots=3, staging="pageable"),
+}
+
+
+def _say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def steady(store, run_id: str, warmup: int) -> dict:
+    from operators.timing.views import steady_state_query
+    rows = store.query(f"SELECT * FROM ({steady_state_query(store.dialect)}) q WHERE run_id = :r",
+                       {"r": run_id, "warmup_partitions": warmup, "warmup_seconds": 0.0})
+    return rows[0] if rows else {}
+
+
+def gaps(store, run_id: str, warmup: int) -> list[float]:
+    """Idle seconds between consecutive device spans in the steady window (one device)."""
+    g = store.query("SELECT * FROM gpu_partitions WHERE run_id = :r ORDER BY gpu_rank", {"r": run_id})
+    g = [r for r in g if r["gpu_rank"] > warmup]
+    return [max(0.0, (b["gpu_start"] - a["gpu_end"]).total_seconds()) for a, b in zip(g, g[1:])]
+
+
+def run_variant(name: str, args, timing_url: str, work: Path) -> dict:
+    from operators.timing import TimingStore
+    from prover.bundle import verify_bundle
+    from prover.service.client import stop_all
+    spec = VARIANTS[name]
+    home = work / name
+    runtime = Path(tempfile.mkdtemp(prefix="pf-rt-"))
+    env = {"PROOFFLOW_HOME": str(home / "proofflow"), "PROOFFLOW_DB_URL": timing_url, "PROOFFLOW_RUNTIME": str(runtime),
+           "PROOFFLOW_RETRIES": "0", "PROOFFLOW_SERVICE_IDLE_S": "120", **spec["env"]}
+    if args.scratch:
+        env["PROOFFLOW_SCRATCH"] = str(Path(args.scratch) / name)
+    if args.standin_s:
+        env["PROOFFLOW_STANDIN_GPU_S"] = str(args.standin_s)
+    if args.synth_concurrency:
+        env["PROOFFLOW_SYNTH_CONCURRENCY"] = str(args.synth_concurrency)
+    stack = AirflowStack(home, env, metadata_url=args.metadata_db, parallelism=args.parallelism)
+    t0 = time.time()
+    try:
+        _say(f"[{name}] setup (pool gpu: {spec['slots']} slot(s))")
+        stack.setup(spec["slots"])
+        stack.start()
+        _say(f"[{name}] started in {time.time() - t0:.0f} s; triggering {args.partitions} partitions of 2^{args.log2}")
+        conf = {"log2": args.log2, "partitions": args.partitions, "backend": args.backend,
+                "staging": spec.get("staging", args.staging), "seed": args.seed}
+        run_id, state, tis = stack.trigger_and_wait(conf, args.timeout)
+    finally:
+        stack.stop()
+        stop_all(runtime)
+    failed = sorted({t["task_id"] for t in tis if t["state"] not in ("success", "skipped")})
+    store = TimingStore(timing_url)
+    record = store.run("proof_run", run_id) or {}
+    verified = sum(r.ok for r in verify_bundle(record["bundle_dir"])) if record.get("bundle_dir") else 0
+    st = steady(store, run_id, args.warmup)
+    idle = gaps(store, run_id, args.warmup)
+    flags = store.flags("proof_run", run_id)
+    out = {"run_id": run_id, "airflow_state": state, "failed_tasks": failed, "pool_slots": spec["slots"],
+           "staging": conf["staging"], "proofs_verified": verified, "wall_s": record.get("wall_s"),
+           "busy_fraction": st.get("gpu_busy_fraction"), "window_s": st.get("window_s"),
+           "steady_partitions": st.get("partitions"), "s_per_partition": st.get("s_per_partition"),
+           "mean_busy_s": (st["gpu_busy_s"] / st["partitions"]) if st.get("partitions") else None,
+           "mean_pool_wait_s": st.get("mean_pool_wait_s"), "mean_mutex_wait_s": st.get("mean_mutex_wait_s"),
+           "mean_barrier_wait_s": st.get("mean_barrier_wait_s"), "h2d_gbps": st.get("h2d_gbps"),
+           "idle_gap_median_s": statistics.median(idle) if idle else None, "idle_gap_max_s": max(idle) if idle else None,
+           "flagged_partitions": sorted({f["partition"] for f in flags if f["partition"] is not None}),
+           "env": spec["env"]}
+    busy = out["busy_fraction"]
+    _say(f"[{name}] {state}: {verified}/{args.partitions} proofs verify, steady busy "
+         f"{'n/a' if busy is None else f'{100 * busy:.1f}%'}, median idle gap {out['idle_gap_median_s']}, "
+         f"flagged {out['flagged_partitions']}")
+    store.dispose()
+    return out
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.pipeline", description=__doc__.split("\n\n")[0])
+    p.add_argument("--partitions", type=int, default=16)
+    p.add_argument("--log2", type=int, default=8)
+    p.add_argument("--backend", choices=("cpu", "gpu"), default="cpu")
+    p.add_argument("--staging", choices=("pinned", "pageable"), default="pinned")
+    p.add_argument("--standin-s", type=float, default=None,
+                   help="stretch each device phase to this many seconds (no GPU: e.g. 1.0)")
+    p.add_argument("--variants", default="naive,naive-tuned,service-2,proofflow",
+                   help=f"comma-separated, of {', '.join(VARIANTS)}")
+    p.add_argument("--warmup", type=int, default=1, help="steady state: leave out the first K partitions")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--parallelism", type=int, default=8, help="AIRFLOW__CORE__PARALLELISM")
+    p.add_argument("--synth-concurrency", type=int, default=None, help="PROOFFLOW_SYNTH_CONCURRENCY")
+    p.add_argument("--metadata-db", help="Airflow metadata DB URL (default: SQLite in each variant's home)")
+    p.add_argument("--timing-db", help="timing store URL (default: SQLite in the work dir)")
+    p.add_argument("--work", help="work dir (default: a temporary one)")
+    p.add_argument("--scratch", help="scratch root (default: under each variant's home; /dev/shm is faster)")
+    p.add_argument("--timeout", type=float, default=900, help="seconds a run may take")
+    p.add_argument("--out", type=Path, default=None, help="results JSON (default bench/results/pipeline-<backend>.json)")
+    p.add_argument("--png", type=Path, default=None, help="timeline PNG of naive vs proofflow")
+    args = p.parse_args(argv)
+    names = [v.strip() for v in args.variants.split(",") if v.strip()]
+    unknown = [v for v in names if v not in VARIANTS]
+    if unknown or not names:
+        p.error(f"unknown variants {unknown}: choose from {', '.join(VARIANTS)}")
+    if args.backend == "cpu" and not args.standin_s:
+        _say("note: no --standin-s: the CPU backend's own device phase is what gets measured")
+    work = Path(args.work or tempfile.mkdtemp(prefix="proofflow-pipeline-"))
+    work.mkdir(parents=True, exist_ok=True)
+    timing_url = args.timing_db or f"sqlite:///{work / 'timing.db'}"
+    results = {name: run_variant(name, args, timing_url, work) for name in names}
+
+    env = _env.environment(("numpy", "py-arkworks-bls12381", "apache-airflow-core", "cupy", "cupy-cuda12x",
+                            "cupy-cuda13x"))
+    env["device"] = _device_name(args.backend)
+    naive, ours = results.get("naive", {}), results.get("proofflow", {})
+    doc = {"environment": env, "partitions": args.partitions, "log2": args.log2, "backend": args.backend,
+           "gpu_phase_s": args.standin_s or (ours or naive).get("mean_busy_s"), "standin": bool(args.standin_s),
+           "warmup_partitions": args.warmup, "naive_busy": naive.get("busy_fraction"),
+           "proofflow_busy": ours.get("busy_fraction"),
+           "ratio": (ours["busy_fraction"] / naive["busy_fraction"])
+           if ours.get("busy_fraction") and naive.get("busy_fraction") else None,
+           "variants": results, "timing_db": timing_url if args.timing_db else None}
+    out = args.out or RESULTS / f"pipeline-{args.backend if not args.standin_s else 'cpu'}.json"
+    _env.write(out, doc)
+    png = args.png or out.with_suffix(".png")
+    if naive.get("run_id") and ours.get("run_id"):
+        from operators import report
+        from operators.timing import TimingStore
+        store = TimingStore(timing_url)
+        reps = [(label, report.run_report(store, "proof_run", r["run_id"], args.warmup, 0.0))
+                for label, r in (("naive", naive), ("proofflow", ours))]
+        report.render_png(png, reps)
+        _say(f"wrote {png}")
+    print(f"{'variant':<20}{'busy %':>8}{'idle gap s':>12}{'mutex wait s':>14}{'proofs':>8}  state")
+    for name, r in results.items():
+        print(f"{name:<20}{_fmt(r['busy_fraction'], 100, '.1f'):>8}{_fmt(r['idle_gap_median_s'], 1, '.3f'):>12}"
+              f"{_fmt(r['mean_mutex_wait_s'], 1, '.3f'):>14}{r['proofs_verified']:>8}  {r['airflow_state']} "
+              f"{','.join(r['failed_tasks'])}")
+    if doc["ratio"]:
+        print(f"proofflow / naive busy fraction: {doc['ratio']:.2f}x  ({out})")
+    return 0
+
+
+def _fmt(v, scale: float, spec: str) -> str:
+    return "-" if v is None else format(v * scale, spec)
+
+
+def _device_name(backend: str) -> str:
+    if backend != "gpu":
+        return "cpu (stand-in GPU phase)"
+    try:
+        import cupy
+        return cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    except Exception as exc:
+        return f"unknown ({exc})"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
