@@ -178,6 +178,16 @@ def test_dag_test_on_postgres_through_the_connection(proof_run_dag, pg_url, monk
     _check_run(TimingStore(pg_url), dr, staging="pageable")
 
 
+def test_a_run_of_one_partition(proof_run_dag, monkeypatch, tmp_path):
+    """The mapped group's only result reaches finalize_run unwrapped: still one proof."""
+    from operators.timing import TimingStore
+    url = f"sqlite:///{tmp_path / 'timing.db'}"
+    monkeypatch.setenv("PROOFFLOW_DB_URL", url)
+    dr = proof_run_dag.test(run_conf={"log2": 8, "partitions": 1, "backend": "cpu"})
+    assert str(getattr(dr.state, "value", dr.state)) == "success"
+    assert TimingStore(url).run(DAG_ID, dr.run_id)["proofs_verified"] == 1
+
+
 def test_schema_rejects_bad_conf_before_the_run(proof_run_dag):
     from airflow.sdk.exceptions import ParamValidationError
     with pytest.raises(ParamValidationError, match="partitions"):

@@ -66,6 +66,16 @@ def _wait(what, fn, timeout, every=1.0):
     raise AssertionError(f"timed out waiting for {what} ({last})")
 
 
+def _device_spans(store, run_ids):
+    """Per prove_gpu attempt of these runs, its device-phase rows (h2d, ntt, msm)."""
+    groups = {}
+    for rid in run_ids:
+        for r in store.timings("proof_run", rid, "partition.prove_gpu"):
+            if r["phase"] in ("h2d", "ntt", "msm"):
+                groups.setdefault((rid, r["map_index"], r["try_number"]), []).append(r)
+    return list(groups.values())
+
+
 def _overlap(a, b) -> bool:
     return a["start"] < b["end"] and b["start"] < a["end"]
 
@@ -125,6 +135,11 @@ def test_scheduler_rest_trigger_pool_mutex_and_sigkill_retry(tmp_path, pg_new_da
         conf = {"log2": 10, "partitions": PARTITIONS, "backend": "cpu", "staging": "pinned", "seed": 3}
         run = _api(base, "/api/v2/dags/proof_run/dagRuns", {"logical_date": None, "conf": conf})
         run_id = run["dag_run_id"]
+        # pending work for proof_batch, whose run (triggered here as its cron would) launches a proof_run
+        pending = tmp_path / "proofflow" / "pending"
+        pending.mkdir(parents=True)
+        (pending / "work-1.json").write_text(json.dumps({"log2": 8, "partitions": 1, "backend": "cpu", "seed": 9}))
+        batch = _api(base, "/api/v2/dags/proof_batch/dagRuns", {"logical_date": None})["dag_run_id"]
 
         def finished():
             state = _api(base, f"/api/v2/dags/proof_run/dagRuns/{run_id}")["state"]
@@ -133,6 +148,15 @@ def test_scheduler_rest_trigger_pool_mutex_and_sigkill_retry(tmp_path, pg_new_da
         tis = _api(base, f"/api/v2/dags/proof_run/dagRuns/{run_id}/taskInstances?limit=100")["task_instances"]
         assert state == "success", json.dumps([(t["task_id"], t["map_index"], t["state"], t["try_number"])
                                                 for t in tis])
+
+        def batch_launched():
+            runs = _api(base, "/api/v2/dags/proof_run/dagRuns?limit=10")["dag_runs"]
+            others = [r for r in runs if r["dag_run_id"] != run_id]
+            return others[0] if others and others[0]["state"] in ("success", "failed") else None
+        launched = _wait("proof_batch's proof_run", batch_launched, 300, 2)
+        assert launched["state"] == "success" and launched["conf"]["log2"] == 8
+        assert _api(base, f"/api/v2/dags/proof_batch/dagRuns/{batch}")["state"] == "success"
+        assert [p.name for p in (pending / "claimed").iterdir()] == ["work-1.json"]
     finally:
         for p in procs.values():
             try:
@@ -168,6 +192,13 @@ def test_scheduler_rest_trigger_pool_mutex_and_sigkill_retry(tmp_path, pg_new_da
     assert len(proves) == PARTITIONS
     for a, b in zip(proves, proves[1:]):
         assert b["start"] >= a["end"], f"prove_gpu {a['map_index']} and {b['map_index']} overlap"
+    # The device phases (uploads to the last MSM, inside the prover service) never overlap
+    # either, across both runs: the service's device thread is the fine-grained mutex.
+    device = sorted((min(r["start"] for r in g), max(r["end"] for r in g))
+                    for g in _device_spans(store, [run_id, launched["dag_run_id"]]))
+    assert len(device) == PARTITIONS + 1
+    for (s0, e0), (s1, e1) in zip(device, device[1:]):
+        assert s1 >= e0, "two device phases overlapped"
     # ...while synthesis of other partitions ran at the same time as some of them.
     synths = [r for r in rows if r["task_id"] == "partition.synthesize" and r["phase"] == "task"]
     assert any(_overlap(s, p) and s["map_index"] != p["map_index"] for s in synths for p in proves), \

@@ -443,7 +443,9 @@ class FinalizeRunOperator(ProofflowOperator):
         from prover.groth16.data_structures import VerifyingKey
         cfg = self.config
         ti = context["ti"]
-        done = sorted((dict(x) for x in self.partitions_done), key=lambda x: x["partition"])
+        # A mapped group of one partition hands its only result over unwrapped (Airflow 3.3)
+        results = [self.partitions_done] if isinstance(self.partitions_done, dict) else self.partitions_done
+        done = sorted((dict(x) for x in results), key=lambda x: x["partition"])
         if [x["partition"] for x in done] != list(range(cfg["partitions"])):
             raise AirflowFailException(f"expected partitions 0..{cfg['partitions'] - 1}, got "
                                        f"{[x['partition'] for x in done]}")
