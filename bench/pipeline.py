@@ -13,7 +13,8 @@ time over the window from the first steady partition's device start to the last 
     naive         prove_gpu proves in its own process; pool gpu has 1 slot (the GPU mutex)
     naive-tuned   the same with the scheduler's idle sleep at 0.1 s instead of 1 s
     service-2     the prover service, 2 pool slots (the seed's two workers alternating)
-    proofflow     the prover service, PROOFFLOW_GPU_DEPTH (3) slots: the project's design
+    proofflow     the prover service, --depth slots (PROOFFLOW_GPU_DEPTH's default, 3): the
+                  project's design
     proofflow-pageable  the same with staging pageable (for the H2D check on a GPU)
 
 On a machine without a GPU, --standin-s stretches each proof's device phase to that many
@@ -39,8 +40,8 @@ VARIANTS = {
     "naive-tuned": dict(env={"PROOFFLOW_GPU_SERVICE": "0", "AIRFLOW__SCHEDULER__SCHEDULER_IDLE_SLEEP_TIME": "0.1"},
                         slots=1),
     "service-2": dict(env={"PROOFFLOW_GPU_SERVICE": "1"}, slots=2),
-    "proofflow": dict(env={"PROOFFLOW_GPU_SERVICE": "1"}, slots=3),
-    "proofflow-pageable": dict(env={"PROOFFLOW_GPU_SERVICE": "1"}, slots=3, staging="pageable"),
+    "proofflow": dict(env={"PROOFFLOW_GPU_SERVICE": "1"}, slots=None),  # slots: --depth
+    "proofflow-pageable": dict(env={"PROOFFLOW_GPU_SERVICE": "1"}, slots=None, staging="pageable"),
 }
 
 
@@ -66,13 +67,16 @@ def run_variant(name: str, args, timing_url: str, work: Path) -> dict:
     from operators.timing import TimingStore
     from prover.bundle import verify_bundle
     from prover.service.client import stop_all
-    spec = VARIANTS[name]
+    spec = dict(VARIANTS[name])
+    spec["slots"] = spec["slots"] or args.depth
     home = work / name
     runtime = Path(tempfile.mkdtemp(prefix="pf-rt-"))
     env = {"PROOFFLOW_HOME": str(home / "proofflow"), "PROOFFLOW_DB_URL": timing_url, "PROOFFLOW_RUNTIME": str(runtime),
            "PROOFFLOW_RETRIES": "0", "PROOFFLOW_SERVICE_IDLE_S": "120", **spec["env"]}
     if args.scratch:
         env["PROOFFLOW_SCRATCH"] = str(Path(args.scratch) / name)
+    if args.params_cache:  # one proving key for every variant
+        env["PROOFFLOW_PARAMS_CACHE"] = str(args.params_cache)
     if args.standin_s:
         env["PROOFFLOW_STANDIN_GPU_S"] = str(args.standin_s)
     if args.synth_concurrency:
@@ -125,6 +129,8 @@ def main(argv=None) -> int:
                    help="stretch each device phase to this many seconds (no GPU: e.g. 1.0)")
     p.add_argument("--variants", default="naive,naive-tuned,service-2,proofflow",
                    help=f"comma-separated, of {', '.join(VARIANTS)}")
+    p.add_argument("--depth", type=int, default=3, help="pool slots of the prover-service variants")
+    p.add_argument("--params-cache", help="proving keys dir shared by the variants (PROOFFLOW_PARAMS_CACHE)")
     p.add_argument("--warmup", type=int, default=1, help="steady state: leave out the first K partitions")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--parallelism", type=int, default=8, help="AIRFLOW__CORE__PARALLELISM")

@@ -142,7 +142,8 @@ def test_concurrent_first_callers_start_one_service(service):
 
 def test_stop_removes_the_socket_and_least_busy_picks_an_idle_device(service):
     service.ensure_running()
-    assert least_busy("cpu", [0, 1]) == 0  # both idle: the lowest index
+    assert least_busy("cpu", [0, 1]) == 0  # both idle: round-robin from the preferred one
+    assert least_busy("cpu", [0, 1], prefer=1) == 1
     service.stop()
     for _ in range(100):
         if not service.path.exists():

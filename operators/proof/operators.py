@@ -333,7 +333,7 @@ class ProveGpuOperator(ProofflowOperator):
         from prover.service.client import ServiceClient, ServiceError, least_busy
         cfg = self.config
         devices = settings.gpu_devices()
-        device = least_busy(cfg["backend"], devices) if len(devices) > 1 else devices[0]
+        device = least_busy(cfg["backend"], devices, prefer=self.partition) if len(devices) > 1 else devices[0]
         client = ServiceClient(cfg["backend"], device)
         t0 = time.time()
         try:

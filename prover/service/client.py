@@ -124,16 +124,18 @@ class ServiceClient:
         return self._request({"op": "prove", "job": job}, timeout)
 
 
-def least_busy(backend: str, devices: list[int]) -> int:
+def least_busy(backend: str, devices: list[int], prefer: int = 0) -> int:
     """The device whose running service has the fewest jobs in hand (a device with no
-    service counts as idle); ties go to the lowest index."""
+    service counts as idle); ties go round-robin from ``prefer`` (e.g. the partition), so
+    a wave of first callers spreads over idle devices."""
     def load(d: int) -> int:
         try:
             st = ServiceClient(backend, d).status(timeout=2.0)
             return st["active"] - 1 + st["queued"]  # this status request is one of the active ones
         except ServiceError:
             return 0
-    return min(devices, key=lambda d: (load(d), d))
+    n = len(devices)
+    return min(devices, key=lambda d: (load(d), (devices.index(d) - prefer) % n))
 
 
 def stop_all(root: Path | None = None) -> int:

@@ -261,10 +261,12 @@ class ProverService:
                 elif op == "prove":
                     try:
                         reply = self._prove(req.get("job"))
-                        self.jobs_done += 1
                     except BaseException:
-                        self.jobs_failed += 1
+                        with self._state:
+                            self.jobs_failed += 1
                         raise
+                    with self._state:
+                        self.jobs_done += 1
                 else:
                     reply = {"ok": False, "error": f"unknown op {op!r}", "error_type": "ProtocolError"}
             except Exception as exc:
