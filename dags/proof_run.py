@@ -1,11 +1,13 @@
 """proof_run: one batch of Groth16 proofs.
 
     validate -> setup -> prepare_scratch -> partition[i]: synthesize -> stage -> prove_gpu
-    -> finalize_partition (mapped per partition) -> finalize_run -> check_h2d;  cleanup_scratch (teardown)
+    -> finalize_partition (mapped per partition) -> finalize_run -> check_h2d
+    -> cleanup_scratch -> publish_summary (both teardowns: they run whatever happened)
 
 Params are JSON-schema validated (they build the UI's trigger form); ``validate`` repeats
 the checks and adds the ones a schema cannot make (a GPU asked for but absent) before any
-work. ``prove_gpu`` runs in pool ``gpu``, whose slots are the GPU mutex. Data moves through
+work. ``publish_summary`` writes the run's figures as its note (shown in the UI; the
+"Proof report" tab of the run has the full report and timeline). ``prove_gpu`` runs in pool ``gpu``, whose slots are the GPU mutex. Data moves through
 the run's scratch directory; XCom carries paths and small metadata only. Nothing heavy is
 imported here: the operators import ``prover`` when they run.
 """
@@ -22,6 +24,7 @@ from operators.proof.operators import (CleanupScratchOperator, FinalizePartition
                              PrepareScratchOperator, ProveGpuOperator, SetupOperator, StageOperator,
                              SynthesizeOperator, ValidateOperator)
 from operators.proof.params import DEFAULTS, SCHEMA
+from operators.summary.operator import PublishSummaryOperator
 
 RETRIES = int(os.environ.get("PROOFFLOW_RETRIES", "1"))
 # Synthesis is CPU- and memory-heavy at real sizes: at most this many partitions at once
@@ -66,6 +69,9 @@ with DAG(
     # task and alerts (email/webhook notifiers), it never loses a proof.
     check = CheckH2DOperator(task_id="check_h2d")
     cleanup = CleanupScratchOperator(task_id="cleanup_scratch", config=config)
+    # A teardown too: it runs after the cleanup has recorded the run's final state, and a
+    # teardown does not count for the run's state (check_h2d's outcome still does).
+    summary = PublishSummaryOperator(task_id="publish_summary")
 
     validate >> setup >> prepare
-    finalize >> check >> cleanup.as_teardown(setups=prepare)
+    finalize >> check >> cleanup.as_teardown(setups=prepare) >> summary.as_teardown(setups=prepare)

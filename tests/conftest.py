@@ -119,9 +119,8 @@ def proof_run_dag(airflow_home):
     return bag.get_dag("proof_run")
 
 
-@pytest.fixture
-def pg_new_database():
-    """A factory of fresh Postgres databases (each dropped after the test)."""
+def _database_factory():
+    """Yields a factory of fresh Postgres databases, dropping them all when resumed."""
     try:
         admin, u = _pg_admin()
     except Exception as exc:
@@ -140,3 +139,15 @@ def pg_new_database():
         for name in made:
             cur.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     admin.close()
+
+
+@pytest.fixture
+def pg_new_database():
+    """A factory of fresh Postgres databases (each dropped after the test)."""
+    yield from _database_factory()
+
+
+@pytest.fixture(scope="module")
+def pg_new_database_module():
+    """The same for a module's tests that share one set of services (dropped after the module)."""
+    yield from _database_factory()

@@ -33,3 +33,20 @@ def add_run(store, dag_id, run_id, h2d_ms, host="h1", device="cuda:0", memory_ki
         store.record_calibration([dict(host=host, device=device, memory_kind="pinned", method="test", bytes=b,
                                        reps=1, median_ms=b / calibrate_gbps / 1e6, best_ms=None, gbps=calibrate_gbps,
                                        batch=f"b-{run_id}") for b in (NB // 100, NB)])
+
+
+DEVICE_PHASES_S = (("pool_wait", 0.2), ("ntt", 0.2), ("msm", 0.4), ("d2h", 0.01))  # besides h2d
+
+
+def add_device_phases(store, dag_id, run_id, n, h2d_ms):
+    """prove_gpu's phase rows (pool_wait, h2d, ntt, msm, d2h) for partitions 0..n-1 of a run
+    made by ``add_run``, inside each partition's prove_gpu task row."""
+    rows = []
+    for p in range(n):
+        a = T0 + dt.timedelta(seconds=1 + 4 * p + 2)
+        for ph, d in (DEVICE_PHASES_S[:1] + (("h2d", h2d_ms[p] / 1e3),) + DEVICE_PHASES_S[1:]):
+            rows.append(dict(dag_id=dag_id, run_id=run_id, task_id="partition.prove_gpu", map_index=p, try_number=1,
+                             partition=p, phase=ph, host="h1", device="cuda:0", start=a,
+                             end=a + dt.timedelta(seconds=d)))
+            a += dt.timedelta(seconds=d)
+    store.record_timings(rows)

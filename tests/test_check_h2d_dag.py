@@ -34,7 +34,7 @@ def _proofs_kept(store, dr):
 def test_normal_pinned_run_passes_without_alert(proof_run_dag, monkeypatch, tmp_path, smtp_server, webhook_receiver):
     dr, store = _run(proof_run_dag, monkeypatch, tmp_path, staging="pinned")
     assert str(getattr(dr.state, "value", dr.state)) == "success"
-    assert _states(dr)[("check_h2d", -1)] == "success"
+    assert _states(dr)[("check_h2d", -1)] == "success" and _states(dr)[("publish_summary", -1)] == "success"
     _proofs_kept(store, dr)
     assert store.flags(DAG_ID, dr.run_id) == []
     (res,) = store.check_results(DAG_ID, dr.run_id)
@@ -61,6 +61,10 @@ def test_out_of_range_h2d_is_flagged_and_alerted(proof_run_dag, monkeypatch, tmp
     assert states[("finalize_run", -1)] == "success" and states[("check_h2d", -1)] == "failed"
     assert states[("cleanup_scratch", -1)] == "success"
     _proofs_kept(store, dr)  # the check came after the proofs were published
+    # the summary task ran after the failed check, did not fail, and names the flagged partition
+    from operators.summary.content import run_figures
+    assert states[("publish_summary", -1)] == "success"
+    assert run_figures(store, DAG_ID, dr.run_id)["flagged_partitions"] == [1]
 
     (flag,) = store.flags(DAG_ID, dr.run_id)
     nbytes = 3 * (1 << 8) * 32

@@ -62,9 +62,18 @@ def test_params_schema_matches_prover_and_builds_the_form(proof_run_dag):
     for name in params.keys():
         param = params.get_param(name)
         assert param.schema.get("title") and param.description, name
-    assert params.get_param("partitions").schema["minimum"] == 1
-    assert params.get_param("partitions").schema["maximum"] == 64
+        # no top-level bound: the 3.3 form would clamp an out-of-range entry to it silently
+        assert "minimum" not in param.schema and "maximum" not in param.schema, name
+    from airflow.sdk.definitions.param import ParamValidationError
+    for name, bad, good, message, shown in (("partitions", 0, 64, "0 is less than the minimum of 1", "1..64"),
+                                            ("log2", 99, 8, "99 is greater than the maximum of 24", "8..24"),
+                                            ("seed", -1, 0, "-1 is less than the minimum of 0", ">= 0")):
+        param = params.get_param(name)
+        with pytest.raises(ParamValidationError, match=message):
+            param.resolve(bad)
+        assert param.resolve(good) == good and shown in param.description
     assert params.get_param("backend").schema["enum"] == ["auto", "cpu", "gpu"]
+    assert set(params.get_param("staging").schema["values_display"]) == {"pinned", "pageable"}
     prove = proof_run_dag.get_task("partition.prove_gpu")
     assert prove.pool == "gpu"
 
@@ -260,5 +269,10 @@ def test_failed_run_is_cleaned_up_and_marked_failed(proof_run_dag, monkeypatch, 
     assert not scratch.run_dir("proof_run", dr.run_id).exists()
     store = TimingStore(url)
     assert store.run("proof_run", dr.run_id)["state"] == "failed"
+    # the summary still comes, after the cleanup recorded the failure, and fails nothing
+    from operators.summary.content import run_figures
+    assert states[("publish_summary", -1)] == "success"
+    fig = run_figures(store, "proof_run", dr.run_id)
+    assert (fig["state"], fig["proofs_verified"]) == ("failed", 0)
     failed_rows = [r for r in store.timings("proof_run", dr.run_id, "partition.stage") if r["map_index"] == 1]
     assert {r["phase"] for r in failed_rows} == {"task"}, "a failed attempt still records its task row"

@@ -1,7 +1,6 @@
 """proofflow report: the text tables from the views and a readable PNG timeline, for one run
 and for a pageable-vs-pinned comparison."""
 import argparse
-import datetime as dt
 import json
 import uuid
 
@@ -9,19 +8,7 @@ import pytest
 
 from operators import report
 from operators.timing import TimingStore
-from tests.h2d_fixtures import NB, T0, add_run
-
-
-def _add_device_phases(store, dag, run, n, h2d_ms):
-    rows = []
-    for p in range(n):
-        a = T0 + dt.timedelta(seconds=1 + 4 * p + 2)  # inside prove_gpu's task row of h2d_fixtures
-        for ph, d in (("pool_wait", 0.2), ("h2d", h2d_ms[p] / 1e3), ("ntt", 0.2), ("msm", 0.4), ("d2h", 0.01)):
-            rows.append(dict(dag_id=dag, run_id=run, task_id="partition.prove_gpu", map_index=p, try_number=1,
-                             partition=p, phase=ph, host="h1", device="cuda:0", start=a,
-                             end=a + dt.timedelta(seconds=d)))
-            a += dt.timedelta(seconds=d)
-    store.record_timings(rows)
+from tests.h2d_fixtures import NB, add_device_phases, add_run
 
 
 def _main(*argv):
@@ -37,9 +24,9 @@ def two_runs(sqlite_url, monkeypatch):
     store = TimingStore(sqlite_url)
     dag = f"rep-{uuid.uuid4().hex[:6]}"
     add_run(store, dag, "pinned-run", [10.0, 11.0, 9.5])
-    _add_device_phases(store, dag, "pinned-run", 3, [10.0, 11.0, 9.5])
+    add_device_phases(store, dag, "pinned-run", 3, [10.0, 11.0, 9.5])
     add_run(store, dag, "pageable-run", [95.0, 102.0, 99.0], memory_kind="pageable")
-    _add_device_phases(store, dag, "pageable-run", 3, [95.0, 102.0, 99.0])
+    add_device_phases(store, dag, "pageable-run", 3, [95.0, 102.0, 99.0])
     store.replace_flags(dag, "pageable-run", [dict(partition=p, try_number=1, bytes=NB, measured_ms=ms, expected_ms=10.0,
                                                    gbps=NB / ms / 1e6, floor_gbps=2.5, reason="slow")
                                               for p, ms in enumerate([95.0, 102.0, 99.0])])

@@ -5,20 +5,15 @@ without duplicate timing rows."""
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
+from tests import airflow_services as services
+
 PARTITIONS = 8
 
 
@@ -36,34 +31,6 @@ def test_sigkill_mid_write_leaves_no_partial_artifact(tmp_path):
     retry = subprocess.run([sys.executable, "-c", code, str(target)], env=env, capture_output=True, timeout=60)
     assert retry.returncode == 0, retry.stderr
     assert np.array_equal(np.load(target), np.arange(1 << 21, dtype=np.uint64))
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _api(base, path, body=None, timeout=10):
-    req = urllib.request.Request(base + path, method="POST" if body is not None else "GET",
-                                 data=json.dumps(body).encode() if body is not None else None,
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=timeout) as r:
-        return json.loads(r.read() or b"null")
-
-
-def _wait(what, fn, timeout, every=1.0):
-    deadline = time.time() + timeout
-    last = None
-    while time.time() < deadline:
-        try:
-            v = fn()
-            if v:
-                return v
-        except (urllib.error.URLError, ConnectionError, OSError, ValueError) as exc:
-            last = exc
-        time.sleep(every)
-    raise AssertionError(f"timed out waiting for {what} ({last})")
 
 
 def _device_spans(store, run_ids):
@@ -84,93 +51,49 @@ def _overlap(a, b) -> bool:
 @pytest.mark.reliability
 def test_scheduler_rest_trigger_pool_mutex_and_sigkill_retry(tmp_path, pg_new_database):
     meta_url, timing_url = pg_new_database("airflow"), pg_new_database("timing")
-    port = _free_port()
-    home = tmp_path / "airflow"
+    port = services.free_port()
     marker = tmp_path / "fault-fired"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "PROOFFLOW_"))}
-    env.update({
-        "PATH": f"{BIN}:{env.get('PATH', '')}",
-        "AIRFLOW_HOME": str(home),
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": meta_url,
-        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
-        "AIRFLOW__CORE__PARALLELISM": "4",
-        "AIRFLOW__CORE__DAGS_FOLDER": str(ROOT / "dags"),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
-        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
-        "AIRFLOW__API__HOST": "127.0.0.1",
-        "AIRFLOW__API__PORT": str(port),
-        "AIRFLOW__API__WORKERS": "1",
-        "AIRFLOW__API_AUTH__JWT_SECRET": "proofflow-test-jwt-secret",
-        "AIRFLOW__API__SECRET_KEY": "proofflow-test-secret-key",
-        "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
-        "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "1",
-        "PROOFFLOW_HOME": str(tmp_path / "proofflow"),
-        "PROOFFLOW_DB_URL": timing_url,
-        "PROOFFLOW_RETRIES": "1",
+    env = services.airflow_env(
+        tmp_path, meta_url, timing_url, port,
+        PROOFFLOW_RETRIES="1",
         # one synthesis at a time, as on a machine where synthesis fills the CPUs: partitions
         # then reach prove_gpu while later ones are still being synthesized
-        "PROOFFLOW_SYNTH_CONCURRENCY": "1",
-        "PROOFFLOW_AIRFLOW_API": f"http://127.0.0.1:{port}",  # prove_gpu reads its queued time there
+        PROOFFLOW_SYNTH_CONCURRENCY="1",
+        PROOFFLOW_AIRFLOW_API=f"http://127.0.0.1:{port}",  # prove_gpu reads its queued time there
         # the first partition to write its a/b/c dies half-way through the file (SIGKILL)
-        "PROOFFLOW_FAULT": f"kill_mid_write:abc.npy:{marker}",
-    })
-    setup = subprocess.run([str(BIN / "proofflow"), "setup", "--gpu-slots", "1"], env=env, capture_output=True,
-                           text=True, timeout=300)
-    assert setup.returncode == 0, setup.stderr[-3000:]
-    assert json.loads(setup.stdout.strip().splitlines()[-1])["slots"] == 1
+        PROOFFLOW_FAULT=f"kill_mid_write:abc.npy:{marker}",
+    )
+    assert services.proofflow_setup(env)["slots"] == 1
 
-    procs = {}
-    logs = {}
-    try:
-        for name, args in {"api-server": ["api-server", "--port", str(port)], "scheduler": ["scheduler"],
-                           "dag-processor": ["dag-processor"]}.items():
-            logs[name] = open(tmp_path / f"{name}.log", "wb")
-            procs[name] = subprocess.Popen([str(BIN / "airflow")] + args, env=env, stdout=logs[name],
-                                           stderr=subprocess.STDOUT, start_new_session=True)
-        base = f"http://127.0.0.1:{port}"
-        _wait("the api server", lambda: _api(base, "/api/v2/monitor/health"), 120)
-        _wait("proof_run to be parsed", lambda: _api(base, "/api/v2/dags/proof_run")["is_paused"] is False, 180, 2)
+    with services.running(env, tmp_path) as base:
+        api = services.api
+        services.wait("proof_run to be parsed", lambda: api(base, "/api/v2/dags/proof_run")["is_paused"] is False,
+                      180, 2)
         conf = {"log2": 10, "partitions": PARTITIONS, "backend": "cpu", "staging": "pinned", "seed": 3}
-        run = _api(base, "/api/v2/dags/proof_run/dagRuns", {"logical_date": None, "conf": conf})
+        run = api(base, "/api/v2/dags/proof_run/dagRuns", {"logical_date": None, "conf": conf})
         run_id = run["dag_run_id"]
         # pending work for proof_batch, whose run (triggered here as its cron would) launches a proof_run
         pending = tmp_path / "proofflow" / "pending"
         pending.mkdir(parents=True)
         (pending / "work-1.json").write_text(json.dumps({"log2": 8, "partitions": 1, "backend": "cpu", "seed": 9}))
-        batch = _api(base, "/api/v2/dags/proof_batch/dagRuns", {"logical_date": None})["dag_run_id"]
+        batch = api(base, "/api/v2/dags/proof_batch/dagRuns", {"logical_date": None})["dag_run_id"]
 
         def finished():
-            state = _api(base, f"/api/v2/dags/proof_run/dagRuns/{run_id}")["state"]
+            state = api(base, f"/api/v2/dags/proof_run/dagRuns/{run_id}")["state"]
             return state if state in ("success", "failed") else None
-        state = _wait("the run to finish", finished, 480, 2)
-        tis = _api(base, f"/api/v2/dags/proof_run/dagRuns/{run_id}/taskInstances?limit=100")["task_instances"]
+        state = services.wait("the run to finish", finished, 480, 2)
+        tis = api(base, f"/api/v2/dags/proof_run/dagRuns/{run_id}/taskInstances?limit=100")["task_instances"]
         assert state == "success", json.dumps([(t["task_id"], t["map_index"], t["state"], t["try_number"])
                                                 for t in tis])
 
         def batch_launched():
-            runs = _api(base, "/api/v2/dags/proof_run/dagRuns?limit=10")["dag_runs"]
+            runs = api(base, "/api/v2/dags/proof_run/dagRuns?limit=10")["dag_runs"]
             others = [r for r in runs if r["dag_run_id"] != run_id]
             return others[0] if others and others[0]["state"] in ("success", "failed") else None
-        launched = _wait("proof_batch's proof_run", batch_launched, 300, 2)
+        launched = services.wait("proof_batch's proof_run", batch_launched, 300, 2)
         assert launched["state"] == "success" and launched["conf"]["log2"] == 8
-        assert _api(base, f"/api/v2/dags/proof_batch/dagRuns/{batch}")["state"] == "success"
+        assert api(base, f"/api/v2/dags/proof_batch/dagRuns/{batch}")["state"] == "success"
         assert [p.name for p in (pending / "claimed").iterdir()] == ["work-1.json"]
-    finally:
-        for p in procs.values():
-            try:
-                os.killpg(p.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        for p in procs.values():
-            try:
-                p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
-        for f in logs.values():
-            f.close()
 
     from operators.timing import TimingStore
     from prover.bundle import verify_bundle

@@ -11,21 +11,34 @@ STAGING = ("pinned", "pageable")
 
 DEFAULTS = {"circuit": "mimc", "log2": 10, "partitions": 4, "backend": "auto", "staging": "pinned", "seed": 0}
 
+
+def _range(lo: int, hi: int | None = None) -> dict:
+    """An integer range, kept inside ``allOf``: Airflow 3.3's trigger form hands a top-level
+    minimum/maximum to its number field, which silently clamps an out-of-range entry to the
+    bound on blur (99 becomes a 2^24 run). Inside ``allOf`` the form takes the value as typed
+    and the API refuses it with the schema's message ("99 is greater than the maximum of
+    24") before any run is created. The range is also in each description, shown under the field."""
+    return {"allOf": [{"minimum": lo} if hi is None else {"minimum": lo, "maximum": hi}]}
+
+
 SCHEMA = {
     "circuit": dict(type="string", enum=list(CIRCUITS), title="Circuit",
                     description="Circuit family to prove (MiMC-5 encryption chain)."),
-    "log2": dict(type="integer", minimum=MIN_LOG2, maximum=MAX_LOG2, title="log2 constraints",
-                 description=f"Circuit size: 2^log2 constraints ({MIN_LOG2}..{MAX_LOG2})."),
-    "partitions": dict(type="integer", minimum=MIN_PARTITIONS, maximum=MAX_PARTITIONS, title="Partitions",
-                       description=f"Independent instances proved in this run, one mapped task chain each "
-                                   f"({MIN_PARTITIONS}..{MAX_PARTITIONS})."),
+    "log2": dict(type="integer", **_range(MIN_LOG2, MAX_LOG2), title="log2 constraints",
+                 description=f"Circuit size: 2^log2 constraints, an integer in {MIN_LOG2}..{MAX_LOG2}."),
+    "partitions": dict(type="integer", **_range(MIN_PARTITIONS, MAX_PARTITIONS), title="Partitions",
+                       description=f"Independent instances proved in this run, one mapped task chain each: "
+                                   f"an integer in {MIN_PARTITIONS}..{MAX_PARTITIONS}."),
     "backend": dict(type="string", enum=list(BACKENDS), title="Backend",
-                    description="Compute backend: auto (GPU when one is visible), cpu, or gpu (fails if none)."),
+                    values_display={"auto": "auto: the GPU when one is visible", "cpu": "cpu",
+                                    "gpu": "gpu: fails if none is visible"},
+                    description="Compute backend: auto, cpu or gpu."),
     "staging": dict(type="string", enum=list(STAGING), title="Staging memory",
-                    description="Host memory for the a/b/c vectors uploaded to the GPU: pinned (page-locked, "
-                                "fast DMA) or pageable (plain numpy, kept for comparison)."),
-    "seed": dict(type="integer", minimum=0, title="Seed",
-                 description="Seed of the test-only proving key and of the partitions' inputs."),
+                    values_display={"pinned": "pinned: page-locked, fast DMA",
+                                    "pageable": "pageable: plain memory, for comparison"},
+                    description="Host memory for the a/b/c vectors uploaded to the GPU."),
+    "seed": dict(type="integer", **_range(0), title="Seed",
+                 description="Seed of the test-only proving key and of the partitions' inputs: an integer >= 0."),
 }
 
 
