@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import abc
+from typing import Callable
 
 import numpy as np
 
@@ -38,3 +39,10 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def msm_g2(self, table: PointTable, scalars: np.ndarray):
         """sum scalars[i] * table[i] in G2 (an arkworks G2Point)."""
+
+    def fixed_base(self, group: str, scalars: np.ndarray,
+                   progress: Callable[[int], None] | None = None) -> PointTable | None:
+        """[s * G for s in scalars], G the group's generator, as a table (the setup's key
+        tables), with ``progress(count)`` as points are done; None where this backend has
+        no kernel for it: the setup then multiplies through arkworks on the CPU."""
+        return None
