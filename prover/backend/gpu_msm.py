@@ -12,7 +12,7 @@ import numpy as np
 
 from prover import curve, kernels
 from prover.backend import pippenger
-from prover.backend.pippenger import PIECE, window_bits  # noqa: F401  (re-exported for bench/)
+from prover.backend.pippenger import PIECE
 
 _THREADS = 128
 

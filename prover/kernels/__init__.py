@@ -14,6 +14,10 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import cupy
 
 
 _DIR = Path(__file__).resolve().parent
