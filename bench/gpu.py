@@ -1,13 +1,17 @@
-"""GPU benchmarks: Fr product rate, NTT, the H polynomial, a/b/c uploads and the G1 MSM.
+"""GPU benchmarks: Fr product rate, NTT, the H polynomial, a/b/c uploads, the G1 and G2
+MSMs and the setup's fixed-base multiplications.
 
-    python -m bench.gpu [--out bench/results/gpu-h200.json] [--quick]
+    python -m bench.gpu [--out bench/results/gpu-h200.json] [--quick] [--only SECTION ...]
 
 Every GPU figure is timed with CUDA events after warm-up runs (module load, NVRTC
 compile and table generation stay out) and reported as the min and the median of the
 repeats; ``ntt_ms`` and ``h_ms`` hold the medians, keyed by log2 of the size. Before
-timing, the 2^20 NTT and H are checked against the CPU backend bit for bit. Each section
-is one function returning its part of the JSON, so later ones (a G1 MSM) slot into
-``SECTIONS``.
+timing, the 2^20 NTT and H are checked against the CPU backend bit for bit, and each MSM
+and fixed-base result against arkworks at a size the CPU reaches. Sizes past the CPU's
+reach (2^26, 2^27) are checked by cheaper independent identities instead (NTT round trip,
+linearity and monomials; H of monomials; MSMs over the table k * G, whose sum is
+(sum s_k * k) * G), and skipped with a message where the device's memory would not hold
+them. Each section is one function returning its part of the JSON (``SECTIONS``).
 """
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ import cupy as cp
 import numpy as np
 
 import prover
+from prover import curve
 from prover.backend.cpu import CpuBackend
 from prover.backend.gpu import GpuBackend, h2d
 from prover.field import fr
@@ -56,6 +61,90 @@ def random_device(n: int, rng) -> cp.ndarray:
     return cp.asarray(fr.random(n, rng))
 
 
+def free_memory() -> None:
+    """Give cached device blocks and per-size tables back between sizes."""
+    from prover.backend import gpu as gpu_mod
+    gpu_mod._tables.cache_clear()
+    cp.get_default_memory_pool().free_all_blocks()
+
+
+def host_available() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) * 1024
+    return 1 << 62
+
+
+def too_big(log_n: int, device_bytes: int, host_bytes: int = 0) -> str | None:
+    """Why a size cannot run here (its estimated device and host bytes against what is
+    free), or None when it fits."""
+    free_memory()
+    free, _ = cp.cuda.runtime.memGetInfo()
+    if device_bytes > free:
+        return f"2^{log_n} needs ~{device_bytes / 2**30:.1f} GiB of device memory, {free / 2**30:.1f} GiB free"
+    if host_bytes > host_available():
+        return f"2^{log_n} needs ~{host_bytes / 2**30:.1f} GiB of host memory, {host_available() / 2**30:.1f} GiB available"
+    return None
+
+
+def each_size(sizes, estimate, run) -> tuple[dict, dict]:
+    """run(log_n) for each size that fits (estimate(log_n) = (device, host) bytes); a size
+    that does not, or that runs out of memory all the same, is skipped with a message."""
+    done, skipped = {}, {}
+    for log_n in sizes:
+        reason = too_big(log_n, *estimate(log_n))
+        if reason is None:
+            try:
+                done[str(log_n)] = run(log_n)
+            except cp.cuda.memory.OutOfMemoryError as exc:
+                reason = f"2^{log_n}: out of device memory ({exc})"
+        if reason:
+            skipped[str(log_n)] = reason
+            print(f"  skipped: {reason}", flush=True)
+        free_memory()
+    return done, skipped
+
+
+def fr_sum(gpu: GpuBackend, x: cp.ndarray) -> int:
+    """sum x_i in Fr, by halving additions on the device."""
+    while x.shape[0] > 1:
+        if x.shape[0] % 2:
+            x = cp.concatenate([x, cp.zeros((1, 4), dtype=cp.uint64)])
+        half = x.shape[0] // 2
+        x = gpu.add_device(x[:half], x[half:])
+    return fr.to_ints(cp.asnumpy(x))[0]
+
+
+def check_ntt_large(gpu: GpuBackend, d: Radix2Domain, rng) -> None:
+    """NTT checks that need no CPU transform: the inverse undoes it, it is linear, and the
+    transform of the monomial X^k is (w^(jk))_j (from the independent powers kernel)."""
+    from prover.backend.gpu import powers
+    a, b = random_device(d.size, rng), random_device(d.size, rng)
+    fa = gpu.ntt_device(d, a)
+    ok = bool(cp.array_equal(gpu.ntt_device(d, fa, inverse=True), a))
+    ok &= bool(cp.array_equal(gpu.ntt_device(d, gpu.add_device(a, b)), gpu.add_device(fa, gpu.ntt_device(d, b))))
+    del fa, b
+    for k in (1, int(rng.integers(2, d.size))):
+        delta = cp.zeros((d.size, 4), dtype=cp.uint64)
+        delta[k] = cp.asarray(fr.from_ints([1]))[0]
+        ok &= bool(cp.array_equal(gpu.ntt_device(d, delta), powers(pow(d.omega, k, fr.MODULUS), d.size)))
+    if not ok:
+        sys.exit(f"GPU NTT fails its round-trip/linearity/monomial checks at 2^{d.log_n}: not timing a wrong kernel")
+
+
+def check_h_large(gpu: GpuBackend, d: Radix2Domain, rng) -> None:
+    """H of monomials: with A = X^k, B = X^m (k + m >= n) and C = X^(k+m-n) on the domain,
+    A*B - C = X^(k+m-n) * Z exactly, so H is the single coefficient X^(k+m-n)."""
+    from prover.backend.gpu import powers
+    n, p = d.size, fr.MODULUS
+    k, m = int(rng.integers(n // 2, n)), int(rng.integers(n // 2, n))
+    a, b, c = (powers(pow(d.omega, e, p), n) for e in (k, m, k + m - n))
+    want = cp.zeros((n, 4), dtype=cp.uint64)
+    want[k + m - n] = cp.asarray(fr.from_ints([1]))[0]
+    if not cp.array_equal(gpu.compute_h_device(d, a, b, c), want):
+        sys.exit(f"GPU H of monomials is wrong at 2^{d.log_n}: not timing a wrong kernel")
+
+
 def check_against_cpu(gpu: GpuBackend, rng) -> dict:
     d, cpu = Radix2Domain(20), CpuBackend()
     a, b, c = (fr.random(d.size, rng) for _ in range(3))
@@ -79,16 +168,22 @@ def bench_fr_mul(args, rng) -> dict:
 
 def bench_ntt(args, rng) -> dict:
     gpu = GpuBackend(args.variant)
-    res, detail = {}, {}
-    for log_n in args.ntt_sizes:
+
+    def run(log_n):
         d = Radix2Domain(log_n)
+        if log_n > args.cpu_checked_log:
+            check_ntt_large(gpu, d, rng)
         x = random_device(d.size, rng)
-        s = summary(gpu_times(lambda: gpu.ntt_device(d, x), args.repeats))
-        res[str(log_n)], detail[str(log_n)] = s["median"], s
-    out = {"ntt_ms": res, "ntt_detail": detail}
-    # the other product routine at the largest size, to show what the PTX chains buy
+        return summary(gpu_times(lambda: gpu.ntt_device(d, x), args.repeats))
+
+    # input, output, the validation's vectors and the per-size tables (4n): ~12n elements
+    detail, skipped = each_size(args.ntt_sizes, lambda k: (12 * 32 << k, 0), run)
+    out = {"ntt_ms": {k: v["median"] for k, v in detail.items()}, "ntt_detail": detail}
+    if skipped:
+        out["ntt_skipped"] = skipped
+    # the other product routine at 2^24, to show what the PTX chains buy
     other = "mul64" if args.variant == "mul32" else "mul32"
-    log_n = max(args.ntt_sizes)
+    log_n = min(max(args.ntt_sizes), 24)
     d, x, g2 = Radix2Domain(log_n), random_device(1 << log_n, rng), GpuBackend(other)
     out["ntt_ms_" + other] = {str(log_n): summary(gpu_times(lambda: g2.ntt_device(d, x), args.repeats))["median"]}
     return out
@@ -96,15 +191,20 @@ def bench_ntt(args, rng) -> dict:
 
 def bench_h(args, rng) -> dict:
     gpu = GpuBackend(args.variant)
-    res, detail = {}, {}
-    for log_n in args.h_sizes:
+
+    def run(log_n):
         d = Radix2Domain(log_n)
+        if log_n > args.cpu_checked_log:
+            check_h_large(gpu, d, rng)
         a, b, c = (random_device(d.size, rng) for _ in range(3))
-        s = summary(gpu_times(lambda: gpu.compute_h_device(d, a, b, c), args.repeats))
-        res[str(log_n)], detail[str(log_n)] = s["median"], s
-        del a, b, c
-        cp.get_default_memory_pool().free_all_blocks()
-    return {"h_ms": res, "h_detail": detail}
+        return summary(gpu_times(lambda: gpu.compute_h_device(d, a, b, c), args.repeats))
+
+    # a, b, c, three coset evaluations, a scratch vector and the tables: ~11n elements
+    detail, skipped = each_size(args.h_sizes, lambda k: (11 * 32 << k, 0), run)
+    out = {"h_ms": {k: v["median"] for k, v in detail.items()}, "h_detail": detail}
+    if skipped:
+        out["h_skipped"] = skipped
+    return out
 
 
 def _upload_abc(hosts, devs) -> float:
@@ -140,50 +240,99 @@ def bench_h2d(args, rng) -> dict:
     return out
 
 
-def bench_msm(args, rng) -> dict:
-    """G1 MSM with the table resident on the device. The table repeats 2^16 distinct
-    points (making 2^24 distinct ones on the CPU would take minutes; bucket work does not
-    depend on repeats). The largest size is checked against arkworks on the CPU first."""
-    from prover import curve
-    from prover.backend import gpu_msm
-    g = curve.point_class("g1")()
+def multiples_table(group: str, distinct: int = 1 << 16) -> curve.PointTable:
+    """k * G for k = 1 .. distinct: one addition each (making 2^24 distinct points on the
+    CPU would take minutes; bucket work does not depend on repeats)."""
+    g = curve.point_class(group)()
     pts, acc = [], g
-    for _ in range(1 << 16):  # G, 2G, 3G, ...: one addition each
+    for _ in range(distinct):
         pts.append(acc)
         acc = acc + g
-    base = curve.PointTable.from_points("g1", pts)
-    res, detail, cpu_ms = {}, {}, {}
-    for log_n in args.msm_sizes:
+    return curve.PointTable.from_points(group, pts)
+
+
+def tiled(base: curve.PointTable, n: int) -> curve.PointTable:
+    return curve.PointTable(base.group, np.tile(base.xy, (max(1, n // len(base)), 1))[:n])
+
+
+def expected_msm(gpu: GpuBackend, group: str, s: cp.ndarray, distinct: int):
+    """sum s_i * table[i] for the tiled table of ``multiples_table``: (sum s_i * k_i) * G
+    with k_i = i mod distinct + 1, computed with the Fr kernels alone."""
+    n = s.shape[0]
+    k = cp.asarray(fr.from_ints(range(1, min(n, distinct) + 1)))
+    total = fr_sum(gpu, gpu.mul_device(s, cp.tile(k, (n // len(k), 1))))
+    return curve.point_class(group)() * curve.scalar(total)
+
+
+def _wall_ms(fn, repeats: int) -> list[float]:
+    """Wall-clock ms of ``fn`` (the host combines an MSM's windows) after one warm-up."""
+    times = []
+    for i in range(repeats + 1):
+        cp.cuda.get_current_stream().synchronize()
+        t0 = time.perf_counter()
+        fn()
+        if i:
+            times.append((time.perf_counter() - t0) * 1e3)
+    return times
+
+
+def _bench_msm_group(args, rng, group: str, sizes, check_log: int) -> tuple[dict, dict, dict]:
+    """One group's MSM at each size, the table resident on the device. Checked against
+    arkworks at ``check_log`` and against the scalar-sum identity at every size."""
+    from prover.backend import gpu_msm
+    gpu = GpuBackend()
+    base = multiples_table(group)
+    cpu_ms = {}
+    width = curve.XY_BYTES[group]
+
+    def run(log_n):
         n = 1 << log_n
-        table = curve.PointTable("g1", np.tile(base.xy, (max(1, n >> 16), 1))[:n])
+        table = tiled(base, n)
         s = random_device(n, rng)
         gpu_msm.device_points(table)  # upload once: the SRS stays resident across partitions
-        if log_n == args.msm_check:
+        if log_n == check_log:
             t0 = time.perf_counter()
             ref = curve.msm(table, cp.asnumpy(s))
             cpu_ms[str(log_n)] = round((time.perf_counter() - t0) * 1e3, 1)
-            if gpu_msm.msm_g1(table, s) != ref:
-                sys.exit(f"GPU MSM differs from arkworks at 2^{log_n}: not timing a wrong kernel")
-        times = []
-        for i in range(args.repeats_msm + 1):  # wall clock: the host combines the windows
-            cp.cuda.get_current_stream().synchronize()
-            t0 = time.perf_counter()
-            gpu_msm.msm_g1(table, s)
-            if i:
-                times.append((time.perf_counter() - t0) * 1e3)
-        sm = summary(times)
-        res[str(log_n)], detail[str(log_n)] = sm["median"], sm
-        print(f"  msm 2^{log_n}: {sm}", flush=True)
-        if log_n == max(args.msm_sizes):
-            skewed = _msm_skewed(table, rng, args.repeats_msm)
-            print(f"  msm 2^{log_n} skewed scalars: {skewed}", flush=True)
-            worst = max(skewed.values())
-            if worst > 2 * sm["median"]:
-                sys.exit(f"skewed scalars take {worst:.1f} ms at 2^{log_n}, over twice the uniform {sm['median']:.1f} ms")
-        del table, s
-        cp.get_default_memory_pool().free_all_blocks()
-    return {"msm_g1_ms": res, "msm_g1_detail": detail, "cpu_msm_g1_ms": cpu_ms,
-            "msm_g1_skewed_ms": {str(max(args.msm_sizes)): skewed}}
+            if gpu_msm.msm(table, s) != ref:
+                sys.exit(f"GPU {group} MSM differs from arkworks at 2^{log_n}: not timing a wrong kernel")
+        if gpu_msm.msm(table, s) != expected_msm(gpu, group, s, len(base)):
+            sys.exit(f"GPU {group} MSM differs from (sum s_k * k) * G at 2^{log_n}: not timing a wrong kernel")
+        sm = summary(_wall_ms(lambda: gpu_msm.msm(table, s), args.repeats_msm))
+        print(f"  msm {group} 2^{log_n}: {sm}", flush=True)
+        return sm
+
+    def estimate(log_n):
+        # table, scalars, 16 digit entries a scalar, piece sums, the check's two vectors
+        n = 1 << log_n
+        return n * (width + 32 + 64 + 2 * width + 64) + (1 << 28), n * width
+
+    detail, skipped = each_size(sizes, estimate, run)
+    return detail, skipped, cpu_ms
+
+
+def bench_msm(args, rng) -> dict:
+    """G1 MSM (table of 2^16 distinct points repeated), with skewed scalars at the largest
+    size that ran."""
+    detail, skipped, cpu_ms = _bench_msm_group(args, rng, "g1", args.msm_sizes, args.msm_check)
+    out = {"msm_g1_ms": {k: v["median"] for k, v in detail.items()}, "msm_g1_detail": detail, "cpu_msm_g1_ms": cpu_ms}
+    if skipped:
+        out["msm_g1_skipped"] = skipped
+    skew_log = max((int(k) for k in detail if int(k) <= 24), default=None)
+    if skew_log is not None:
+        from prover.backend import gpu_msm
+        n = 1 << skew_log
+        table = tiled(multiples_table("g1"), n)
+        gpu_msm.device_points(table)
+        skewed = _msm_skewed(table, rng, args.repeats_msm)
+        print(f"  msm 2^{skew_log} skewed scalars: {skewed}", flush=True)
+        worst, uniform = max(skewed.values()), detail[str(skew_log)]["median"]
+        if worst > 2 * uniform:
+            sys.exit(f"skewed scalars take {worst:.1f} ms at 2^{skew_log}, over twice the uniform {uniform:.1f} ms")
+        out["msm_g1_skewed_ms"] = {str(skew_log): skewed}
+        del table
+        free_memory()
+    return out
 
 
 def _msm_skewed(table, rng, repeats: int) -> dict:
@@ -207,6 +356,63 @@ def _msm_skewed(table, rng, repeats: int) -> dict:
     return out
 
 
+def bench_msm_g2(args, rng) -> dict:
+    """G2 MSM on the GPU, the same method and checks as G1."""
+    detail, skipped, cpu_ms = _bench_msm_group(args, rng, "g2", args.msm_g2_sizes, args.msm_g2_check)
+    out = {"msm_g2_ms": {k: v["median"] for k, v in detail.items()}, "msm_g2_detail": detail, "cpu_msm_g2_ms": cpu_ms}
+    if skipped:
+        out["msm_g2_skipped"] = skipped
+    return out
+
+
+def bench_setup(args, rng) -> dict:
+    """The setup's fixed-base multiplications on the GPU (points/s, each group checked
+    byte for byte against arkworks first), the CPU path's rate on a sample, and whole
+    setups: GPU and CPU at a size the CPU reaches (keys compared byte for byte), then GPU
+    alone at the large sizes."""
+    from prover.circuits import get_circuit
+    from prover.groth16 import generator
+    gpu = GpuBackend()
+    rates, cpu_rates = {}, {}
+    for group in ("g1", "g2"):
+        sample = fr.random(args.fb_cpu_points, rng)
+        t0 = time.perf_counter()
+        want = generator.fixed_base(group, sample).xy
+        cpu_rates[group] = round(len(sample) / (time.perf_counter() - t0))
+        if not np.array_equal(gpu.fixed_base(group, sample).xy, want):
+            sys.exit(f"GPU fixed-base {group} differs from arkworks: not timing a wrong kernel")
+        s = fr.random(1 << args.fb_log, rng)
+        times = []
+        for i in range(4):
+            t0 = time.perf_counter()
+            gpu.fixed_base(group, s)
+            if i:
+                times.append(time.perf_counter() - t0)
+        rates[group] = round(len(s) / statistics.median(times))
+        print(f"  fixed-base {group}: {rates[group]:.3g} points/s on the GPU, {cpu_rates[group]:.3g} on the CPU", flush=True)
+
+    def timed_setup(log2, backend):
+        t0 = time.perf_counter()
+        pk = generator.setup(get_circuit("mimc", log2), 1, backend=backend)
+        return pk, round(time.perf_counter() - t0, 2)
+
+    setup_s, cpu_setup_s = {}, {}
+    log2 = args.setup_cpu_log
+    pk_cpu, cpu_setup_s[str(log2)] = timed_setup(log2, None)
+    pk_gpu, setup_s[str(log2)] = timed_setup(log2, gpu)
+    same = all(np.array_equal(getattr(pk_cpu, t).xy, getattr(pk_gpu, t).xy)
+               for t in ("a_query", "b_g1_query", "b_g2_query", "h_query", "l_query"))
+    if not (same and pk_cpu.vk.to_json() == pk_gpu.vk.to_json()):
+        sys.exit(f"the GPU setup's key differs from the CPU's at 2^{log2}")
+    del pk_cpu, pk_gpu
+    for log2 in args.setup_sizes:
+        _, setup_s[str(log2)] = timed_setup(log2, gpu)
+        print(f"  setup 2^{log2} on the GPU: {setup_s[str(log2)]} s", flush=True)
+        free_memory()
+    return {"fixed_base_points_per_s": rates, "cpu_fixed_base_points_per_s": cpu_rates,
+            "setup_s": setup_s, "cpu_setup_s": cpu_setup_s}
+
+
 def bench_cpu_ntt(args, rng) -> dict:
     d, cpu = Radix2Domain(args.cpu_log), CpuBackend()
     x = fr.random(d.size, rng)
@@ -219,7 +425,7 @@ def bench_cpu_ntt(args, rng) -> dict:
     return {"cpu_ntt_ms": {str(args.cpu_log): round(statistics.median(times), 2)}}
 
 
-SECTIONS = [bench_fr_mul, bench_ntt, bench_h, bench_h2d, bench_msm, bench_cpu_ntt]
+SECTIONS = [bench_fr_mul, bench_ntt, bench_h, bench_h2d, bench_msm_g2, bench_setup, bench_msm, bench_cpu_ntt]
 
 
 def versions() -> dict:
@@ -238,11 +444,17 @@ def main(argv=None) -> dict:
                     help="run these sections only, updating their keys in an existing --out file")
     args = ap.parse_args(argv)
     big = 20 if args.quick else 24
-    args.ntt_sizes = [16, 18, 20] if args.quick else [20, 22, 24]
-    args.h_sizes = [18, 20] if args.quick else [22, 24]
+    args.ntt_sizes = [16, 18, 20, 21] if args.quick else [20, 22, 24, 26, 27]
+    args.h_sizes = [18, 20, 21] if args.quick else [22, 24, 26, 27]
+    args.cpu_checked_log = 20  # larger NTT/H sizes get the independent checks
     args.h2d_log, args.cpu_log = big, 20
-    args.msm_sizes = [16, 18] if args.quick else [20, 22, 24]
-    args.msm_check = 18 if args.quick else 20
+    args.msm_sizes = [16, 18] if args.quick else [20, 22, 24, 26, 27]
+    args.msm_check = 16 if args.quick else 20
+    args.msm_g2_sizes = [14, 16] if args.quick else [20, 22, 24]
+    args.msm_g2_check = 14 if args.quick else 16
+    args.fb_log, args.fb_cpu_points = (16, 4096) if args.quick else (20, 16384)
+    args.setup_cpu_log = 12 if args.quick else 16
+    args.setup_sizes = [16] if args.quick else [20, 22]
     args.repeats, args.repeats_h2d, args.repeats_msm = 10, 5, 5
 
     rng = np.random.default_rng(2026)
@@ -250,6 +462,8 @@ def main(argv=None) -> dict:
     result = json.loads(args.out.read_text()) if args.only and args.out.exists() else {}
     result.update({"device": props["name"].decode(), "versions": versions(), "variant": args.variant})
     result.update(check_against_cpu(GpuBackend(args.variant), rng))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    done = result.setdefault("sections_done", [])
     for section in SECTIONS:
         if args.only and section.__name__ not in args.only:
             continue
@@ -257,13 +471,16 @@ def main(argv=None) -> dict:
         part = section(args, rng)
         print(f"{section.__name__} ({time.perf_counter() - t0:.1f} s): {json.dumps(part)}", flush=True)
         result.update(part)
+        done.append(section.__name__)
+        args.out.write_text(json.dumps(result, indent=2) + "\n")  # after each: a cut-short run keeps its part
     cpu20, gpu20 = result.get("cpu_ntt_ms", {}).get("20"), result.get("ntt_ms", {}).get("20")
     if cpu20 and gpu20:
         result["ntt_speedup_20"] = round(cpu20 / gpu20, 1)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps({k: result.get(k) for k in ("ntt_ms", "h_ms", "h2d_pinned_gbps", "h2d_pageable_gbps",
-                                                 "cpu_ntt_ms", "fr_mul_per_s", "msm_g1_ms", "cpu_msm_g1_ms")}))
+                                                 "cpu_ntt_ms", "fr_mul_per_s", "msm_g1_ms", "cpu_msm_g1_ms",
+                                                 "msm_g2_ms", "cpu_msm_g2_ms", "fixed_base_points_per_s",
+                                                 "setup_s", "cpu_setup_s")}))
     return result
 
 

@@ -46,9 +46,11 @@ def _setup_progress(stage: str, done: int, total: int) -> None:
 def cmd_setup(args) -> int:
     from prover.groth16 import generator
     circuit = get_circuit(args.circuit, args.log2)
-    _say(f"setup: circuit {circuit.name}, 2^{circuit.log2} constraints, seed {args.seed} (TEST-ONLY toxic waste)")
+    backend = _backend(args.backend)
+    _say(f"setup: circuit {circuit.name}, 2^{circuit.log2} constraints, seed {args.seed} (TEST-ONLY toxic waste), "
+         f"backend {backend.name}")
     t0 = time.time()
-    pk = generator.setup(circuit, args.seed, progress=_setup_progress if not args.quiet else None)
+    pk = generator.setup(circuit, args.seed, progress=_setup_progress if not args.quiet else None, backend=backend)
     pk.save(args.out)
     _say(f"setup: wrote {args.out} in {time.time() - t0:.1f} s")
     return EXIT_OK
@@ -118,7 +120,8 @@ def cmd_demo(args) -> int:
         _say(f"demo: {circuit.name} 2^{circuit.log2} ({circuit.constraint_system.num_constraints} constraints), "
              f"{args.partitions} partition(s), backend {backend.name}")
         with timer.phase("setup"):
-            pk = generator.setup(circuit, args.seed, progress=_setup_progress if args.log2 >= 14 else None)
+            pk = generator.setup(circuit, args.seed, progress=_setup_progress if args.log2 >= 14 else None,
+                                 backend=backend)
         reports = batch.prove_to_bundle(
             pk, circuit, args.partitions, args.seed, out, backend,
             lambda r: _say(f"  partition {r.partition + 1}/{args.partitions} proved"),
@@ -150,6 +153,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--log2", type=_log2, required=True, help=f"log2 of the constraint count ({MIN_LOG2}..{MAX_LOG2})")
     s.add_argument("--out", required=True, help="directory to write the keys to")
     s.add_argument("--seed", type=int, default=0, help="seed of the toxic waste (default 0)")
+    s.add_argument("--backend", choices=("auto", "cpu", "gpu"), default="auto",
+                   help="where the key points are computed (default auto); every backend writes the same key")
     s.add_argument("--quiet", action="store_true", help="no progress output")
     s.set_defaults(func=cmd_setup)
 

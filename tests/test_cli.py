@@ -41,9 +41,19 @@ def test_bad_input_is_a_clear_error(args, msg):
 
 
 @pytest.mark.skipif(gpu_available(), reason="this machine has a GPU")
-def test_gpu_asked_for_but_absent():
-    proc = run("demo", "--backend", "gpu", check_rc=2)
-    assert "no GPU is visible" in proc.stderr
+def test_gpu_asked_for_but_absent(tmp_path):
+    for cmd in (["demo"], ["setup", "--log2", "8", "--out", tmp_path / "keys"]):
+        proc = run(*cmd, "--backend", "gpu", check_rc=2)
+        assert "no GPU is visible" in proc.stderr
+    assert not (tmp_path / "keys").exists()
+
+
+def test_setup_on_a_chosen_backend(tmp_path):
+    proc = run("setup", "--log2", 8, "--out", tmp_path / "cpu", "--backend", "cpu", check_rc=0)
+    assert "backend cpu" in proc.stderr
+    run("setup", "--log2", 8, "--out", tmp_path / "auto", "--quiet", check_rc=0)
+    for name in ("params.json", "vk.json", "b_g2_query.npy"):
+        assert (tmp_path / "cpu" / name).read_bytes() == (tmp_path / "auto" / name).read_bytes()
 
 
 @pytest.mark.slow

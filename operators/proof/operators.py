@@ -160,7 +160,7 @@ class SetupOperator(ProofflowOperator):
                         log.warning("cached proving key %s is unusable (%s): regenerating", final, exc)
             if not cached:
                 with rec.phase("setup"):
-                    pk = generator.setup(get_circuit(cfg["circuit"], cfg["log2"]), cfg["seed"])
+                    pk = generator.setup(get_circuit(cfg["circuit"], cfg["log2"]), cfg["seed"], backend=cfg["backend"])
                 with rec.phase("save"):
                     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
                     try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import abc
 import contextlib
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -73,3 +74,10 @@ class Backend(abc.ABC):
 
     def prepare(self, pk) -> None:
         """Make a proving key's point tables resident where the backend computes."""
+
+    def fixed_base(self, group: str, scalars: np.ndarray,
+                   progress: Callable[[int], None] | None = None) -> PointTable | None:
+        """[s * G for s in scalars], G the group's generator, as a table (the setup's key
+        tables), with ``progress(count)`` as points are done; None where this backend has
+        no kernel for it: the setup then multiplies through arkworks on the CPU."""
+        return None

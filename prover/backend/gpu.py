@@ -1,4 +1,5 @@
-"""The GPU backend: NTTs, the H polynomial and the G1 MSM in CUDA through CuPy; G2 MSM on the CPU.
+"""The GPU backend: NTTs, the H polynomial, the G1 and G2 MSMs and the setup's fixed-base
+multiplications in CUDA through CuPy.
 
 Fr vectors keep the CPU layout ((n, 4) uint64, Montgomery form) on the device, so a host
 vector uploads unchanged and results compare bit for bit with ``CpuBackend``. Each
@@ -16,7 +17,7 @@ import cupy as cp
 import numpy as np
 
 from prover import curve, kernels
-from prover.backend import gpu_msm
+from prover.backend import fixed_base, gpu_msm
 from prover.backend.base import Backend, Transfer
 from prover.field import fr
 from prover.polynomial.domain import Radix2Domain
@@ -66,10 +67,12 @@ class _Tables:
 
 class GpuBackend(Backend):
     name = "gpu"
-    g2_on_host = True
 
-    def __init__(self, variant: str = "mul32"):
+    def __init__(self, variant: str = "mul32", g2_on_gpu: bool = True):
+        """``g2_on_gpu=False`` runs the G2 MSM on the host through arkworks instead, overlapped
+        with the device's work by the prover (the backend's behaviour before the G2 kernels)."""
         self.variant = variant
+        self.g2_on_host = not g2_on_gpu
         self._mod = kernels.load(variant)
         self._fn = {}
 
@@ -153,11 +156,15 @@ class GpuBackend(Backend):
         return cp.asnumpy(self.compute_h_device(domain, a, b, c))
 
     def warm_up(self):
-        kernels.load("mul32", "msm.cu")
+        # compiled (or loaded from CuPy's on-disk cache) now, not inside a proof's device phase
+        self._mod.compile()
+        for group in ("g1",) + (() if self.g2_on_host else ("g2",)):
+            kernels.load(self.variant, "msm.cu", group).compile()
         cp.cuda.get_current_stream().synchronize()
 
     def prepare(self, pk):
-        for table in (pk.a_query, pk.b_g1_query, pk.l_query, pk.h_query):
+        tables = [pk.a_query, pk.b_g1_query, pk.l_query, pk.h_query] + ([] if self.g2_on_host else [pk.b_g2_query])
+        for table in tables:
             gpu_msm.device_points(table)
         cp.cuda.get_current_stream().synchronize()
 
@@ -172,9 +179,14 @@ class GpuBackend(Backend):
     def msm_g1(self, table, scalars):
         return gpu_msm.msm_g1(table, scalars)
 
-    # No G2 kernel yet: arkworks' multiexp on the CPU, as CpuBackend does.
-    def msm_g2(self, table, scalars: np.ndarray):
-        return curve.msm(table, scalars)
+    def msm_g2(self, table, scalars):
+        return curve.msm(table, scalars) if self.g2_on_host else gpu_msm.msm_g2(table, scalars)
+
+    def fixed_base(self, group, scalars, progress=None):
+        if group not in curve.XY_BYTES:
+            raise ValueError(f"unknown group {group!r}")
+        ex, table = _fixed_base_table(cp.cuda.runtime.getDevice(), group)
+        return curve.PointTable(group, fixed_base.multiples(ex, group, table, scalars, progress))
 
     # ---- element-wise kernels (tests, the product-rate benchmark) ----
     def _elementwise(self, name, a, b, *extra):
@@ -209,6 +221,12 @@ def powers(base: int, n: int, start: int = 1) -> cp.ndarray:
     out = cp.empty((n, 4), dtype=cp.uint64)
     kernels.load().get_function("fr_powers")((_grid(n),), (_THREADS,), (out, np.uint32(n), _scalar(start), pows))
     return out
+
+
+@lru_cache(maxsize=None)
+def _fixed_base_table(device: int, group: str):
+    """The fixed-base kernels of ``group`` and their window table, resident on ``device``."""
+    return gpu_msm.CupyExecutor("fixed_base.cu", group), cp.asarray(fixed_base.window_table(group))
 
 
 @lru_cache(maxsize=4)  # a 2^24 domain's tables take 2.5 GiB of device memory

@@ -3,7 +3,8 @@
 The toxic waste (tau, alpha, beta, gamma, delta) is derived from the seed, so these keys
 are for tests and benchmarks only: whoever knows the seed can forge proofs. The key files
 carry that warning. The fixed-base multiplications (one per key point) dominate; they run
-through arkworks in a pool of worker processes.
+on the backend where it has a kernel for them (the GPU's), else through arkworks in a pool
+of worker processes. Both give the same bytes, so a seed gives the same key files either way.
 """
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from typing import Callable
 import numpy as np
 
 from prover import curve
+from prover.backend import get_backend
+from prover.backend.base import Backend
 from prover.circuits import Circuit
 from prover.circuits.base import derive
 from prover.curve import PointTable
@@ -64,8 +67,18 @@ def toxic_waste(seed: int) -> dict[str, int]:
             for name in ("tau", "alpha", "beta", "gamma", "delta")}
 
 
-def setup(circuit: Circuit, seed: int, progress: Callable[[str, int, int], None] | None = None) -> ProvingKey:
-    """Proving key (with its verifying key) for ``circuit``; ``progress(stage, done, total)``."""
+def setup(circuit: Circuit, seed: int, progress: Callable[[str, int, int], None] | None = None,
+          backend: Backend | str | None = None) -> ProvingKey:
+    """Proving key (with its verifying key) for ``circuit``; ``progress(stage, done, total)``.
+    ``backend`` (a Backend or a name for ``prover.backend.get_backend``) computes the key
+    tables where it can (``Backend.fixed_base``); None: arkworks on the CPU."""
+    if isinstance(backend, str):
+        backend = get_backend(backend)
+
+    def multiples(group: str, scalars: np.ndarray, on_points=None) -> PointTable:
+        table = backend.fixed_base(group, scalars, on_points) if backend is not None else None
+        return table if table is not None else fixed_base(group, scalars, on_points)
+
     cs = circuit.constraint_system
     tw = toxic_waste(seed)
     p = fr.MODULUS
@@ -91,9 +104,9 @@ def setup(circuit: Circuit, seed: int, progress: Callable[[str, int, int], None]
         if progress:
             progress(stage, done, total)
 
-    tables = {name: fixed_base(group, s, lambda c, name=name: tick(c, name)) for name, group, s in jobs}
+    tables = {name: multiples(group, s, lambda c, name=name: tick(c, name)) for name, group, s in jobs}
     g1, g2 = curve.point_class("g1")(), curve.point_class("g2")()
     sc = curve.scalar
     vk = VerifyingKey(g1 * sc(alpha), g2 * sc(beta), g2 * sc(gamma), g2 * sc(delta),
-                      fixed_base("g1", gamma_abc).points())
+                      multiples("g1", gamma_abc).points())
     return ProvingKey(circuit.name, circuit.log2, vk, g1 * sc(beta), g1 * sc(delta), **tables)

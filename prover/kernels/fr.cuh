@@ -5,11 +5,11 @@
 // words with PTX carry chains: the GPU multiplies 32x32 natively and emulates 64x64,
 // so this needs about half the instructions of the 64-bit CIOS. Defining FR_MUL64
 // selects that 64-bit CIOS product instead, kept to measure the difference (bench/gpu.py).
+// The host build (the CPU twin, see common.cuh) computes the same values portably.
 #ifndef PROOFFLOW_FR_CUH
 #define PROOFFLOW_FR_CUH
 
-typedef unsigned int u32;
-typedef unsigned long long u64;
+#include "common.cuh"
 
 struct fr_t { u32 w[8]; };
 
@@ -22,20 +22,21 @@ struct fr_t { u32 w[8]; };
 #define FR_P6 0x299d7d48u
 #define FR_P7 0x73eda753u
 
-__device__ __forceinline__ fr_t fr_load(const u32* v, u64 i) {
+PF_INLINE fr_t fr_load(const u32* v, u64 i) {
     const uint4* p = reinterpret_cast<const uint4*>(v) + 2 * i;
-    uint4 lo = __ldg(p), hi = __ldg(p + 1);
+    uint4 lo = pf_ldg(p), hi = pf_ldg(p + 1);
     return fr_t{{lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w}};
 }
 
-__device__ __forceinline__ void fr_store(u32* v, u64 i, const fr_t& a) {
+PF_INLINE void fr_store(u32* v, u64 i, const fr_t& a) {
     uint4* p = reinterpret_cast<uint4*>(v) + 2 * i;
     p[0] = make_uint4(a.w[0], a.w[1], a.w[2], a.w[3]);
     p[1] = make_uint4(a.w[4], a.w[5], a.w[6], a.w[7]);
 }
 
+#ifdef PF_GPU
 // t < 2p  ->  t mod p (one conditional subtraction)
-__device__ __forceinline__ fr_t fr_reduce_once(const u32* t) {
+PF_INLINE fr_t fr_reduce_once(const u32* t) {
     u32 r[8], borrow;
     asm("sub.cc.u32  %0, %9,  %17;\n\t"
         "subc.cc.u32 %1, %10, %18;\n\t"
@@ -57,7 +58,7 @@ __device__ __forceinline__ fr_t fr_reduce_once(const u32* t) {
     return out;
 }
 
-__device__ __forceinline__ fr_t fr_add(const fr_t& a, const fr_t& b) {
+PF_INLINE fr_t fr_add(const fr_t& a, const fr_t& b) {
     u32 t[8];  // a + b < 2p < 2^256: no carry out
     asm("add.cc.u32  %0, %8,  %16;\n\t"
         "addc.cc.u32 %1, %9,  %17;\n\t"
@@ -74,7 +75,7 @@ __device__ __forceinline__ fr_t fr_add(const fr_t& a, const fr_t& b) {
     return fr_reduce_once(t);
 }
 
-__device__ __forceinline__ fr_t fr_sub(const fr_t& a, const fr_t& b) {
+PF_INLINE fr_t fr_sub(const fr_t& a, const fr_t& b) {
     u32 t[8], mask;  // mask = all ones when a < b, then p is added back
     asm("sub.cc.u32  %0, %9,  %17;\n\t"
         "subc.cc.u32 %1, %10, %18;\n\t"
@@ -143,7 +144,7 @@ __device__ __forceinline__ void fr_mac_hi(u32* t, const u32* a, u32 b) {
 
 // Montgomery product a * b / 2^256 mod p, CIOS over 32-bit words. With t < 2p on entry
 // to each row and p < 0.91 * 2^255, t + a*b_i + m*p < 2^288: nine words never overflow.
-__device__ __forceinline__ fr_t fr_mul(const fr_t& a, const fr_t& b) {
+PF_INLINE fr_t fr_mul(const fr_t& a, const fr_t& b) {
     const u32 p[8] = {FR_P0, FR_P1, FR_P2, FR_P3, FR_P4, FR_P5, FR_P6, FR_P7};
     u32 t[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
 #pragma unroll
@@ -171,7 +172,7 @@ __device__ __forceinline__ u64 fr_mac64(u64 t, u64 a, u64 b, u64& carry) {
     return lo;
 }
 
-__device__ __forceinline__ fr_t fr_mul(const fr_t& x, const fr_t& y) {
+PF_INLINE fr_t fr_mul(const fr_t& x, const fr_t& y) {
     const u64 p[4] = {0xffffffff00000001ull, 0x53bda402fffe5bfeull, 0x3339d80809a1d805ull,
                       0x73eda753299d7d48ull};
     u64 a[4], b[4], t[6] = {0, 0, 0, 0, 0, 0};
@@ -204,5 +205,43 @@ __device__ __forceinline__ fr_t fr_mul(const fr_t& x, const fr_t& y) {
     return fr_reduce_once(w);  // t < 2p < 2^256, so t[4] is 0 here
 }
 #endif
+
+#else  // the host build: the same values through portable multiword arithmetic
+PF_INLINE fr_t fr_reduce_once(const u32* t) {
+    const u32 p[8] = {FR_P0, FR_P1, FR_P2, FR_P3, FR_P4, FR_P5, FR_P6, FR_P7};
+    fr_t out;
+    mp_reduce_once<8>(out.w, t, p);
+    return out;
+}
+
+PF_INLINE fr_t fr_add(const fr_t& a, const fr_t& b) {
+    const u32 p[8] = {FR_P0, FR_P1, FR_P2, FR_P3, FR_P4, FR_P5, FR_P6, FR_P7};
+    fr_t out;
+    mp_add_mod<8>(out.w, a.w, b.w, p);
+    return out;
+}
+
+PF_INLINE fr_t fr_sub(const fr_t& a, const fr_t& b) {
+    const u32 p[8] = {FR_P0, FR_P1, FR_P2, FR_P3, FR_P4, FR_P5, FR_P6, FR_P7};
+    fr_t out;
+    mp_sub_mod<8>(out.w, a.w, b.w, p);
+    return out;
+}
+
+PF_INLINE fr_t fr_mul(const fr_t& a, const fr_t& b) {
+    const u32 p[8] = {FR_P0, FR_P1, FR_P2, FR_P3, FR_P4, FR_P5, FR_P6, FR_P7};
+    fr_t out;
+    mp_mont_mul<8>(out.w, a.w, b.w, p, 0xffffffffu);
+    return out;
+}
+#endif  // PF_GPU
+
+// Element i of a Montgomery Fr vector as its canonical value, 4 little-endian u64 limbs.
+PF_INLINE void canonical_scalar(const u32* scalars, u64 i, u64* s) {
+    const fr_t one = {{1, 0, 0, 0, 0, 0, 0, 0}};  // times R^-1: out of Montgomery form
+    fr_t v = fr_mul(fr_load(scalars, i), one);
+#pragma unroll
+    for (int k = 0; k < 4; k++) s[k] = ((u64)v.w[2 * k + 1] << 32) | v.w[2 * k];
+}
 
 #endif  // PROOFFLOW_FR_CUH

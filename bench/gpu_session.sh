@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# One GPU session on the H200, in one call of about 8 minutes (under the 10-minute limit):
+#   1. pytest -m gpu -x -q: every GPU test (the operator ones too when their packages are there)
+#   2. python3 -m bench.gpu: $OUT/gpu-h200.json (commit it as bench/results/gpu-h200.json)
+#   3. Nsight Compute on the G1 msm_accumulate kernel at 2^22: a text report in $OUT
+# then a summary table. Each step has a time budget (seconds, below; 570 in all) and runs
+# whether or not the one before it passed; the summary gives each step's exit status
+# (124: out of time) and the script fails unless the tests and the benchmark passed.
+#
+# The GPU machine has python3 3.12 with cupy-cuda13x, numpy and pytest, no package index,
+# and no py-arkworks-bls12381. Bring it as a wheel in .whl/ (git-ignored), fetched here:
+#
+#   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+#       --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+#       -d .whl py-arkworks-bls12381==0.5.0
+#
+# and run with .whl carried:   device run: command "bash bench/gpu_session.sh", carry [".whl"]
+# This script installs it with
+#   python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
+# The operator GPU tests (tests/test_calibrate.py, tests/test_check_h2d_gpu.py) also need
+# sqlalchemy, alembic and great-expectations with their dependencies; they run only when
+# those import (carry their wheels too, minus the packages the image already has).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/out}
+mkdir -p "$OUT"
+BUDGET_TESTS=${BUDGET_TESTS:-255}
+BUDGET_BENCH=${BUDGET_BENCH:-240}
+BUDGET_NCU=${BUDGET_NCU:-75}
+export PYTHONUNBUFFERED=1
+
+if ls .whl/*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+        || { echo "installing the carried wheels failed"; exit 1; }
+    export PYTHONPATH=/tmp/site:$PWD
+else
+    export PYTHONPATH=$PWD
+fi
+python3 -c "import py_arkworks_bls12381, cupy" || { echo "py-arkworks-bls12381 or cupy missing: see this script's header"; exit 1; }
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,noheader | tee "$OUT/device.txt"
+
+declare -A RC SECS
+step() {  # step NAME BUDGET LOG COMMAND...: run COMMAND under a time budget, log to $OUT/LOG
+    local name=$1 budget=$2 log=$3
+    shift 3
+    echo "=== $name (budget ${budget} s)"
+    local t0=$SECONDS
+    timeout -k 10 "$budget" "$@" 2>&1 | tee "$OUT/$log"
+    RC[$name]=${PIPESTATUS[0]}
+    SECS[$name]=$((SECONDS - t0))
+}
+
+TESTS="tests/test_gpu_backend.py tests/test_gpu_g2.py"
+if python3 -c "import sqlalchemy, alembic, great_expectations" 2>/dev/null; then
+    TESTS="$TESTS tests/test_calibrate.py tests/test_check_h2d_gpu.py"
+else
+    echo "note: sqlalchemy/alembic/great-expectations not importable: the operator GPU tests are left out"
+fi
+# shellcheck disable=SC2086
+step tests "$BUDGET_TESTS" pytest.log python3 -m pytest -m gpu -x -q -p no:cacheprovider $TESTS
+
+# results straight into $OUT (written after each section, so a cut-short run keeps what it did)
+step bench "$BUDGET_BENCH" bench.log python3 -m bench.gpu --out "$OUT/gpu-h200.json"
+[ "${RC[bench]}" = 0 ] && cp "$OUT/gpu-h200.json" bench/results/gpu-h200.json
+
+step ncu "$BUDGET_NCU" ncu-msm-accumulate-g1-2p22.txt \
+    ncu --clock-control none --kernel-name regex:msm_accumulate --launch-count 1 \
+        --section SpeedOfLight --section ComputeWorkloadAnalysis --section InstructionStats \
+        --section Occupancy --section LaunchStats --section SchedulerStats --section WarpStateStats \
+        python3 -m bench.msm_phases --group g1 --log2 22 --c 16
+
+echo
+echo "=== summary"
+printf '%-8s %6s %8s\n' step rc seconds
+for s in tests bench ncu; do printf '%-8s %6s %8s\n' "$s" "${RC[$s]:-?}" "${SECS[$s]:-?}"; done
+grep -E "passed|failed|error" "$OUT/pytest.log" | tail -1
+[ -f "$OUT/gpu-h200.json" ] || echo "no bench results"
+[ -f "$OUT/gpu-h200.json" ] && python3 - "$OUT/gpu-h200.json" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(f"{'sections_done':<28} {json.dumps(r.get('sections_done'))}")
+for key in ("ntt_ms", "h_ms", "msm_g1_ms", "msm_g2_ms", "cpu_msm_g2_ms", "fixed_base_points_per_s",
+            "cpu_fixed_base_points_per_s", "setup_s", "cpu_setup_s", "h2d_pinned_gbps", "h2d_pageable_gbps"):
+    print(f"{key:<28} {json.dumps(r.get(key))}")
+for key in sorted(k for k in r if k.endswith("_skipped")):
+    print(f"{key:<28} {json.dumps(r[key])}")
+EOF
+grep -E "Duration|Registers Per Thread|Achieved Occupancy|Compute \(SM\) Throughput|Executed Ipc Active|Issue Slots Busy" \
+    "$OUT/ncu-msm-accumulate-g1-2p22.txt" 2>/dev/null | sed 's/^ */ncu: /'
+[ "${RC[tests]:-1}" = 0 ] && [ "${RC[bench]:-1}" = 0 ]

@@ -1,0 +1,171 @@
+// Points of G1 (over Fq) and G2 (over Fq2) of BLS12-381 in XYZZ coordinates
+// (x = X/ZZ, y = Y/ZZZ, ZZ^3 = ZZZ^2), one template over the coordinate field F for both:
+// both curves have a = 0 (y^2 = x^3 + 4 and y^2 = x^3 + 4(1 + u)) and the formulas never
+// read b. The mixed addition costs 8M + 2S and needs no inversion. Affine points in memory
+// are x || y, 2 * F::U64 u64 limbs (G1 12, G2 24), (0, 0) standing for infinity (it is on
+// neither curve); XYZZ points are x || y || zz || zzz, 4 * F::U64 limbs (G1 24, G2 48).
+#ifndef PROOFFLOW_CURVE_CUH
+#define PROOFFLOW_CURVE_CUH
+
+#include "fq2.cuh"
+
+// ---- the field interface of the templates: one overload set per field ----
+PF_INLINE bool f_is_zero(const fq_t& a) { return fq_is_zero(a); }
+PF_INLINE fq_t f_add(const fq_t& a, const fq_t& b) { return fq_add(a, b); }
+PF_INLINE fq_t f_sub(const fq_t& a, const fq_t& b) { return fq_sub(a, b); }
+PF_INLINE fq_t f_mul(const fq_t& a, const fq_t& b) { return fq_mul(a, b); }
+PF_INLINE fq_t f_sqr(const fq_t& a) { return fq_sqr(a); }
+PF_INLINE fq_t f_neg(const fq_t& a) { return fq_neg(a); }
+PF_INLINE fq_t f_inv(const fq_t& a) { return fq_inv(a); }
+PF_INLINE fq_t f_to_mont(const fq_t& a) { return fq_to_mont(a); }
+PF_INLINE fq_t f_from_mont(const fq_t& a) { return fq_from_mont(a); }
+PF_INLINE void f_store(u64* v, const fq_t& a) { fq_store(v, a); }
+
+PF_INLINE bool f_is_zero(const fq2_t& a) { return fq2_is_zero(a); }
+PF_INLINE fq2_t f_add(const fq2_t& a, const fq2_t& b) { return fq2_add(a, b); }
+PF_INLINE fq2_t f_sub(const fq2_t& a, const fq2_t& b) { return fq2_sub(a, b); }
+PF_INLINE fq2_t f_mul(const fq2_t& a, const fq2_t& b) { return fq2_mul(a, b); }
+PF_INLINE fq2_t f_sqr(const fq2_t& a) { return fq2_sqr(a); }
+PF_INLINE fq2_t f_neg(const fq2_t& a) { return fq2_neg(a); }
+PF_INLINE fq2_t f_inv(const fq2_t& a) { return fq2_inv(a); }
+PF_INLINE fq2_t f_to_mont(const fq2_t& a) { return fq2_to_mont(a); }
+PF_INLINE fq2_t f_from_mont(const fq2_t& a) { return fq2_from_mont(a); }
+PF_INLINE void f_store(u64* v, const fq2_t& a) { fq2_store(v, a); }
+
+template <class F> PF_INLINE F f_zero();
+template <class F> PF_INLINE F f_one();
+template <class F> PF_INLINE F f_load(const u64* v);
+template <class F> PF_INLINE F f_from4(const uint4* v);  // an element from F::U64 / 2 uint4
+
+template <> PF_INLINE fq_t f_zero<fq_t>() { return fq_t{{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}}; }
+template <> PF_INLINE fq_t f_one<fq_t>() { return fq_one(); }
+template <> PF_INLINE fq_t f_load<fq_t>(const u64* v) { return fq_load(v); }
+template <> PF_INLINE fq_t f_from4<fq_t>(const uint4* v) { return fq_from(v[0], v[1], v[2]); }
+
+template <> PF_INLINE fq2_t f_zero<fq2_t>() { return fq2_t{f_zero<fq_t>(), f_zero<fq_t>()}; }
+template <> PF_INLINE fq2_t f_one<fq2_t>() { return fq2_one(); }
+template <> PF_INLINE fq2_t f_load<fq2_t>(const u64* v) { return fq2_load(v); }
+template <> PF_INLINE fq2_t f_from4<fq2_t>(const uint4* v) {
+    return fq2_t{fq_from(v[0], v[1], v[2]), fq_from(v[3], v[4], v[5])};
+}
+
+// ---- XYZZ arithmetic (formulas of Bernstein-Lange's database, a = 0) ----
+
+template <class F> struct xyzz_t { F x, y, zz, zzz; };
+
+template <class F> PF_INLINE xyzz_t<F> xyzz_inf() {
+    xyzz_t<F> p;
+    p.x = p.y = p.zz = p.zzz = f_zero<F>();
+    return p;
+}
+
+template <class F> PF_INLINE bool xyzz_is_inf(const xyzz_t<F>& p) { return f_is_zero(p.zz); }
+
+// 2 * (x, y) for an affine point (mdbl-2008-s-1)
+template <class F> PF_HD xyzz_t<F> affine_dbl(const F& x, const F& y) {
+    F u = f_add(y, y), v = f_sqr(u), w = f_mul(u, v), s = f_mul(x, v);
+    F x2 = f_sqr(x), m = f_add(f_add(x2, x2), x2);
+    xyzz_t<F> r;
+    r.x = f_sub(f_sqr(m), f_add(s, s));
+    r.y = f_sub(f_mul(m, f_sub(s, r.x)), f_mul(w, y));
+    r.zz = v;
+    r.zzz = w;
+    return r;
+}
+
+// 2 * p (dbl-2008-s-1)
+template <class F> PF_HD xyzz_t<F> xyzz_dbl_formula(const xyzz_t<F>& p) {
+    if (xyzz_is_inf(p)) return p;
+    F u = f_add(p.y, p.y), v = f_sqr(u), w = f_mul(u, v), s = f_mul(p.x, v);
+    F x2 = f_sqr(p.x), m = f_add(f_add(x2, x2), x2);
+    xyzz_t<F> r;
+    r.x = f_sub(f_sqr(m), f_add(s, s));
+    r.y = f_sub(f_mul(m, f_sub(s, r.x)), f_mul(w, p.y));
+    r.zz = f_mul(v, p.zz);
+    r.zzz = f_mul(w, p.zzz);
+    return r;
+}
+
+// p + (x, y) for an affine point, (x, y) not infinity (madd-2008-s)
+template <class F> PF_HD xyzz_t<F> xyzz_add_affine(const xyzz_t<F>& p, const F& x, const F& y) {
+    if (xyzz_is_inf(p)) {
+        xyzz_t<F> r;
+        r.x = x;
+        r.y = y;
+        r.zz = r.zzz = f_one<F>();
+        return r;
+    }
+    F u2 = f_mul(x, p.zz), s2 = f_mul(y, p.zzz);
+    F pp_ = f_sub(u2, p.x), r_ = f_sub(s2, p.y);
+    if (f_is_zero(pp_)) return f_is_zero(r_) ? affine_dbl(x, y) : xyzz_inf<F>();
+    F pp = f_sqr(pp_), ppp = f_mul(pp_, pp), q = f_mul(p.x, pp);
+    xyzz_t<F> o;
+    o.x = f_sub(f_sub(f_sqr(r_), ppp), f_add(q, q));
+    o.y = f_sub(f_mul(r_, f_sub(q, o.x)), f_mul(p.y, ppp));
+    o.zz = f_mul(p.zz, pp);
+    o.zzz = f_mul(p.zzz, ppp);
+    return o;
+}
+
+// p + q (add-2008-s)
+template <class F> PF_HD xyzz_t<F> xyzz_add_formula(const xyzz_t<F>& p, const xyzz_t<F>& q) {
+    if (xyzz_is_inf(p)) return q;
+    if (xyzz_is_inf(q)) return p;
+    F u1 = f_mul(p.x, q.zz), u2 = f_mul(q.x, p.zz);
+    F s1 = f_mul(p.y, q.zzz), s2 = f_mul(q.y, p.zzz);
+    F pp_ = f_sub(u2, u1), r_ = f_sub(s2, s1);
+    if (f_is_zero(pp_)) return f_is_zero(r_) ? xyzz_dbl_formula(p) : xyzz_inf<F>();
+    F pp = f_sqr(pp_), ppp = f_mul(pp_, pp), qq = f_mul(u1, pp);
+    xyzz_t<F> o;
+    o.x = f_sub(f_sub(f_sqr(r_), ppp), f_add(qq, qq));
+    o.y = f_sub(f_mul(r_, f_sub(qq, o.x)), f_mul(s1, ppp));
+    o.zz = f_mul(f_mul(p.zz, q.zz), pp);
+    o.zzz = f_mul(f_mul(p.zzz, q.zzz), ppp);
+    return o;
+}
+
+// The formulas are inlined into each caller for G1, as the hot loops want. G2's are three
+// times larger: inlined at every call site of the reduction they made a 365k-instruction
+// kernel that took minutes to compile, so they are functions there, compiled once.
+template <class F> PF_INLINE xyzz_t<F> xyzz_dbl(const xyzz_t<F>& p) { return xyzz_dbl_formula(p); }
+template <class F> PF_INLINE xyzz_t<F> xyzz_add(const xyzz_t<F>& p, const xyzz_t<F>& q) {
+    return xyzz_add_formula(p, q);
+}
+template <> PF_NOINLINE PF_HD xyzz_t<fq2_t> xyzz_dbl<fq2_t>(const xyzz_t<fq2_t>& p) { return xyzz_dbl_formula(p); }
+template <> PF_NOINLINE PF_HD xyzz_t<fq2_t> xyzz_add<fq2_t>(const xyzz_t<fq2_t>& p, const xyzz_t<fq2_t>& q) {
+    return xyzz_add_formula(p, q);
+}
+
+// (x, y) = (X / ZZ, Y / ZZZ) out of Montgomery form, with one inversion of ZZ * ZZZ;
+// infinity gives (0, 0), the encoding of prover/curve.py.
+template <class F> PF_HD void xyzz_to_affine(const xyzz_t<F>& p, F& x, F& y) {
+    if (xyzz_is_inf(p)) {
+        x = y = f_zero<F>();
+        return;
+    }
+    F inv = f_inv(f_mul(p.zz, p.zzz));
+    x = f_from_mont(f_mul(p.x, f_mul(inv, p.zzz)));
+    y = f_from_mont(f_mul(p.y, f_mul(inv, p.zz)));
+}
+
+// ---- points in memory ----
+
+template <class F> PF_INLINE void xyzz_store(u64* v, const xyzz_t<F>& p) {
+    f_store(v, p.x); f_store(v + F::U64, p.y); f_store(v + 2 * F::U64, p.zz); f_store(v + 3 * F::U64, p.zzz);
+}
+
+template <class F> PF_INLINE xyzz_t<F> xyzz_load(const u64* v) {
+    xyzz_t<F> p;
+    p.x = f_load<F>(v); p.y = f_load<F>(v + F::U64); p.zz = f_load<F>(v + 2 * F::U64);
+    p.zzz = f_load<F>(v + 3 * F::U64);
+    return p;
+}
+
+// Affine point i of a table, read-only, as F::U64 uint4 loads (x: the first half).
+template <class F> PF_INLINE void affine_fetch(const u64* pts, u64 i, uint4* v) {
+    const uint4* p = reinterpret_cast<const uint4*>(pts) + (u64)F::U64 * i;
+#pragma unroll
+    for (int t = 0; t < F::U64; t++) v[t] = pf_ldg(p + t);
+}
+
+#endif  // PROOFFLOW_CURVE_CUH
