@@ -157,9 +157,9 @@ class GpuBackend(Backend):
 
     def warm_up(self):
         # compiled (or loaded from CuPy's on-disk cache) now, not inside a proof's device phase
-        self._mod.compile()
+        self._kernel("bitrev_scale")  # fetching a kernel compiles its module
         for group in ("g1",) + (() if self.g2_on_host else ("g2",)):
-            kernels.load(self.variant, "msm.cu", group).compile()
+            kernels.load("mul32", "msm.cu", group).get_function(f"to_montgomery_{group}")
         cp.cuda.get_current_stream().synchronize()
 
     def prepare(self, pk):
