@@ -57,6 +57,9 @@ class AirflowStack:
             "AIRFLOW__API__SECRET_KEY": "proofflow-bench-secret-key",
             "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
             "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "1",
+            # a task's supervisor notices its task has exited at its next heartbeat check: at
+            # the default 5 s each finished task holds an executor slot that much longer
+            "AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL": "1",
             "PYTHONPATH": f"{ROOT}:{env.get('PYTHONPATH', '')}".rstrip(":"),
         })
         env.update(extra_env)

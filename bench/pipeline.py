@@ -152,21 +152,16 @@ def main(argv=None) -> int:
     work = Path(args.work or tempfile.mkdtemp(prefix="proofflow-pipeline-"))
     work.mkdir(parents=True, exist_ok=True)
     timing_url = args.timing_db or f"sqlite:///{work / 'timing.db'}"
-    results = {name: run_variant(name, args, timing_url, work) for name in names}
-
     env = _env.environment(("numpy", "py-arkworks-bls12381", "apache-airflow-core", "cupy", "cupy-cuda12x",
                             "cupy-cuda13x"))
     env["device"] = _device_name(args.backend)
-    naive, ours = results.get("naive", {}), results.get("proofflow", {})
-    doc = {"environment": env, "partitions": args.partitions, "log2": args.log2, "backend": args.backend,
-           "gpu_phase_s": args.standin_s or (ours or naive).get("mean_busy_s"), "standin": bool(args.standin_s),
-           "warmup_partitions": args.warmup, "naive_busy": naive.get("busy_fraction"),
-           "proofflow_busy": ours.get("busy_fraction"),
-           "ratio": (ours["busy_fraction"] / naive["busy_fraction"])
-           if ours.get("busy_fraction") and naive.get("busy_fraction") else None,
-           "variants": results, "timing_db": timing_url if args.timing_db else None}
     out = args.out or RESULTS / f"pipeline-{args.backend if not args.standin_s else 'cpu'}.json"
-    _env.write(out, doc)
+    results: dict = {}
+    for name in names:  # the results so far are written after each variant
+        results[name] = run_variant(name, args, timing_url, work)
+        doc = _document(args, env, results, timing_url)
+        _env.write(out, doc)
+    naive, ours = results.get("naive", {}), results.get("proofflow", {})
     png = args.png or out.with_suffix(".png")
     if naive.get("run_id") and ours.get("run_id"):
         from operators import report
@@ -184,6 +179,18 @@ def main(argv=None) -> int:
     if doc["ratio"]:
         print(f"proofflow / naive busy fraction: {doc['ratio']:.2f}x  ({out})")
     return 0
+
+
+def _document(args, env: dict, results: dict, timing_url: str) -> dict:
+    naive, ours = results.get("naive", {}), results.get("proofflow", {})
+    return {"environment": env, "partitions": args.partitions, "log2": args.log2, "backend": args.backend,
+            "gpu_phase_s": args.standin_s or (ours or naive).get("mean_busy_s"), "standin": bool(args.standin_s),
+            "depth": args.depth, "warmup_partitions": args.warmup, "naive_busy": naive.get("busy_fraction"),
+            "proofflow_busy": ours.get("busy_fraction"),
+            "ratio": (ours["busy_fraction"] / naive["busy_fraction"])
+            if ours.get("busy_fraction") and naive.get("busy_fraction") else None,
+            "airflow_settings": {"AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL": "1", "parallelism": args.parallelism},
+            "variants": results, "timing_db": timing_url if args.timing_db else None}
 
 
 def _fmt(v, scale: float, spec: str) -> str:
