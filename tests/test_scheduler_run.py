@@ -5,20 +5,16 @@ without duplicate timing rows."""
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
+from tests.live_airflow import Processes, airflow_env, api as _api, free_port, overlap as _overlap, run_service
+from tests.live_airflow import wait as _wait
+
 PARTITIONS = 8
 
 
@@ -38,34 +34,6 @@ def test_sigkill_mid_write_leaves_no_partial_artifact(tmp_path):
     assert np.array_equal(np.load(target), np.arange(1 << 21, dtype=np.uint64))
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _api(base, path, body=None, timeout=10):
-    req = urllib.request.Request(base + path, method="POST" if body is not None else "GET",
-                                 data=json.dumps(body).encode() if body is not None else None,
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=timeout) as r:
-        return json.loads(r.read() or b"null")
-
-
-def _wait(what, fn, timeout, every=1.0):
-    deadline = time.time() + timeout
-    last = None
-    while time.time() < deadline:
-        try:
-            v = fn()
-            if v:
-                return v
-        except (urllib.error.URLError, ConnectionError, OSError, ValueError) as exc:
-            last = exc
-        time.sleep(every)
-    raise AssertionError(f"timed out waiting for {what} ({last})")
-
-
 def _device_spans(store, run_ids):
     """Per prove_gpu attempt of these runs, its device-phase rows (h2d, ntt, msm)."""
     groups = {}
@@ -76,36 +44,14 @@ def _device_spans(store, run_ids):
     return list(groups.values())
 
 
-def _overlap(a, b) -> bool:
-    return a["start"] < b["end"] and b["start"] < a["end"]
-
-
 @pytest.mark.slow
 @pytest.mark.reliability
 def test_scheduler_rest_trigger_pool_mutex_and_sigkill_retry(tmp_path, pg_new_database):
     meta_url, timing_url = pg_new_database("airflow"), pg_new_database("timing")
-    port = _free_port()
-    home = tmp_path / "airflow"
+    port = free_port()
     marker = tmp_path / "fault-fired"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "PROOFFLOW_"))}
+    env = airflow_env(tmp_path / "airflow", meta_url, port, "LocalExecutor")
     env.update({
-        "PATH": f"{BIN}:{env.get('PATH', '')}",
-        "AIRFLOW_HOME": str(home),
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": meta_url,
-        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
-        "AIRFLOW__CORE__PARALLELISM": "4",
-        "AIRFLOW__CORE__DAGS_FOLDER": str(ROOT / "dags"),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
-        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
-        "AIRFLOW__API__HOST": "127.0.0.1",
-        "AIRFLOW__API__PORT": str(port),
-        "AIRFLOW__API__WORKERS": "1",
-        "AIRFLOW__API_AUTH__JWT_SECRET": "proofflow-test-jwt-secret",
-        "AIRFLOW__API__SECRET_KEY": "proofflow-test-secret-key",
-        "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
-        "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "1",
         "PROOFFLOW_HOME": str(tmp_path / "proofflow"),
         "PROOFFLOW_DB_URL": timing_url,
         "PROOFFLOW_RETRIES": "1",
@@ -116,19 +62,12 @@ def test_scheduler_rest_trigger_pool_mutex_and_sigkill_retry(tmp_path, pg_new_da
         # the first partition to write its a/b/c dies half-way through the file (SIGKILL)
         "PROOFFLOW_FAULT": f"kill_mid_write:abc.npy:{marker}",
     })
-    setup = subprocess.run([str(BIN / "proofflow"), "setup", "--gpu-slots", "1"], env=env, capture_output=True,
-                           text=True, timeout=300)
-    assert setup.returncode == 0, setup.stderr[-3000:]
+    setup = run_service("airflow-init", {**env, "PROOFFLOW_GPU_SLOTS": "1"})  # proofflow setup
     assert json.loads(setup.stdout.strip().splitlines()[-1])["slots"] == 1
 
-    procs = {}
-    logs = {}
-    try:
-        for name, args in {"api-server": ["api-server", "--port", str(port)], "scheduler": ["scheduler"],
-                           "dag-processor": ["dag-processor"]}.items():
-            logs[name] = open(tmp_path / f"{name}.log", "wb")
-            procs[name] = subprocess.Popen([str(BIN / "airflow")] + args, env=env, stdout=logs[name],
-                                           stderr=subprocess.STDOUT, start_new_session=True)
+    with Processes(tmp_path) as procs:
+        for name in ("api-server", "scheduler", "dag-processor"):
+            procs.start(name, env)
         base = f"http://127.0.0.1:{port}"
         _wait("the api server", lambda: _api(base, "/api/v2/monitor/health"), 120)
         _wait("proof_run to be parsed", lambda: _api(base, "/api/v2/dags/proof_run")["is_paused"] is False, 180, 2)
@@ -157,20 +96,6 @@ def test_scheduler_rest_trigger_pool_mutex_and_sigkill_retry(tmp_path, pg_new_da
         assert launched["state"] == "success" and launched["conf"]["log2"] == 8
         assert _api(base, f"/api/v2/dags/proof_batch/dagRuns/{batch}")["state"] == "success"
         assert [p.name for p in (pending / "claimed").iterdir()] == ["work-1.json"]
-    finally:
-        for p in procs.values():
-            try:
-                os.killpg(p.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        for p in procs.values():
-            try:
-                p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
-        for f in logs.values():
-            f.close()
 
     from operators.timing import TimingStore
     from prover.bundle import verify_bundle
