@@ -9,6 +9,7 @@ no two prove_gpu attempts overlap (pool gpu with one slot), and every proof veri
 import json
 import os
 import random
+import shutil
 import tempfile
 import uuid
 from collections import Counter
@@ -113,6 +114,7 @@ def test_celery_topology_routes_prove_gpu_to_the_gpu_worker(tmp_path, pg_new_dat
                                                     for t in tis])
     finally:
         stop_all(runtime)
+        shutil.rmtree(runtime, ignore_errors=True)
 
     # Airflow's own record: the queue each task was sent to and the worker that ran it.
     assert len(tis) == 6 + 4 * PARTITIONS
