@@ -12,6 +12,8 @@ import os
 from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
 from airflow.sdk import DAG, task
 
+from operators import settings
+
 with DAG(
     dag_id="proof_batch",
     description="Trigger proof_run for each pending work file.",
@@ -19,6 +21,7 @@ with DAG(
     start_date=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc),
     catchup=False,
     max_active_runs=1,
+    default_args={"queue": settings.cpu_queue()},  # CeleryExecutor: the CPU workers
     tags=["proofflow"],
     doc_md=__doc__,
 ) as dag:

@@ -18,6 +18,7 @@ import os
 
 from airflow.sdk import DAG, Param, task_group
 
+from operators import settings
 from operators.checks.operator import CheckH2DOperator
 from operators.notifiers import RunStateNotifier
 from operators.proof.operators import (CleanupScratchOperator, FinalizePartitionOperator, FinalizeRunOperator,
@@ -41,7 +42,9 @@ with DAG(
     params={name: Param(DEFAULTS[name], **schema) for name, schema in SCHEMA.items()},
     # weight_rule upstream: a partition further down its chain goes first, so the GPU is fed
     # as soon as one partition is staged while the others are still being synthesized.
-    default_args={"retries": RETRIES, "retry_delay": dt.timedelta(seconds=2), "weight_rule": "upstream"},
+    # queue: where the CeleryExecutor sends a task (prove_gpu overrides it with the GPU queue)
+    default_args={"retries": RETRIES, "retry_delay": dt.timedelta(seconds=2), "weight_rule": "upstream",
+                  "queue": settings.cpu_queue()},
     on_failure_callback=RunStateNotifier("failed"),
     tags=["proofflow"],
     doc_md=__doc__,

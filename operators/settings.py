@@ -19,6 +19,10 @@ How prove_gpu reaches the device:
                             per entry of CUDA_VISIBLE_DEVICES, else 0)
     PROOFFLOW_STANDIN_GPU_S stretch each proof's device phase to this many seconds (a
                             calibrated stand-in for a GPU phase, for the pipeline benchmark)
+
+Where tasks run under the CeleryExecutor (LocalExecutor and dag.test() ignore queues):
+    PROOFFLOW_GPU_QUEUE     Celery queue of prove_gpu, served by the GPU workers (gpu)
+    PROOFFLOW_CPU_QUEUE     Celery queue of every other task (cpu)
 """
 from __future__ import annotations
 
@@ -82,3 +86,11 @@ def gpu_devices() -> list[int]:
 def standin_gpu_s() -> float | None:
     v = os.environ.get("PROOFFLOW_STANDIN_GPU_S")
     return float(v) if v else None
+
+
+def gpu_queue() -> str:
+    return os.environ.get("PROOFFLOW_GPU_QUEUE") or "gpu"
+
+
+def cpu_queue() -> str:
+    return os.environ.get("PROOFFLOW_CPU_QUEUE") or "cpu"

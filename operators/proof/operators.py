@@ -300,6 +300,7 @@ class ProveGpuOperator(ProofflowOperator):
 
     def __init__(self, *, staged=None, setup_result=None, ready_after_task_id: str | None = None, **kwargs):
         kwargs.setdefault("pool", settings.GPU_POOL)
+        kwargs.setdefault("queue", settings.gpu_queue())  # CeleryExecutor: only the GPU workers serve it
         super().__init__(**kwargs)
         self.staged = staged
         self.setup_result = setup_result

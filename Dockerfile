@@ -1,0 +1,38 @@
+# proofflow's image: the project with its pinned dependencies (Airflow 3 and the Celery
+# provider included); every Airflow service of docker-compose.yml runs it.
+#   docker build -t proofflow:0.1.0 .                                      # CPU services
+#   docker build --build-arg PROOFFLOW_EXTRAS=celery,gpu -t proofflow-gpu:0.1.0 .   # GPU worker
+FROM python:3.11.11-slim-bookworm
+
+# gcc (with OpenMP) compiles the CPU field kernels (prover/native), done once below.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends gcc libc6-dev \
+ && rm -rf /var/lib/apt/lists/*
+
+ENV PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    AIRFLOW_HOME=/opt/airflow \
+    PROOFFLOW_HOME=/var/lib/proofflow \
+    PROOFFLOW_CACHE=/opt/proofflow-cache
+
+WORKDIR /opt/proofflow
+COPY pyproject.toml README.md ./
+COPY prover prover
+COPY operators operators
+COPY dags dags
+
+# The GPU image (extras with gpu) also gets NVRTC and the other CUDA components CuPy compiles
+# the kernels with, through CuPy's own [ctk] extra at the CuPy version pyproject.toml pins;
+# the host gives the driver (NVIDIA Container Toolkit).
+ARG PROOFFLOW_EXTRAS=celery
+RUN pip install ".[${PROOFFLOW_EXTRAS}]" \
+ && case ",${PROOFFLOW_EXTRAS}," in *,gpu,*) \
+      pip install "cupy-cuda12x[ctk]==$(pip show cupy-cuda12x | sed -n 's/^Version: //p')" ;; esac
+
+RUN useradd --uid 50000 --create-home proofflow \
+ && mkdir -p "$AIRFLOW_HOME" "$PROOFFLOW_HOME" "$PROOFFLOW_CACHE" \
+ && chown proofflow "$AIRFLOW_HOME" "$PROOFFLOW_HOME" "$PROOFFLOW_CACHE"
+USER proofflow
+# compile the CPU kernels now, not in the first task of every container
+RUN python -c "from prover.native import load; load('fr')"
