@@ -31,7 +31,8 @@ import time
 from pathlib import Path
 
 from bench import _env
-from bench.airflow_stack import ROOT, AirflowStack
+from operators import local_stack as stack
+from operators.local_stack import ROOT
 
 RESULTS = ROOT / "bench" / "results"
 
@@ -81,18 +82,23 @@ def run_variant(name: str, args, timing_url: str, work: Path) -> dict:
         env["PROOFFLOW_STANDIN_GPU_S"] = str(args.standin_s)
     if args.synth_concurrency:
         env["PROOFFLOW_SYNTH_CONCURRENCY"] = str(args.synth_concurrency)
-    stack = AirflowStack(home, env, metadata_url=args.metadata_db, parallelism=args.parallelism)
+    port = stack.free_port()
+    airflow_env = stack.airflow_env(home / "airflow", args.metadata_db or f"sqlite:///{home / 'airflow.db'}", port,
+                                    AIRFLOW__CORE__PARALLELISM=str(args.parallelism), **env)
     t0 = time.time()
+    home.mkdir(parents=True, exist_ok=True)
+    _say(f"[{name}] setup (pool gpu: {spec['slots']} slot(s))")
+    stack.proofflow_setup(airflow_env, spec["slots"])
+    conf = {"log2": args.log2, "partitions": args.partitions, "backend": args.backend,
+            "staging": spec.get("staging", args.staging), "seed": args.seed}
     try:
-        _say(f"[{name}] setup (pool gpu: {spec['slots']} slot(s))")
-        stack.setup(spec["slots"])
-        stack.start()
-        _say(f"[{name}] started in {time.time() - t0:.0f} s; triggering {args.partitions} partitions of 2^{args.log2}")
-        conf = {"log2": args.log2, "partitions": args.partitions, "backend": args.backend,
-                "staging": spec.get("staging", args.staging), "seed": args.seed}
-        run_id, state, tis = stack.trigger_and_wait(conf, args.timeout)
+        with stack.running(airflow_env, home / "logs") as (base, procs):
+            stack.wait("proof_run to be parsed", lambda: stack.api(base, "/api/v2/dags/proof_run")["is_paused"] is False,
+                       240, 2, procs=procs)
+            _say(f"[{name}] started in {time.time() - t0:.0f} s; triggering {args.partitions} partitions of 2^{args.log2}")
+            run_id = stack.trigger(base, "proof_run", conf)
+            state, tis = stack.wait_for_run(base, "proof_run", run_id, args.timeout, procs)
     finally:
-        stack.stop()
         stop_all(runtime)
     failed = sorted({t["task_id"] for t in tis if t["state"] not in ("success", "skipped")})
     store = TimingStore(timing_url)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.live_airflow import Processes, airflow_env, api, free_port, run, run_service, wait
+from operators.local_stack import Processes, airflow_env, api, free_port, run, run_service, wait
 
 PARTITIONS = 16
 REDIS_URL = os.environ.get("PROOFFLOW_TEST_REDIS", "redis://127.0.0.1:6379")
@@ -68,9 +68,6 @@ def test_celery_topology_routes_prove_gpu_to_the_gpu_worker(tmp_path, pg_new_dat
         "PROOFFLOW_GPU_SLOTS": "1",
         "PROOFFLOW_GPU_WORKER_SLOTS": "1",
         "PROOFFLOW_CPU_WORKER_CONCURRENCY": "3",
-        # A task's supervisor can notice its task process's exit only at its next heartbeat
-        # tick (5 s by default), holding the worker's slot that long: 1 s keeps 70 tasks short.
-        "AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL": "1",
         # the H2D check is not under test here: on 2 shared cores a preempted 24 KB copy can
         # outlast the default 2 ms slack
         "PROOFFLOW_H2D_SLACK_MS": "50",

@@ -12,7 +12,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from tests import airflow_services as services
+from operators import local_stack as stack
 
 PARTITIONS = 8
 
@@ -51,49 +51,53 @@ def _overlap(a, b) -> bool:
 @pytest.mark.reliability
 def test_scheduler_rest_trigger_pool_mutex_and_sigkill_retry(tmp_path, pg_new_database):
     meta_url, timing_url = pg_new_database("airflow"), pg_new_database("timing")
-    port = services.free_port()
+    port = stack.free_port()
     marker = tmp_path / "fault-fired"
-    env = services.airflow_env(
-        tmp_path, meta_url, timing_url, port,
+    env = stack.airflow_env(
+        tmp_path / "airflow", meta_url, port,
+        PROOFFLOW_HOME=str(tmp_path / "proofflow"), PROOFFLOW_DB_URL=timing_url,
+        PROOFFLOW_RUNTIME=str(tmp_path / "rt"), PROOFFLOW_SERVICE_IDLE_S="60",
         PROOFFLOW_RETRIES="1",
         # one synthesis at a time, as on a machine where synthesis fills the CPUs: partitions
         # then reach prove_gpu while later ones are still being synthesized
         PROOFFLOW_SYNTH_CONCURRENCY="1",
+        # each device phase lasts 1 s (the stand-in), so prove_gpu outlasts the later
+        # partitions' synthesis steps instead of racing them
+        PROOFFLOW_STANDIN_GPU_S="1.0",
         PROOFFLOW_AIRFLOW_API=f"http://127.0.0.1:{port}",  # prove_gpu reads its queued time there
         # the first partition to write its a/b/c dies half-way through the file (SIGKILL)
         PROOFFLOW_FAULT=f"kill_mid_write:abc.npy:{marker}",
     )
-    assert services.proofflow_setup(env)["slots"] == 1
+    assert stack.proofflow_setup(env, gpu_slots=1)["slots"] == 1
 
-    with services.running(env, tmp_path) as base:
-        api = services.api
-        services.wait("proof_run to be parsed", lambda: api(base, "/api/v2/dags/proof_run")["is_paused"] is False,
-                      180, 2)
-        conf = {"log2": 10, "partitions": PARTITIONS, "backend": "cpu", "staging": "pinned", "seed": 3}
-        run = api(base, "/api/v2/dags/proof_run/dagRuns", {"logical_date": None, "conf": conf})
-        run_id = run["dag_run_id"]
-        # pending work for proof_batch, whose run (triggered here as its cron would) launches a proof_run
-        pending = tmp_path / "proofflow" / "pending"
-        pending.mkdir(parents=True)
-        (pending / "work-1.json").write_text(json.dumps({"log2": 8, "partitions": 1, "backend": "cpu", "seed": 9}))
-        batch = api(base, "/api/v2/dags/proof_batch/dagRuns", {"logical_date": None})["dag_run_id"]
+    from prover.service.client import stop_all
+    try:
+        with stack.running(env, tmp_path) as (base, procs):
+            api = stack.api
+            stack.wait("proof_run to be parsed", lambda: api(base, "/api/v2/dags/proof_run")["is_paused"] is False,
+                       180, 2, procs=procs)
+            conf = {"log2": 10, "partitions": PARTITIONS, "backend": "cpu", "staging": "pinned", "seed": 3}
+            run_id = stack.trigger(base, "proof_run", conf)
+            # pending work for proof_batch, whose run (triggered here as its cron would) launches a proof_run
+            pending = tmp_path / "proofflow" / "pending"
+            pending.mkdir(parents=True)
+            (pending / "work-1.json").write_text(json.dumps({"log2": 8, "partitions": 1, "backend": "cpu", "seed": 9}))
+            batch = stack.trigger(base, "proof_batch")
 
-        def finished():
-            state = api(base, f"/api/v2/dags/proof_run/dagRuns/{run_id}")["state"]
-            return state if state in ("success", "failed") else None
-        state = services.wait("the run to finish", finished, 480, 2)
-        tis = api(base, f"/api/v2/dags/proof_run/dagRuns/{run_id}/taskInstances?limit=100")["task_instances"]
-        assert state == "success", json.dumps([(t["task_id"], t["map_index"], t["state"], t["try_number"])
-                                                for t in tis])
+            state, tis = stack.wait_for_run(base, "proof_run", run_id, 480, procs)
+            assert state == "success", json.dumps([(t["task_id"], t["map_index"], t["state"], t["try_number"])
+                                                    for t in tis])
 
-        def batch_launched():
-            runs = api(base, "/api/v2/dags/proof_run/dagRuns?limit=10")["dag_runs"]
-            others = [r for r in runs if r["dag_run_id"] != run_id]
-            return others[0] if others and others[0]["state"] in ("success", "failed") else None
-        launched = services.wait("proof_batch's proof_run", batch_launched, 300, 2)
-        assert launched["state"] == "success" and launched["conf"]["log2"] == 8
-        assert api(base, f"/api/v2/dags/proof_batch/dagRuns/{batch}")["state"] == "success"
-        assert [p.name for p in (pending / "claimed").iterdir()] == ["work-1.json"]
+            def batch_launched():
+                runs = api(base, "/api/v2/dags/proof_run/dagRuns?limit=10")["dag_runs"]
+                others = [r for r in runs if r["dag_run_id"] != run_id]
+                return others[0] if others and others[0]["state"] in ("success", "failed") else None
+            launched = stack.wait("proof_batch's proof_run", batch_launched, 300, 2, procs=procs)
+            assert launched["state"] == "success" and launched["conf"]["log2"] == 8
+            assert api(base, f"/api/v2/dags/proof_batch/dagRuns/{batch}")["state"] == "success"
+            assert [p.name for p in (pending / "claimed").iterdir()] == ["work-1.json"]
+    finally:
+        stop_all(tmp_path / "rt")
 
     from operators.timing import TimingStore
     from prover.bundle import verify_bundle

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import airflow_services as services
+from operators import local_stack as stack
 
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 pytestmark = [pytest.mark.slow,
@@ -38,22 +38,27 @@ def airflow_ui(tmp_path_factory, pg_new_database_module):
     tmp = tmp_path_factory.mktemp("ui")
     password = secrets.token_urlsafe(12)
     (tmp / "passwords.json").write_text(json.dumps({USER: password}))
-    port = services.free_port()
+    port = stack.free_port()
     timing_url = pg_new_database_module("timing")
-    env = services.airflow_env(
-        tmp, pg_new_database_module("airflow"), timing_url, port,
+    env = stack.airflow_env(
+        tmp / "airflow", pg_new_database_module("airflow"), port,
+        PROOFFLOW_HOME=str(tmp / "proofflow"), PROOFFLOW_DB_URL=timing_url, PROOFFLOW_RUNTIME=str(tmp / "rt"),
+        PROOFFLOW_SERVICE_IDLE_S="60",
         AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS="False",
         AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS=f"{USER}:admin",
         AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE=str(tmp / "passwords.json"),
         AIRFLOW_CONN_PROOFFLOW_AIRFLOW_API=json.dumps({"conn_type": "http", "host": "127.0.0.1", "port": port,
                                                        "schema": "http", "login": USER, "password": password}),
     )
-    services.proofflow_setup(env)
-    with services.running(env, tmp) as base:
-        token = services.token(base, USER, password)
-        services.wait("proof_run to be parsed",
-                      lambda: services.api(base, f"/api/v2/dags/{DAG}", token=token)["is_paused"] is False, 180, 2)
+    stack.proofflow_setup(env, gpu_slots=1)
+    from prover.service.client import stop_all
+    with stack.running(env, tmp) as (base, procs):
+        token = stack.token(base, USER, password)
+        stack.wait("proof_run to be parsed",
+                   lambda: stack.api(base, f"/api/v2/dags/{DAG}", token=token)["is_paused"] is False, 180, 2,
+                   procs=procs)
         yield {"base": base, "password": password, "token": token, "timing_url": timing_url, "logs": tmp}
+    stop_all(tmp / "rt")
 
 
 @pytest.fixture
@@ -147,7 +152,7 @@ def _submit(driver):
 
 
 def _runs(ui) -> list[dict]:
-    return services.api(ui["base"], f"/api/v2/dags/{DAG}/dagRuns?limit=100", token=ui["token"])["dag_runs"]
+    return stack.api(ui["base"], f"/api/v2/dags/{DAG}/dagRuns?limit=100", token=ui["token"])["dag_runs"]
 
 
 def test_trigger_from_the_form_and_see_the_run_summary(airflow_ui, browser, tmp_path):
@@ -172,14 +177,14 @@ def test_trigger_from_the_form_and_see_the_run_summary(airflow_ui, browser, tmp_
     _until(driver, lambda d: f"/dags/{DAG}/runs/" in d.current_url)
     run_id = urllib.parse.unquote(driver.current_url.split("/runs/", 1)[1].split("/")[0])
     q = urllib.parse.quote(run_id, safe="")
-    run = services.api(ui["base"], f"/api/v2/dags/{DAG}/dagRuns/{q}", token=ui["token"])
+    run = stack.api(ui["base"], f"/api/v2/dags/{DAG}/dagRuns/{q}", token=ui["token"])
     assert run["conf"]["log2"] == 8 and run["conf"]["partitions"] == 2 and run["conf"]["backend"] == "cpu"
 
     def finished():
-        r = services.api(ui["base"], f"/api/v2/dags/{DAG}/dagRuns/{q}", token=ui["token"])
+        r = stack.api(ui["base"], f"/api/v2/dags/{DAG}/dagRuns/{q}", token=ui["token"])
         # publish_summary (a teardown) may still be writing the note when the run's state is set
         return r if r["state"] in ("success", "failed") and r["note"] else None
-    run = services.wait("the run to finish with its note", finished, 240, 2)
+    run = stack.wait("the run to finish with its note", finished, 240, 2)
     assert run["state"] == "success", run
 
     # The note is the summary of the run's timing rows, links included.

@@ -36,11 +36,13 @@ class CpuBackend(Backend):
         return domain.coset_intt(ea)
 
     def upload(self, host, kind=None):
-        # The CPU computes in host memory: its "upload" is the copy into working arrays
-        # that the GPU path's DMA stands for (and what `proofflow calibrate` times on a CPU).
-        t0 = time.perf_counter()
+        # The CPU computes in host memory: its "upload" is the copy into working arrays that
+        # the GPU path's DMA stands for (and what `proofflow calibrate` times on a CPU). Timed
+        # by this thread's CPU clock, as CUDA events time the DMA itself: waits for the GIL or
+        # a core (other threads of the prover service, other processes) are not the copy's.
+        t0 = time.thread_time()
         out = np.array(host, copy=True)
-        return out, Transfer(out.nbytes, (time.perf_counter() - t0) * 1e3, kind or "pageable")
+        return out, Transfer(out.nbytes, (time.thread_time() - t0) * 1e3, kind or "pageable")
 
     def msm_g1(self, table, scalars: np.ndarray):
         return curve.msm(table, scalars)
