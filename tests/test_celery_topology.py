@@ -114,7 +114,8 @@ def test_celery_topology_routes_prove_gpu_to_the_gpu_worker(tmp_path, pg_new_dat
         shutil.rmtree(runtime, ignore_errors=True)
 
     # Airflow's own record: the queue each task was sent to and the worker that ran it.
-    assert len(tis) == 6 + 4 * PARTITIONS
+    # validate, setup, prepare_scratch, finalize_run, check_h2d, cleanup_scratch, publish_summary
+    assert len(tis) == 7 + 4 * PARTITIONS
     for t in tis:
         gpu = t["task_id"] == "partition.prove_gpu"
         assert (t["queue"], t["hostname"], t["state"]) == (("gpu", "worker-gpu", "success") if gpu else
@@ -130,13 +131,14 @@ def test_celery_topology_routes_prove_gpu_to_the_gpu_worker(tmp_path, pg_new_dat
     assert len(results) == PARTITIONS and all(r.ok for r in results)
 
     # The timing rows tell the same: every row of a task carries the host of the worker that
-    # ran it (check_h2d writes check results, no timing rows).
+    # ran it (check_h2d writes check results and publish_summary the run's note, no timing rows).
     rows = store.timings("proof_run", run_id)
     assert max(Counter((r["task_id"], r["map_index"], r["try_number"], r["phase"]) for r in rows).values()) == 1
     hosts = {}
     for r in rows:
         hosts.setdefault((r["task_id"], r["map_index"]), set()).add(r["host"])
-    assert hosts == {(t["task_id"], t["map_index"]): {t["hostname"]} for t in tis if t["task_id"] != "check_h2d"}
+    assert hosts == {(t["task_id"], t["map_index"]): {t["hostname"]} for t in tis
+                     if t["task_id"] not in ("check_h2d", "publish_summary")}
     assert {r["device"] for r in rows if r["task_id"] == "partition.prove_gpu"} == {"cpu"}  # the CPU backend
     tasks = [r for r in rows if r["phase"] == "task"]
 
