@@ -276,3 +276,32 @@ def test_failed_run_is_cleaned_up_and_marked_failed(proof_run_dag, monkeypatch, 
     assert (fig["state"], fig["proofs_verified"]) == ("failed", 0)
     failed_rows = [r for r in store.timings("proof_run", dr.run_id, "partition.stage") if r["map_index"] == 1]
     assert {r["phase"] for r in failed_rows} == {"task"}, "a failed attempt still records its task row"
+
+
+@pytest.mark.slow
+def test_two_simulated_devices_share_the_partitions(proof_run_dag, monkeypatch, tmp_path):
+    """PROOFFLOW_GPU_DEVICES=0,1 on the CPU backend: two prover services (simulated devices
+    cpu and cpu:1), partitions spread over both (ties go round-robin from the partition),
+    and the per-device steady state from the timing rows."""
+    from operators.timing import TimingStore
+    from prover.service.client import stop_all
+    url = f"sqlite:///{tmp_path / 'timing.db'}"
+    monkeypatch.setenv("PROOFFLOW_DB_URL", url)
+    monkeypatch.setenv("PROOFFLOW_RUNTIME", str(tmp_path / "rt"))
+    monkeypatch.setenv("PROOFFLOW_GPU_DEVICES", "0,1")
+    try:
+        dr = proof_run_dag.test(run_conf={"log2": 8, "partitions": 4, "backend": "cpu"})
+    finally:
+        stopped = stop_all(tmp_path / "rt")
+    assert stopped == 2, "one service per device"
+    store = TimingStore(url)
+    assert store.run(DAG_ID, dr.run_id)["proofs_verified"] == 4
+    rows = store.timings(DAG_ID, dr.run_id, "partition.prove_gpu")
+    by_device = {}
+    for r in rows:
+        if r["phase"] in ("h2d", "ntt", "msm"):
+            by_device.setdefault(r["device"], {}).setdefault(r["map_index"], []).append(r)
+    assert set(by_device) == {"cpu", "cpu:1"}
+    per = {r["device"]: r for r in store.query("SELECT * FROM steady_state_devices WHERE run_id = :r",
+                                                  {"r": dr.run_id})}
+    assert set(per) <= {"cpu", "cpu:1"} and sum(p["partitions"] for p in per.values()) == 3  # one warm-up
