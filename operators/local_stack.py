@@ -66,6 +66,8 @@ def airflow_env(home: Path, meta_url: str, port: int, executor: str = "LocalExec
         # A task's supervisor notices its task process's exit only at its next heartbeat
         # check (5 s by default), holding an executor or worker slot that long.
         "AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL": "1",
+        # the executor's log server: a port of its own, so deployments side by side don't collide
+        "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port()),
     })
     env.update(extra)
     return env
@@ -185,9 +187,17 @@ def running(env: dict, logs: Path, services=CORE_SERVICES, health_timeout: float
         yield base, procs
 
 
-def trigger(base: str, dag_id: str, conf: dict | None = None, token: str | None = None) -> str:
+def trigger(base: str, dag_id: str, conf: dict | None = None, token: str | None = None, attempts: int = 3) -> str:
+    """A new run of ``dag_id``; a server error (e.g. a SQLite metadata DB busy past its
+    timeout: nothing was created) is retried."""
     body = {"logical_date": None} if conf is None else {"logical_date": None, "conf": conf}
-    return api(base, f"/api/v2/dags/{dag_id}/dagRuns", body, token=token)["dag_run_id"]
+    for attempt in range(attempts):
+        try:
+            return api(base, f"/api/v2/dags/{dag_id}/dagRuns", body, token=token)["dag_run_id"]
+        except urllib.error.HTTPError as exc:
+            if exc.code < 500 or attempt == attempts - 1:
+                raise
+            time.sleep(2)
 
 
 def wait_for_run(base: str, dag_id: str, run_id: str, timeout: float, procs: "Processes | None" = None,
