@@ -13,7 +13,8 @@ time over the window from the first steady partition's device start to the last 
     naive         prove_gpu proves in its own process; pool gpu has 1 slot (the GPU mutex)
     naive-tuned   the same with the scheduler's idle sleep at 0.1 s instead of 1 s
     service-2     the prover service, 2 pool slots (the seed's two workers alternating)
-    proofflow     the prover service, --depth slots (PROOFFLOW_GPU_DEPTH's default, 3): the
+    service-3     the prover service, 3 pool slots
+    proofflow     the prover service, --depth slots (PROOFFLOW_GPU_DEPTH's default, 4): the
                   project's design
     proofflow-pageable  the same with staging pageable (for the H2D check on a GPU)
 
@@ -41,6 +42,7 @@ VARIANTS = {
     "naive-tuned": dict(env={"PROOFFLOW_GPU_SERVICE": "0", "AIRFLOW__SCHEDULER__SCHEDULER_IDLE_SLEEP_TIME": "0.1"},
                         slots=1),
     "service-2": dict(env={"PROOFFLOW_GPU_SERVICE": "1"}, slots=2),
+    "service-3": dict(env={"PROOFFLOW_GPU_SERVICE": "1"}, slots=3),
     "proofflow": dict(env={"PROOFFLOW_GPU_SERVICE": "1"}, slots=None),  # slots: --depth
     "proofflow-pageable": dict(env={"PROOFFLOW_GPU_SERVICE": "1"}, slots=None, staging="pageable"),
 }
@@ -133,9 +135,9 @@ def main(argv=None) -> int:
     p.add_argument("--staging", choices=("pinned", "pageable"), default="pinned")
     p.add_argument("--standin-s", type=float, default=None,
                    help="stretch each device phase to this many seconds (no GPU: e.g. 1.0)")
-    p.add_argument("--variants", default="naive,naive-tuned,service-2,proofflow",
+    p.add_argument("--variants", default="naive,naive-tuned,service-2,service-3,proofflow",
                    help=f"comma-separated, of {', '.join(VARIANTS)}")
-    p.add_argument("--depth", type=int, default=3, help="pool slots of the prover-service variants")
+    p.add_argument("--depth", type=int, default=4, help="pool slots of the proofflow variants")
     p.add_argument("--params-cache", help="proving keys dir shared by the variants (PROOFFLOW_PARAMS_CACHE)")
     p.add_argument("--warmup", type=int, default=1, help="steady state: leave out the first K partitions")
     p.add_argument("--seed", type=int, default=0)

@@ -12,9 +12,10 @@ How prove_gpu reaches the device:
     PROOFFLOW_GPU_SERVICE   1 (default): through the device's long-lived prover service
                             (prover/service); 0: in the task's own process (the naive design,
                             kept for comparison)
-    PROOFFLOW_GPU_DEPTH     prove_gpu tasks in flight per device with the service (default 3:
-                            one on the device, the next ones' inputs prefetched); the pool
-                            `gpu` gets devices x depth slots (1 a device in-process)
+    PROOFFLOW_GPU_DEPTH     prove_gpu tasks in flight per device with the service (default 4:
+                            one on the device, the next ones' inputs prefetched, enough to
+                            cover Airflow's hand-off of ~1-2.5 s at a ~1 s device phase); the
+                            pool `gpu` gets devices x depth slots (1 a device in-process)
     PROOFFLOW_GPU_DEVICES   device indices this worker proves on (e.g. "0,1"; default: one
                             per entry of CUDA_VISIBLE_DEVICES, else 0)
     PROOFFLOW_STANDIN_GPU_S stretch each proof's device phase to this many seconds (a
@@ -69,7 +70,7 @@ def gpu_service_enabled() -> bool:
 
 
 def gpu_depth() -> int:
-    depth = int(os.environ.get("PROOFFLOW_GPU_DEPTH", "3"))
+    depth = int(os.environ.get("PROOFFLOW_GPU_DEPTH", "4"))
     if depth < 1:
         raise ValueError(f"PROOFFLOW_GPU_DEPTH must be >= 1, got {depth}")
     return depth

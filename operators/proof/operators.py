@@ -307,20 +307,10 @@ class ProveGpuOperator(ProofflowOperator):
         self.ready_after_task_id = ready_after_task_id
 
     def run(self, context, rec):
-        ti = context["ti"]
-        started = _epoch(getattr(ti, "start_date", None)) or time.time()
-        ready = None
-        if self.ready_after_task_id:
-            end = get_store().latest_end(ti.dag_id, ti.run_id, self.ready_after_task_id, rec.map_index)
-            ready = _epoch(end)
-        ready = min(ready if ready is not None else started, started)
-        rec.add("pool_wait", ready, started)
-        queued = _queued_when(ti)
-        if queued is not None:
-            rec.add("queue_wait", min(queued, started), started)
-
         staged = _require(Path(self.staged["staged"]), "staged a/b/c block")
         witness = _require(staged.parent / "witness.npy", "witness")
+        # the partition goes to the device first; the waits before this task started are
+        # history, looked up (timing store, REST API) after it
         if settings.gpu_service_enabled():
             proof = self._via_service(rec, staged, witness)
         else:
@@ -328,7 +318,18 @@ class ProveGpuOperator(ProofflowOperator):
         fin0 = time.time()
         out = scratch.write_bytes(staged.parent / "proof.bin", proof)
         rec.add("finalize", fin0, time.time())
+        self._record_waits(context["ti"], rec)
         return {"partition": self.partition, "proof": str(out), "device": rec.device}
+
+    def _record_waits(self, ti, rec) -> None:
+        started = _epoch(getattr(ti, "start_date", None)) or time.time()
+        ready = None
+        if self.ready_after_task_id:
+            ready = _epoch(get_store().latest_end(ti.dag_id, ti.run_id, self.ready_after_task_id, rec.map_index))
+        rec.add("pool_wait", min(ready if ready is not None else started, started), started)
+        queued = _queued_when(ti)
+        if queued is not None:
+            rec.add("queue_wait", min(queued, started), started)
 
     def _via_service(self, rec, staged: Path, witness: Path) -> bytes:
         from prover.service.client import ServiceClient, ServiceError, least_busy
