@@ -7,7 +7,7 @@
 # proofflow-pageable) through a real Airflow on SQLite, scratch on /dev/shm; results, the
 # timeline PNG and the timing DB go to $OUT.
 set -euo pipefail
-LOG2=${1:-22}; PARTS=${2:-16}; DEPTH=${3:-3}
+LOG2=${1:-22}; PARTS=${2:-16}; DEPTH=${3:-4}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 t0=$(date +%s)
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
