@@ -190,13 +190,15 @@ def _draw_run(rep: dict, ax_gantt, ax_gpu, label: str) -> None:
             ax_gpu.barh(0, max(r["duration_s"], 1e-6), left=_epoch(r["start"]) - t0, height=0.8,
                         color=PHASE_COLORS[r["phase"]], label=f"busy: {r['phase']}" if r["phase"] not in seen else None)
             seen.add(r["phase"])
-    s = rep["summary"]
-    frac = s.get("gpu_busy_fraction")
+    s, st = rep["summary"], rep["steady_state"]
+    frac, steady = s.get("gpu_busy_fraction"), st.get("gpu_busy_fraction")
     ax_gpu.set_yticks([0])
     ax_gpu.set_yticklabels(["GPU"])
     ax_gpu.set_xlabel("seconds since the run's first task started")
-    ax_gpu.set_title(f"{label}: GPU busy vs idle over the prove_gpu window (busy {_n(s.get('gpu_busy_s'))} s of wall {_n(s.get('wall_s'))} s"
-                     + (f", {100 * frac:.1f}%" if frac is not None else "") + ")")
+    ax_gpu.set_title(f"{label}: GPU busy vs idle (busy {_n(s.get('gpu_busy_s'))} s of wall {_n(s.get('wall_s'))} s"
+                     + (f", {100 * frac:.1f}%" if frac is not None else "")
+                     + (f"; steady state {100 * steady:.1f}% over {_n(st.get('window_s'))} s" if steady is not None
+                        else "") + ")")
     ax_gpu.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=7)
     ax_gpu.grid(axis="x", alpha=0.3)
 
@@ -253,7 +255,7 @@ def render_png(path, reps: list[tuple[str, dict]]) -> None:
     _draw_h2d(reps, axes[-1])
     title = " vs ".join(f"{label} = {rep['summary']['run_id']} ({rep['summary']['staging']})" for label, rep in reps)
     fig.suptitle(f"proofflow report: {title}", fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.985))  # room for the suptitle
     fig.savefig(path, dpi=110)
     plt.close(fig)
 

@@ -15,7 +15,7 @@ import re
 INIT = "airflow-init"
 
 SERVICES: dict[str, list[str]] = {
-    INIT: ["proofflow", "setup", "--gpu-slots", "${PROOFFLOW_GPU_SLOTS:-3}"],
+    INIT: ["proofflow", "setup", "--gpu-slots", "${PROOFFLOW_GPU_SLOTS:-4}"],
     "api-server": ["airflow", "api-server", "--port", "${AIRFLOW_API_PORT:-8080}"],
     "scheduler": ["airflow", "scheduler"],
     "dag-processor": ["airflow", "dag-processor"],
@@ -25,7 +25,7 @@ SERVICES: dict[str, list[str]] = {
                    "--concurrency", "${PROOFFLOW_CPU_WORKER_CONCURRENCY:-4}", "--celery-hostname", "cpu@%h"],
     # prove_gpu: one GPU worker per GPU host, concurrency = that host's slots of pool gpu
     "worker-gpu": ["airflow", "celery", "worker", "--queues", "${PROOFFLOW_GPU_QUEUE:-gpu}",
-                   "--concurrency", "${PROOFFLOW_GPU_WORKER_SLOTS:-3}", "--celery-hostname", "gpu@%h"],
+                   "--concurrency", "${PROOFFLOW_GPU_WORKER_SLOTS:-4}", "--celery-hostname", "gpu@%h"],
 }
 
 _VAR = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^}]*))?\}")
