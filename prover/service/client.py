@@ -19,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+from prover import faults
 from prover.service import protocol
 
 START_TIMEOUT_S = float(os.environ.get("PROOFFLOW_SERVICE_START_TIMEOUT", 600))  # first NVRTC compile included
@@ -67,6 +68,8 @@ class ServiceClient:
         with s, s.makefile("rwb") as f:
             try:
                 protocol.send(f, req)
+                if req.get("op") == "prove":
+                    faults.point("client.sent")
                 reply = protocol.recv(f)
             except (OSError, protocol.ProtocolError) as exc:
                 raise ServiceError(f"the prover service on {self.path} failed: {exc}") from None
