@@ -1,0 +1,15 @@
+"""The figures the reliability tests report: collected here while they run, printed in
+pytest's terminal summary (conftest.py), and written to bench/results/reliability.json by
+the long version (``pytest -m reliability --soak``)."""
+from __future__ import annotations
+
+FIGURES: dict = {}
+
+
+def add(name: str, n: int = 1) -> None:
+    """Count ``n`` more of ``name`` (inputs tried, faults injected, runs completed...)."""
+    FIGURES[name] = FIGURES.get(name, 0) + n
+
+
+def put(name: str, value) -> None:
+    FIGURES[name] = value
