@@ -3,6 +3,7 @@
 Every artifact goes to a temporary name in its final directory, is fsynced, then renamed
 into place (``os.replace``), so a task killed mid-write leaves at most a ``.*.tmp`` file,
 never a half-written artifact under the real name; readers only look at real names.
+(``save_npy``'s kill_mid_write fault hook, for the reliability tests: prover/faults.py.)
 """
 from __future__ import annotations
 

@@ -19,6 +19,14 @@ How prove_gpu reaches the device:
                             per entry of CUDA_VISIBLE_DEVICES, else 0)
     PROOFFLOW_STANDIN_GPU_S stretch each proof's device phase to this many seconds (a
                             calibrated stand-in for a GPU phase, for the pipeline benchmark)
+
+Faults:
+    PROOFFLOW_DB_RETRY_S    how long the timing store retries a lost database connection (60)
+    PROOFFLOW_STAGING_BUDGET / PROOFFLOW_STAGING_TIMEOUT
+                            the staging pool's byte budget (8 GiB) and how long a request waits
+                            for room in it before failing (600 s)
+    PROOFFLOW_FAULT         fault injection for the reliability tests (prover/faults.py); unset
+                            in operation
 """
 from __future__ import annotations
 

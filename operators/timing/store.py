@@ -118,6 +118,8 @@ def _check_value(table: Table, name: str, v) -> str | None:
     elif isinstance(kind, (String, Text)):
         if not isinstance(v, str):
             return "must be a string"
+        if "\x00" in v:
+            return "contains a NUL character"
         if isinstance(kind, String) and kind.length and len(v) > kind.length:
             return f"is longer than {kind.length} characters"
         if not col.nullable and not v:
