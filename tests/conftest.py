@@ -119,9 +119,8 @@ def proof_run_dag(airflow_home):
     return bag.get_dag("proof_run")
 
 
-@pytest.fixture
-def pg_new_database():
-    """A factory of fresh Postgres databases (each dropped after the test)."""
+def _database_factory():
+    """make(label) -> the URL of a fresh Postgres database; all dropped when the generator ends."""
     try:
         admin, u = _pg_admin()
     except Exception as exc:
@@ -142,6 +141,18 @@ def pg_new_database():
     admin.close()
 
 
+@pytest.fixture
+def pg_new_database():
+    """A factory of fresh Postgres databases (each dropped after the test)."""
+    yield from _database_factory()
+
+
+@pytest.fixture(scope="module")
+def pg_module_database():
+    """The same, the databases kept for the test module (a module-wide Airflow stack)."""
+    yield from _database_factory()
+
+
 # --- reliability figures and the long versions (pytest -m reliability --soak) ------------
 def pytest_addoption(parser):
     parser.addoption("--soak", action="store_true", default=False,
@@ -159,6 +170,10 @@ def pytest_terminal_summary(terminalreporter, config):
     if not FIGURES:
         return
     terminalreporter.section("reliability figures")
+    for total in ("faults injected", "runs completed"):
+        parts = [v for k, v in FIGURES.items() if k.startswith(f"{total}:")]
+        if parts:
+            FIGURES[f"{total} (total)"] = sum(parts)
     for name in sorted(FIGURES):
         terminalreporter.write_line(f"{name}: {FIGURES[name]}")
     if config.getoption("--soak"):

@@ -13,3 +13,12 @@ def add(name: str, n: int = 1) -> None:
 
 def put(name: str, value) -> None:
     FIGURES[name] = value
+
+
+def count_proofs(expected: int, results) -> None:
+    """A finished run's proofs: ``results`` from ``verify_bundle``; lost = expected partitions
+    without a verifying proof, duplicated = partitions with more than one."""
+    parts = [r.partition for r in results if r.ok]
+    add("proofs expected", expected)
+    add("proofs verified", len(set(parts)))
+    add("proofs lost or duplicated", (expected - len(set(parts) & set(range(expected)))) + (len(parts) - len(set(parts))))

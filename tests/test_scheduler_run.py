@@ -113,6 +113,10 @@ def test_scheduler_rest_trigger_pool_mutex_and_sigkill_retry(tmp_path, pg_new_da
         # then reach prove_gpu while later ones are still being synthesized
         "PROOFFLOW_SYNTH_CONCURRENCY": "1",
         "PROOFFLOW_AIRFLOW_API": f"http://127.0.0.1:{port}",  # prove_gpu reads its queued time there
+        # a device phase of a GPU's length (the stand-in), not the ~0.1 s of a 2^10 CPU proof: with
+        # tasks that short, whether a synthesis overlaps a proof was luck (1 failure in 3 runs)
+        "PROOFFLOW_STANDIN_GPU_S": "1.0",
+        "PROOFFLOW_RUNTIME": str(tmp_path / "rt"),  # its prover service, stopped at the end
         # the first partition to write its a/b/c dies half-way through the file (SIGKILL)
         "PROOFFLOW_FAULT": f"kill_mid_write:abc.npy:{marker}",
     })
@@ -171,6 +175,8 @@ def test_scheduler_rest_trigger_pool_mutex_and_sigkill_retry(tmp_path, pg_new_da
                 p.wait()
         for f in logs.values():
             f.close()
+        from prover.service.client import stop_all
+        stop_all(tmp_path / "rt")
 
     from operators.timing import TimingStore
     from prover.bundle import verify_bundle
