@@ -47,7 +47,7 @@ def stack(tmp_path_factory, isolated_pg, pg_module_database):
     env = {
         "PROOFFLOW_HOME": str(root / "proofflow"),
         "PROOFFLOW_RUNTIME": str(runtime),
-        "PROOFFLOW_RETRIES": "3",
+        "PROOFFLOW_RETRIES": "4",  # a prove_gpu try may meet three faults in a row
         "PROOFFLOW_SERVICE_IDLE_S": "900",
         "PROOFFLOW_FAULT": ",".join(f"{spec}:{markers / str(i)}" for i, spec in enumerate(FAULTS)),
         # the H2D check is not under test here: a loaded 2-core machine must not flag a run
@@ -184,7 +184,7 @@ def test_soak_with_kills_and_a_timing_database_outage(stack, soak):
     os.environ["PROOFFLOW_RUNTIME"] = str(stack["runtime"])
     client = ServiceClient("cpu", 0)
     store = TimingStore(stack["timing_url"])
-    samples, done, outage, parts = [], [], None, {}
+    samples, done, outages, parts, fired = [], [], 0, {}, 0
     t0 = time.time()
     try:
         for wave in range(-(-runs // WAVE)):
@@ -194,12 +194,12 @@ def test_soak_with_kills_and_a_timing_database_outage(stack, soak):
                 assert status == 200, run
                 ids.append(run["dag_run_id"])
                 parts[run["dag_run_id"]] = 1 + i % 2
-            if wave == 2:  # the timing database goes away while this wave's tasks write their rows
+            if wave % 10 == 2:  # the timing database goes away while this wave's tasks write their rows
                 time.sleep(4)
                 pg.stop()
                 time.sleep(3)
                 pg.start()
-                outage = 3
+                outages += 1
             states = _wait_runs(s, ids, 900)
             for rid in ids:
                 tis = s.api(f"/api/v2/dags/proof_run/dagRuns/{rid}/taskInstances?limit=100")["task_instances"]
@@ -216,14 +216,20 @@ def test_soak_with_kills_and_a_timing_database_outage(stack, soak):
                 _check_rows(store, rid, tis)
                 done.append(rid)
             samples.append(_samples(s, client))
+            markers = list(stack["markers"].iterdir())
+            if soak or wave == 0:  # every fault fires in the first wave; the long soak re-arms them each wave
+                assert len(markers) == len(FAULTS), f"faults not injected in wave {wave}: {markers}"
+            if soak:
+                fired += len(markers)
+                for m in markers:
+                    m.unlink()
     finally:
         os.environ.pop("PROOFFLOW_RUNTIME", None)
     wall = time.time() - t0
     assert not any((stack["root"] / "proofflow" / "scratch").rglob("*")), "scratch left behind"
     params = stack["root"] / "proofflow" / "params"
     assert [p for p in params.glob(".*") if p.is_dir()] == [], "a killed setup's temporary key directory"
-    fired = sorted(p.name for p in stack["markers"].iterdir())
-    assert fired == sorted(str(i) for i in range(len(FAULTS))), f"faults not injected: {fired}"
+    fired = fired or len(list(stack["markers"].iterdir()))
     assert all(x["staging_in_use"] == 0 for x in samples)
     logs = stack["stack"].home / "logs"
     waited = [p for p in logs.rglob("*.log") if b"retrying in" in p.read_bytes()]
@@ -236,14 +242,14 @@ def test_soak_with_kills_and_a_timing_database_outage(stack, soak):
     last_pid = samples[-1]["service_pid"]
     service = [x["service_rss"] for x in steady if x["service_pid"] == last_pid] or [samples[-1]["service_rss"]]
     mib = 2 ** 20
-    print(f"soak: {len(done)} runs through the real scheduler in {wall:.0f} s, {len(fired)} faults injected and "
-          f"a {outage} s timing-database outage ({len(waited)} task attempts waited it out), proofs lost 0; "
+    print(f"soak: {len(done)} runs through the real scheduler in {wall:.0f} s, {fired} faults injected, "
+          f"{outages} timing-database outages of 3 s ({len(waited)} task attempts waited them out); "
           "RSS MiB first -> last third: "
           + ", ".join(f"{k} {a / mib:.0f} -> {b / mib:.0f}" for k, (a, b) in comp.items())
           + f"; prover service {service[0] / mib:.0f} -> {service[-1] / mib:.0f}; staging in use 0 after every wave")
     figures.add("runs completed: real scheduler soak", len(done))
-    figures.add("faults injected: under the real scheduler (kills, oom)", len(fired))
-    figures.add("faults injected: timing database stopped and restarted (real scheduler)", 1)
+    figures.add("faults injected: under the real scheduler (kills, oom)", fired)
+    figures.add("faults injected: timing database stopped and restarted (real scheduler)", outages)
     figures.put("soak: RSS MiB first/last third (scheduler, api-server, dag-processor)",
                 {k: [round(a / mib), round(b / mib)] for k, (a, b) in comp.items()})
     figures.put("soak: prover service RSS MiB first/last", [round(service[0] / mib), round(service[-1] / mib)])
