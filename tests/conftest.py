@@ -165,7 +165,7 @@ def soak(request) -> bool:
     return bool(request.config.getoption("--soak"))
 
 
-def pytest_terminal_summary(terminalreporter, config):
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
     from reliability_figures import FIGURES
     if not FIGURES:
         return
@@ -183,7 +183,8 @@ def pytest_terminal_summary(terminalreporter, config):
         out = _REPO / "bench" / "results" / "reliability.json"
         out.parent.mkdir(parents=True, exist_ok=True)
         doc = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": platform.node(),
-               "cores": os.cpu_count(), "command": "pytest -m reliability --soak", "figures": FIGURES}
+               "cores": os.cpu_count(), "command": "pytest -m reliability --soak",
+               "all_passed": int(exitstatus) == 0, "figures": FIGURES}
         tmp = out.with_suffix(".tmp")
         tmp.write_text(json.dumps(doc, indent=1, sort_keys=True, default=str) + "\n")
         tmp.replace(out)

@@ -21,4 +21,5 @@ def count_proofs(expected: int, results) -> None:
     parts = [r.partition for r in results if r.ok]
     add("proofs expected", expected)
     add("proofs verified", len(set(parts)))
-    add("proofs lost or duplicated", (expected - len(set(parts) & set(range(expected)))) + (len(parts) - len(set(parts))))
+    lost = expected - len(set(parts) & set(range(expected)))
+    add("proofs lost or duplicated", lost + len(parts) - len(set(parts)))

@@ -142,7 +142,8 @@ def test_rest_trigger_refuses_bad_params(stack):
     log = s.api(f"/api/v2/dags/proof_run/dagRuns/{rid}/taskInstances/validate/logs/1?full_content=true")
     assert "unknown parameter(s) 'partitons'" in json.dumps(log)
     assert not scratch.run_dir("proof_run", rid, stack["root"] / "proofflow" / "scratch").exists()
-    assert not (stack["root"] / "proofflow" / "bundles" / scratch.safe_name("proof_run") / scratch.safe_name(rid)).exists()
+    bundles = stack["root"] / "proofflow" / "bundles"
+    assert not (bundles / scratch.safe_name("proof_run") / scratch.safe_name(rid)).exists()
     assert {r["task_id"] for r in TimingStore(stack["timing_url"]).timings("proof_run", rid)} <= {"validate",
                                                                                                     "cleanup_scratch"}
     after = {r["dag_run_id"] for r in s.api("/api/v2/dags/proof_run/dagRuns?limit=100")["dag_runs"]}
@@ -153,8 +154,9 @@ def test_rest_trigger_refuses_bad_params(stack):
 
 def _samples(s, client):
     st = client.status()
+    pinned = st["staging"]["pinned"]
     return {"rss": s.rss(), "service_rss": st["rss_bytes"], "service_pid": st["pid"],
-            "staging_in_use": st["staging"]["pinned"]["in_use"], "staging_allocated": st["staging"]["pinned"]["allocated"]}
+            "staging_in_use": pinned["in_use"], "staging_allocated": pinned["allocated"]}
 
 
 def _check_rows(store, run_id: str, tis: list[dict]):
@@ -203,8 +205,8 @@ def test_soak_with_kills_and_a_timing_database_outage(stack, soak):
             states = _wait_runs(s, ids, 900)
             for rid in ids:
                 tis = s.api(f"/api/v2/dags/proof_run/dagRuns/{rid}/taskInstances?limit=100")["task_instances"]
-                assert states[rid] == "success", json.dumps(
-                    [(t["task_id"], t["map_index"], t["state"], t["try_number"]) for t in tis if t["state"] != "success"])
+                assert states[rid] == "success", json.dumps([(t["task_id"], t["map_index"], t["state"], t["try_number"])
+                                                             for t in tis if t["state"] != "success"])
                 n = parts[rid]
                 record = store.run("proof_run", rid)
                 assert record["state"] == "success" and record["proofs_verified"] == n

@@ -389,7 +389,8 @@ class ProveGpuOperator(ProofflowOperator):
                 with open(staged, "rb") as f:
                     size = os.fstat(f.fileno()).st_size
                     if size != abc_bytes or f.readinto(memoryview(block).cast("B")) != abc_bytes:
-                        raise AirflowFailException(f"{staged}: {size} bytes, expected {abc_bytes} (3 x {n} Fr elements)")
+                        raise AirflowFailException(
+                            f"{staged}: {size} bytes, expected {abc_bytes} (3 x {n} Fr elements)")
                 w = buf.array[abc_bytes:].view(np.uint64).reshape(-1, 4)
                 try:
                     src = np.load(witness_path, mmap_mode="r", allow_pickle=False)

@@ -325,11 +325,11 @@ class ProverService:
         if self.backend_name == "gpu":
             import cupy
             device_pool = cupy.get_default_memory_pool().total_bytes()
-        return {"ok": True, "device_pool_bytes": device_pool, "pid": os.getpid(), "backend": self.backend_name, "device": self.device_label,
+        return {"ok": True, "pid": os.getpid(), "backend": self.backend_name, "device": self.device_label,
                 "started_at": self.started_at, "queued": self._queue.qsize(), "busy": self._busy,
                 "active": self._active, "jobs_done": self.jobs_done, "jobs_failed": self.jobs_failed,
                 "jobs_cancelled": self.jobs_cancelled, "recoveries": self.recoveries, "last_error": self.last_error,
-                "rss_bytes": _rss_bytes(), "keys": list(self._keys),
+                "rss_bytes": _rss_bytes(), "device_pool_bytes": device_pool, "keys": list(self._keys),
                 "staging": {k: p.stats() for k, p in self.pools.items()}}
 
     def _prove(self, spec, conn: socket.socket | None = None) -> dict:
@@ -345,7 +345,7 @@ class ProverService:
                                   "the service gave back its cached device memory and idle staging buffers: "
                                   "a retry can succeed") from job.error
             if job.error is not None:
-                if not isinstance(job.error, CallerGone):
+                if isinstance(job.error, (ValueError, ArithmeticError)):  # e.g. arkworks: a point off the curve
                     self._refuse_corrupt_key(job.spec)
                 raise job.error
             proof = job.pending.finish(timer)
