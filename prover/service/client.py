@@ -112,6 +112,11 @@ class ServiceClient:
             deadline = t0 + START_TIMEOUT_S
             while time.time() < deadline:
                 if proc.poll() is not None:
+                    try:  # a service started by a caller killed while it waited here came up first
+                        self.status(timeout=2.0)
+                        return time.time() - t0
+                    except ServiceUnavailable:
+                        pass
                     raise ServiceUnavailable(f"the prover service exited with {proc.returncode} while starting; "
                                              f"see {self.path.with_suffix('.log')}")
                 try:

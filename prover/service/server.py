@@ -23,6 +23,7 @@ dropped, its staging buffer released. Fault-injection points: ``prover/faults.py
 from __future__ import annotations
 
 import argparse
+import fcntl
 import logging
 import os
 import queue
@@ -143,6 +144,7 @@ class ProverService:
         self._stop = threading.Event()
         self.backend = None
         self.pools = {}
+        self._instance = None  # the instance lock's file, held while the process lives
 
     # ---- set-up -------------------------------------------------------------------------
     def _use_device(self) -> None:
@@ -413,17 +415,25 @@ class ProverService:
                 pass
             conn.close()
 
-    def _bind(self) -> socket.socket:
+    def _claim(self) -> None:
+        """One service per socket: an exclusive lock held for the process's life (the kernel
+        drops it when the process dies, SIGKILL included). Probing the socket instead let two
+        services started at once both bind, the first left running unreachable."""
         self.socket_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._instance = open(self.socket_path.with_suffix(".pid"), "a+")
+        try:
+            fcntl.flock(self._instance, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._instance.seek(0)
+            raise RuntimeError(f"a prover service already runs for {self.socket_path} "
+                               f"(pid {self._instance.read().strip() or '?'})") from None
+        self._instance.truncate(0)
+        self._instance.write(f"{os.getpid()}\n")
+        self._instance.flush()
+
+    def _bind(self) -> socket.socket:
         if self.socket_path.exists():
-            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                probe.connect(str(self.socket_path))
-            except OSError:
-                self.socket_path.unlink()  # left by a service that died
-            else:
-                probe.close()
-                raise RuntimeError(f"a prover service already listens on {self.socket_path}")
+            self.socket_path.unlink()  # left by a service that died: we hold the instance lock
         srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         srv.bind(str(self.socket_path))
         os.chmod(self.socket_path, 0o600)
@@ -432,6 +442,7 @@ class ProverService:
         return srv
 
     def serve_forever(self) -> None:
+        self._claim()
         self.start()
         srv = self._bind()
         log.info("prover service pid %d on %s (%s), idle timeout %.0f s", os.getpid(), self.socket_path,
