@@ -121,20 +121,13 @@ def test_sigkill_at_random_points_of_every_phase(tmp_path, monkeypatch, soak):
     specs = [f"kill:{p}:{markers / p}" for p in HOOK_POINTS]
     specs += [f"kill_mid_write:{n}:{markers / ('mid-' + n)}" for n in MID_WRITE]
     specs.append(f"oom:service.device:{markers / 'oom'}")
-    url = f"sqlite:///{tmp_path / 'timing.db'}"
-    env = {"PROOFFLOW_HOME": str(tmp_path / "home"), "PROOFFLOW_DB_URL": url,
-           "PROOFFLOW_SCRATCH": str(tmp_path / "scratch"), "PROOFFLOW_PARAMS_CACHE": str(tmp_path / "params"),
-           "PROOFFLOW_BUNDLES": str(tmp_path / "bundles"), "PROOFFLOW_RUNTIME": str(tmp_path / "rt"),
-           "PROOFFLOW_SERVICE_IDLE_S": "300", "PROOFFLOW_FAULT": ",".join(specs)}
-    for k, v in env.items():
-        if k != "PROOFFLOW_FAULT":
-            monkeypatch.setenv(k, v)
-    runner = Runner(tmp_path / "xcom", env)
-    store = TimingStore(url)
+    env = _env(tmp_path, monkeypatch, PROOFFLOW_SERVICE_IDLE_S="300")
+    runner = Runner(tmp_path / "xcom", {**env, "PROOFFLOW_FAULT": ",".join(specs)})  # the tasks' (and services')
+    store = TimingStore(env["PROOFFLOW_DB_URL"])
     service = ServiceClient("cpu", 0)
     estimate: dict[str, list[float]] = {}
     killed = Counter()  # by task (and "service")
-    attempts = completed = 0
+    attempts = completed = proofs = 0
     samples = []  # (run, service pid, rss, staging) after each run
     run = 0
     try:
@@ -189,8 +182,7 @@ def test_sigkill_at_random_points_of_every_phase(tmp_path, monkeypatch, soak):
                 else:
                     pytest.fail(f"{run_id} {task}[{mi}] failed {MAX_TRIES} times")
             _check_run(store, run_id, partitions, summary, tmp_path / "scratch", succeeded)
-            completed += 1
-            run += 1
+            completed, proofs, run = completed + 1, proofs + partitions, run + 1
             try:
                 st = service.status()
             except ServiceUnavailable:  # killed by the schedule after its last reply: gone, not lingering
@@ -205,7 +197,7 @@ def test_sigkill_at_random_points_of_every_phase(tmp_path, monkeypatch, soak):
 
     fired = sorted(p.name for p in markers.iterdir())
     assert {f"mid-{n}" for n in MID_WRITE} | {"oom"} <= set(fired)
-    assert st["recoveries"] >= 0 and st["staging"]["pinned"]["high_water"] <= st["staging"]["pinned"]["budget"]
+    assert st["staging"]["pinned"]["high_water"] <= st["staging"]["pinned"]["budget"]
     assert [p for p in (tmp_path / "params").glob(".*") if p.is_dir()] == [], \
         "a setup killed mid-save left its temporary key directory"
     assert not any((tmp_path / "scratch").rglob("*")), "scratch left behind"
@@ -217,7 +209,7 @@ def test_sigkill_at_random_points_of_every_phase(tmp_path, monkeypatch, soak):
     random_kills = sum(killed.values())
     hook_kills = len(fired)
     print(f"fault injection: {run} runs completed, {attempts} attempts, {random_kills} random SIGKILLs "
-          f"({dict(killed)}), {hook_kills} fault points fired, proofs lost 0; service RSS "
+          f"({dict(killed)}), {hook_kills} fault points fired; all {proofs} proofs verify, once each; service RSS "
           f"{last[0][2] / 2**20:.1f} -> {last[-1][2] / 2**20:.1f} MiB over the {len(last)} runs of its longest-lived "
           "incarnation, staging in use 0")
     figures.add("faults injected: SIGKILL at random points (tasks, service)", random_kills)
