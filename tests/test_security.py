@@ -121,6 +121,7 @@ def test_injection_looking_ids_are_data(evil, store_url):
     from operators.timing import TimingStore
     from operators.report import run_report
     store = TimingStore(store_url)
+    evil = f"{evil} {time.time_ns()}"  # its own rows in the session's shared database
     t = time.time()
     store.record_attempt([dict(run_id=evil, dag_id=evil, task_id=evil, map_index=0, try_number=1, partition=0,
                                phase=evil[:64], host=evil, device="cpu", start=t, end=t + 1)],
