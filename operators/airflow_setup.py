@@ -91,17 +91,30 @@ def ensure_pool(slots: int | None = None) -> int:
 
 
 def ensure_connection(url: str) -> None:
-    """The ``proofflow_timing`` connection, holding the timing store's SQLAlchemy URL."""
+    """The ``proofflow_timing`` connection naming the timing store. A Postgres URL goes into
+    the connection's fields, its password into the password field (encrypted with Airflow's
+    Fernet key where one is set, hidden in the UI, masked in task logs), not into the extra
+    JSON that the UI shows as text; any other URL goes into ``extra.url``."""
     import json
     from airflow.models.connection import Connection
     from airflow.utils.session import create_session
+    from sqlalchemy.engine import make_url
+    u = make_url(url)
+    fields = u.get_backend_name() == "postgresql" and not u.query
     with create_session() as session:
         conn = session.query(Connection).filter(Connection.conn_id == settings.TIMING_CONN_ID).one_or_none()
         if conn is None:
-            conn = Connection(conn_id=settings.TIMING_CONN_ID, conn_type="generic",
-                              description="proofflow timing store (SQLAlchemy URL in extra.url)")
+            conn = Connection(conn_id=settings.TIMING_CONN_ID, conn_type="generic")
             session.add(conn)
-        conn.set_extra(json.dumps({"url": url}))
+        if fields:
+            conn.conn_type, conn.description = "postgres", "proofflow timing store"
+            conn.host, conn.port, conn.login, conn.schema = u.host, u.port, u.username, u.database
+            conn.password = u.password
+            conn.set_extra(None)
+        else:
+            conn.conn_type, conn.description = "generic", "proofflow timing store (SQLAlchemy URL in extra.url)"
+            conn.host = conn.port = conn.login = conn.password = conn.schema = None
+            conn.set_extra(json.dumps({"url": url}))
 
 
 def timing_url() -> str:

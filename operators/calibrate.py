@@ -26,6 +26,7 @@ import datetime as dt
 import json
 import math
 import os
+import re
 import socket
 import statistics
 import sys
@@ -214,9 +215,13 @@ def add_parser(sub) -> None:
 def cmd_calibrate(args) -> int:
     from operators import settings
     from operators.timing.store import TimingStore
+    from operators.proof.params import MAX_LOG2
     device = default_device() if args.device == "auto" else args.device
-    if device != "cpu" and not device.startswith("cuda"):
+    if device != "cpu" and not re.fullmatch(r"cuda(:\d+)?", device):
         print(f"error: unknown device {device!r}: use auto, cpu or cuda:N", file=sys.stderr)
+        return 2
+    if not args.show and not 1 <= args.min_log2 <= (args.max_log2 or args.min_log2) <= MAX_LOG2:
+        print(f"error: --min-log2 and --max-log2 must satisfy 1 <= min <= max <= {MAX_LOG2}", file=sys.stderr)
         return 2
     store = TimingStore(settings.db_url_from_env() or settings.default_db_url())
     if args.show:

@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from operators.proof.params import (BACKENDS, CIRCUITS, DEFAULTS, MAX_LOG2, MAX_PARTITIONS, MIN_LOG2,
+from operators.proof.params import (BACKENDS, CIRCUITS, DEFAULTS, MAX_LOG2, MAX_PARTITIONS, MAX_SEED, MIN_LOG2,
                                     MIN_PARTITIONS, STAGING)
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -207,7 +207,7 @@ def parser() -> argparse.ArgumentParser:
                    help=f"partitions ({MIN_PARTITIONS}..{MAX_PARTITIONS}; default {DEFAULTS['partitions']})")
     r.add_argument("--backend", choices=BACKENDS, default=DEFAULTS["backend"], help="default auto (GPU if present)")
     r.add_argument("--staging", choices=STAGING, default=DEFAULTS["staging"], help="default pinned")
-    r.add_argument("--seed", type=_int_in(0, None, "seed"), default=DEFAULTS["seed"])
+    r.add_argument("--seed", type=_int_in(0, MAX_SEED, "seed"), default=DEFAULTS["seed"])
     r.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     r.add_argument("--home", help="AIRFLOW_HOME to set up and use (default ~/.proofflow/airflow)")
     r.add_argument("--verbose", action="store_true", help="Airflow's log on stderr instead of a log file")
@@ -233,6 +233,9 @@ def main(argv=None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.func(args)
+    except (ValueError, OSError) as exc:  # bad input, an unusable file or store: a message, not a traceback
+        _say(f"error: {exc}")
+        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         _say("interrupted")
         return 130

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -59,8 +60,8 @@ def airflow_env(home: Path, meta_url: str, port: int, executor: str = "LocalExec
         "AIRFLOW__API__HOST": "127.0.0.1",
         "AIRFLOW__API__PORT": str(port),
         "AIRFLOW__API__WORKERS": "1",
-        "AIRFLOW__API_AUTH__JWT_SECRET": "proofflow-local-jwt-secret",
-        "AIRFLOW__API__SECRET_KEY": "proofflow-local-secret-key",
+        "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(32),  # this deployment's own, never in code
+        "AIRFLOW__API__SECRET_KEY": secrets.token_urlsafe(32),
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
         "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "1",
         # A task's supervisor notices its task process's exit only at its next heartbeat
@@ -82,6 +83,30 @@ def api(base: str, path: str, body=None, method: str | None = None, token: str |
                                  data=json.dumps(body).encode() if body is not None else None, headers=headers)
     with urllib.request.urlopen(req, timeout=timeout) as r:
         return json.loads(r.read() or b"null")
+
+
+def users_env(home: Path, users: dict[str, tuple[str, str]]) -> dict:
+    """The simple auth manager checking ``users`` ({name: (role, password)}) instead of
+    making every request admin: the environment entries, the passwords file in ``home``."""
+    Path(home).mkdir(parents=True, exist_ok=True)
+    passwords = Path(home) / "simple_auth_manager_passwords.json"
+    passwords.write_text(json.dumps({u: pw for u, (_role, pw) in users.items()}))
+    return {"AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "False",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": ",".join(f"{u}:{r}" for u, (r, _) in users.items()),
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords)}
+
+
+def request(base: str, path: str, body=None, token: str | None = None, method: str | None = None,
+            timeout: float = 10) -> tuple[int, object]:
+    """(status, parsed body) of one request, error answers included."""
+    try:
+        return 200, api(base, path, body, method=method, token=token, timeout=timeout)
+    except urllib.error.HTTPError as exc:
+        raw = exc.read()
+        try:
+            return exc.code, json.loads(raw or b"null")
+        except ValueError:
+            return exc.code, raw.decode(errors="replace")
 
 
 def token(base: str, username: str, password: str) -> str:
@@ -155,6 +180,22 @@ class Processes:
             if p.poll() is not None:
                 tail = (self.logs / f"{name}.log").read_text(errors="replace")[-3000:]
                 raise RuntimeError(f"{name} exited with {p.returncode}:\n{tail}")
+
+    def rss(self) -> dict[str, int]:
+        """Resident bytes per service: all processes of its session (its task workers too)."""
+        out = {name: 0 for name in self.procs}
+        sessions = {p.pid: name for name, p in self.procs.items()}
+        for d in Path("/proc").iterdir():
+            if not d.name.isdigit():
+                continue
+            try:
+                sid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[3])
+                if sid in sessions:
+                    line = next(x for x in (d / "status").read_text().splitlines() if x.startswith("VmRSS:"))
+                    out[sessions[sid]] += int(line.split()[1]) * 1024
+            except (OSError, StopIteration, IndexError, ValueError):
+                continue
+        return out
 
     def stop(self) -> None:
         for p in self.procs.values():

@@ -3,6 +3,7 @@
 Every artifact goes to a temporary name in its final directory, is fsynced, then renamed
 into place (``os.replace``), so a task killed mid-write leaves at most a ``.*.tmp`` file,
 never a half-written artifact under the real name; readers only look at real names.
+(``save_npy``'s kill_mid_write fault hook, for the reliability tests: prover/faults.py.)
 """
 from __future__ import annotations
 
@@ -60,34 +61,19 @@ def write_json(path: Path, obj) -> Path:
     return write_bytes(path, json.dumps(obj, indent=1, sort_keys=True).encode())
 
 
-def _fault_fires(kind: str, path: Path) -> bool:
-    """Reliability-test hook: ``PROOFFLOW_FAULT=kind:FILENAME:MARKER`` fires once (the first
-    time it matches, creating MARKER). Unset in normal operation."""
-    spec = os.environ.get("PROOFFLOW_FAULT", "")
-    parts = spec.split(":", 2)
-    if len(parts) != 3 or parts[0] != kind or Path(path).name != parts[1]:
-        return False
-    try:
-        fd = os.open(parts[2], os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-    except FileExistsError:
-        return False
-    os.close(fd)
-    return True
-
-
 def save_npy(path: Path, array) -> Path:
     import numpy as np
+    from prover import faults
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as f:
-            if _fault_fires("kill_mid_write", path):  # write half the file, then die like an OOM kill
+            if faults.fires("kill_mid_write", Path(path).name):  # half the file, then die (prover/faults.py)
                 import io
-                import signal
                 data = io.BytesIO()
                 np.save(data, array, allow_pickle=False)
                 f.write(data.getbuffer()[: len(data.getbuffer()) // 2])
                 f.flush()
                 os.fsync(f.fileno())
-                os.kill(os.getpid(), signal.SIGKILL)
+                faults.kill_self()
             np.save(f, array, allow_pickle=False)
     return Path(path)
 

@@ -24,6 +24,14 @@ How prove_gpu reaches the device:
 Where tasks run under the CeleryExecutor (LocalExecutor and dag.test() ignore queues):
     PROOFFLOW_GPU_QUEUE     Celery queue of prove_gpu, served by the GPU workers (gpu)
     PROOFFLOW_CPU_QUEUE     Celery queue of every other task (cpu)
+
+Faults:
+    PROOFFLOW_DB_RETRY_S    how long the timing store retries a lost database connection (60)
+    PROOFFLOW_STAGING_BUDGET / PROOFFLOW_STAGING_TIMEOUT
+                            the staging pool's byte budget (8 GiB) and how long a request waits
+                            for room in it before failing (600 s)
+    PROOFFLOW_FAULT         fault injection for the reliability tests (prover/faults.py); unset
+                            in operation
 """
 from __future__ import annotations
 

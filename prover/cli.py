@@ -25,14 +25,19 @@ def _log2(text: str) -> int:
     return k
 
 
-def _positive(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
-    return n
+def _at_least(lo: int):
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if n < lo:
+            raise argparse.ArgumentTypeError(f"must be at least {lo}, got {n}")
+        return n
+    return parse
+
+
+_positive, _seed = _at_least(1), _at_least(0)
 
 
 def _say(msg: str) -> None:
@@ -152,7 +157,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--circuit", default="mimc", help=f"circuit family ({circuits}; default mimc)")
     s.add_argument("--log2", type=_log2, required=True, help=f"log2 of the constraint count ({MIN_LOG2}..{MAX_LOG2})")
     s.add_argument("--out", required=True, help="directory to write the keys to")
-    s.add_argument("--seed", type=int, default=0, help="seed of the toxic waste (default 0)")
+    s.add_argument("--seed", type=_seed, default=0, help="seed of the toxic waste (default 0)")
     s.add_argument("--backend", choices=("auto", "cpu", "gpu"), default="auto",
                    help="where the key points are computed (default auto); every backend writes the same key")
     s.add_argument("--quiet", action="store_true", help="no progress output")
@@ -164,7 +169,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--params", required=True, help="proving key directory written by 'setup'")
     s.add_argument("--partitions", type=_positive, required=True, help="number of partitions (independent instances)")
     s.add_argument("--out", required=True, help="directory for the proof bundle")
-    s.add_argument("--seed", type=int, default=0, help="seed of the partitions' inputs (default 0)")
+    s.add_argument("--seed", type=_seed, default=0, help="seed of the partitions' inputs (default 0)")
     s.add_argument("--backend", choices=("auto", "cpu", "gpu"), default="auto", help="compute backend (default auto)")
     s.add_argument("--staging", choices=STAGING, default="auto", help=STAGING_HELP)
     s.set_defaults(func=cmd_prove)
@@ -180,7 +185,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--circuit", default="mimc", help=f"circuit family ({circuits}; default mimc)")
     s.add_argument("--log2", type=_log2, default=10, help=f"log2 of the constraint count ({MIN_LOG2}..{MAX_LOG2}; default 10)")
     s.add_argument("--partitions", type=_positive, default=2, help="number of partitions (default 2)")
-    s.add_argument("--seed", type=int, default=0, help="seed of keys and inputs (default 0)")
+    s.add_argument("--seed", type=_seed, default=0, help="seed of keys and inputs (default 0)")
     s.add_argument("--backend", choices=("auto", "cpu", "gpu"), default="auto", help="compute backend (default auto)")
     s.add_argument("--staging", choices=STAGING, default="auto", help=STAGING_HELP)
     s.add_argument("--out", help="keep the proof bundle in this directory (default: a temporary one)")
@@ -193,7 +198,7 @@ def main(argv=None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ValueError, BackendUnavailable) as exc:  # bad input or environment: a message, not a traceback
+    except (ValueError, BackendUnavailable, OSError) as exc:  # bad input or environment: a message, not a traceback
         _say(f"error: {exc}")
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:

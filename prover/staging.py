@@ -152,6 +152,15 @@ class StagingPool:
             self._in_use -= buf.capacity
             self._cond.notify_all()
 
+    def trim(self) -> int:
+        """Free every idle block (after an out-of-memory error); returns the bytes freed."""
+        with self._cond:
+            freed = sum(cap * len(blocks) for cap, blocks in self._free.items())
+            self._buffers -= sum(len(blocks) for blocks in self._free.values())
+            self._allocated -= freed
+            self._free.clear()
+        return freed
+
     def stats(self) -> dict:
         with self._cond:
             return {"budget": self.budget, "in_use": self._in_use, "high_water": self._high_water,

@@ -151,3 +151,106 @@ def pg_new_database():
 def pg_new_database_module():
     """The same for a module's tests that share one set of services (dropped after the module)."""
     yield from _database_factory()
+
+
+# --- reliability figures and the long versions (pytest -m reliability --soak) ------------
+def pytest_addoption(parser):
+    parser.addoption("--soak", action="store_true", default=False,
+                     help="reliability tests at full length (200-run soak, 300 random kills); their figures go "
+                          "to bench/results/reliability.json")
+
+
+@pytest.fixture(scope="session")
+def soak(request) -> bool:
+    return bool(request.config.getoption("--soak"))
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    from reliability_figures import FIGURES
+    if not FIGURES:
+        return
+    terminalreporter.section("reliability figures")
+    for total in ("faults injected", "runs completed"):
+        parts = [v for k, v in FIGURES.items() if k.startswith(f"{total}:")]
+        if parts:
+            FIGURES[f"{total} (total)"] = sum(parts)
+    for name in sorted(FIGURES):
+        terminalreporter.write_line(f"{name}: {FIGURES[name]}")
+    if config.getoption("--soak"):
+        import json
+        import platform
+        import time
+        out = _REPO / "bench" / "results" / "reliability.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        doc = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "host": platform.node(),
+               "cores": os.cpu_count(), "command": "pytest -m reliability --soak",
+               "all_passed": int(exitstatus) == 0, "figures": FIGURES}
+        tmp = out.with_suffix(".tmp")
+        tmp.write_text(json.dumps(doc, indent=1, sort_keys=True, default=str) + "\n")
+        tmp.replace(out)
+        terminalreporter.write_line(f"written to {out}")
+
+
+# --- a Postgres of the tests' own, to stop and start at will (the shared one is never stopped)
+class IsolatedPostgres:
+    """A throwaway cluster (initdb) on a free port in a temporary directory. Postgres will
+    not run as root, so as root the cluster belongs to the ``postgres`` user."""
+
+    BIN = Path("/usr/lib/postgresql/15/bin")
+
+    def __init__(self, root: Path, password: str):
+        import pwd
+        import socket as _socket
+        self.root, self.data, self.password = root, root / "data", password
+        with _socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self._as = ["runuser", "-u", "postgres", "--"] if os.getuid() == 0 else []
+        if os.getuid() == 0:
+            pw = pwd.getpwnam("postgres")
+            os.chown(root, pw.pw_uid, pw.pw_gid)
+        (root / "pw").write_text(password + "\n")
+        os.chmod(root / "pw", 0o644)
+        self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth-local=trust", "--auth-host=scram-sha-256",
+                  f"--pwfile={root / 'pw'}", "-E", "UTF8")
+        (root / "pw").unlink()
+        with open(self.data / "postgresql.conf", "a") as f:
+            f.write(f"port = {self.port}\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '{root}'\n"
+                    "fsync = off\nmax_connections = 60\n")
+        self.start()
+        self.sql(f"CREATE ROLE proofflow LOGIN PASSWORD '{password}'")
+
+    def _run(self, tool: str, *args: str, check: bool = True):
+        import subprocess
+        out = subprocess.run(self._as + [str(self.BIN / tool), *args], capture_output=True, text=True, timeout=120)
+        if check and out.returncode != 0:
+            raise RuntimeError(f"{tool} failed: {out.stderr[-2000:]}")
+        return out
+
+    def start(self) -> None:
+        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "server.log"), "-w", "-t", "60", "start")
+
+    def stop(self) -> None:
+        self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "-t", "60", "stop")
+
+    def sql(self, statement: str) -> None:
+        self._run("psql", "-h", str(self.root), "-p", str(self.port), "-U", "postgres", "-d", "postgres",
+                  "-v", "ON_ERROR_STOP=1", "-qc", statement)
+
+    def new_database(self, name: str) -> str:
+        """A database owned by role proofflow; its URL carries the password."""
+        self.sql(f'CREATE DATABASE "{name}" OWNER proofflow')
+        return f"postgresql+psycopg2://proofflow:{self.password}@127.0.0.1:{self.port}/{name}"
+
+
+@pytest.fixture(scope="session")
+def isolated_pg():
+    if not (IsolatedPostgres.BIN / "initdb").exists():
+        pytest.skip("no Postgres 15 server binaries to start a private cluster")
+    root = Path(tempfile.mkdtemp(prefix="proofflow-pg-"))  # not under pytest's 0700 base: the server user reads it
+    try:
+        pg = IsolatedPostgres(root, password=f"pf-{uuid.uuid4().hex}")
+        yield pg
+        pg._run("pg_ctl", "-D", str(pg.data), "-m", "immediate", "-w", "stop", check=False)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

@@ -3,21 +3,18 @@ at a time, the stand-in's phase length, bad jobs refused with the service still 
 one service for concurrent first callers."""
 import threading
 
-import numpy as np
 import pytest
 
 from prover.service.client import ServiceClient, ServiceError, least_busy
-
-LOG2 = 8
+from service_inputs import job as _job
+from service_inputs import make_key
+from service_inputs import partition as _partition
+from service_inputs import verifies as _verifies
 
 
 @pytest.fixture(scope="module")
 def key_dir(tmp_path_factory):
-    from prover.circuits import get_circuit
-    from prover.groth16 import generator
-    d = tmp_path_factory.mktemp("key") / "mimc-8"
-    generator.setup(get_circuit("mimc", LOG2), seed=5).save(d)
-    return d
+    return make_key(tmp_path_factory.mktemp("key") / "mimc-8")
 
 
 @pytest.fixture
@@ -26,32 +23,6 @@ def service(tmp_path, monkeypatch):
     client = ServiceClient("cpu", 0, idle_s=60)
     yield client
     client.stop()
-
-
-def _partition(tmp_path, partition: int):
-    """One partition's inputs as the proof run leaves them: raw a/b/c, witness .npy."""
-    from prover.circuits import get_circuit
-    from prover.groth16 import r1cs_to_qap
-    circuit = get_circuit("mimc", LOG2)
-    inst = circuit.instance(11, partition)
-    abc = np.stack(r1cs_to_qap.witness_map(circuit.constraint_system, inst.witness))
-    d = tmp_path / f"p{partition}"
-    d.mkdir()
-    abc.tofile(d / "abc.staged")
-    np.save(d / "witness.npy", inst.witness)
-    return d, abc.shape[1], inst.public_inputs
-
-
-def _job(key_dir, d, n, **extra):
-    return {"params_dir": str(key_dir), "circuit": "mimc", "log2": LOG2, "abc_path": str(d / "abc.staged"), "n": n,
-            "witness_path": str(d / "witness.npy"), "staging": "pinned", **extra}
-
-
-def _verifies(key_dir, reply, public) -> bool:
-    from prover.groth16 import verifier
-    from prover.groth16.data_structures import Proof, VerifyingKey
-    vk = VerifyingKey.load(key_dir / "vk.json")
-    return verifier.verify(vk, public, Proof.from_bytes(bytes.fromhex(reply["proof"])))
 
 
 def _spans(reply) -> dict:

@@ -150,6 +150,9 @@ class SetupOperator(ProofflowOperator):
             lock = open(lock_path, "w")
             fcntl.flock(lock, fcntl.LOCK_EX)
         try:
+            for stale in final.parent.glob(f".{final.name}.*"):  # left by a setup killed mid-save (we hold the lock)
+                if stale.is_dir():
+                    shutil.rmtree(stale, ignore_errors=True)
             cached = False
             if (final / "params.json").exists():
                 with rec.phase("load_cached"):
@@ -386,12 +389,26 @@ class ProveGpuOperator(ProofflowOperator):
             with rec.phase("load"):
                 block = buf.array[:abc_bytes].view(np.uint64).reshape(3, n, 4)
                 with open(staged, "rb") as f:
-                    if f.readinto(memoryview(block).cast("B")) != abc_bytes:
-                        raise AirflowFailException(f"{staged} is truncated")
+                    size = os.fstat(f.fileno()).st_size
+                    if size != abc_bytes or f.readinto(memoryview(block).cast("B")) != abc_bytes:
+                        raise AirflowFailException(
+                            f"{staged}: {size} bytes, expected {abc_bytes} (3 x {n} Fr elements)")
                 w = buf.array[abc_bytes:].view(np.uint64).reshape(-1, 4)
-                np.copyto(w, np.load(witness_path, mmap_mode="r", allow_pickle=False))
-            proof = groth16_prover.prove(pk, cs, w, backend, abc=(block[0], block[1], block[2]), timer=timer,
-                                         transfers=transfers, memory_kind=cfg["staging"])
+                try:
+                    src = np.load(witness_path, mmap_mode="r", allow_pickle=False)
+                except (OSError, ValueError, EOFError) as exc:
+                    raise AirflowFailException(f"cannot read the witness {witness_path}: {exc}") from None
+                if not isinstance(src, np.ndarray) or src.shape != w.shape or src.dtype != np.uint64:
+                    raise AirflowFailException(f"{witness_path}: witness of {getattr(src, 'dtype', '?')} "
+                                               f"{getattr(src, 'shape', '?')}, expected {w.shape} uint64")
+                np.copyto(w, src)
+            abc = (block[0], block[1], block[2])
+            proof = groth16_prover.prove(pk, cs, w, backend, abc=abc, timer=timer, transfers=transfers,
+                                         memory_kind=cfg["staging"])
+            try:  # inside the block: w and a/b/c are views into the staging buffer
+                groth16_prover.check_proof(pk, cs, w, proof, abc)
+            except groth16_prover.ProofCheckFailed as exc:
+                raise AirflowFailException(f"partition {self.partition}: no proof written: {exc}") from None
         for s in timer.spans:
             rec.add(s.phase, s.start, s.end)
         h2d0 = next((s.start for s in timer.spans if s.phase == "h2d"), None)
@@ -416,7 +433,12 @@ class FinalizePartitionOperator(ProofflowOperator):
         ti = context["ti"]
         inputs = [int(x, 16) for x in self.synthesized["public_inputs"]]
         with rec.phase("verify"):
-            proof = Proof.from_bytes(_require(Path(self.proved["proof"]), "proof").read_bytes())
+            path = _require(Path(self.proved["proof"]), "proof")
+            try:
+                proof = Proof.from_bytes(path.read_bytes())
+            except ValueError as exc:  # KeyFormatError included: a wrong length
+                raise AirflowFailException(f"partition {self.partition}: {path} is not a proof ({exc}): clear the "
+                                           "partition's tasks from prove_gpu to prove it again") from None
             vk = VerifyingKey.load(Path(self.setup_result["params_dir"]) / "vk.json")
             ok = verifier.verify(vk, inputs, proof)
         if not ok:
@@ -452,6 +474,8 @@ class FinalizeRunOperator(ProofflowOperator):
             raise AirflowFailException(f"expected partitions 0..{cfg['partitions'] - 1}, got "
                                        f"{[x['partition'] for x in done]}")
         out = bundle_dir(ti.dag_id, ti.run_id)
+        for tmp in scratch.stale_temporaries(out):  # of finalize_partition attempts killed mid-write
+            tmp.unlink(missing_ok=True)
         with rec.phase("manifest"):
             vk = VerifyingKey.load(Path(self.setup_result["params_dir"]) / "vk.json")
             entries = [(x["partition"], [int(v, 16) for v in x["public_inputs"]]) for x in done]

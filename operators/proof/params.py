@@ -8,6 +8,7 @@ MIN_LOG2, MAX_LOG2 = 8, 24
 MIN_PARTITIONS, MAX_PARTITIONS = 1, 64
 BACKENDS = ("auto", "cpu", "gpu")
 STAGING = ("pinned", "pageable")
+MAX_SEED = (1 << 63) - 1  # the timing store keeps it in a 64-bit column
 
 DEFAULTS = {"circuit": "mimc", "log2": 10, "partitions": 4, "backend": "auto", "staging": "pinned", "seed": 0}
 
@@ -37,8 +38,8 @@ SCHEMA = {
                     values_display={"pinned": "pinned: page-locked, fast DMA",
                                     "pageable": "pageable: plain memory, for comparison"},
                     description="Host memory for the a/b/c vectors uploaded to the GPU."),
-    "seed": dict(type="integer", **_range(0), title="Seed",
-                 description="Seed of the test-only proving key and of the partitions' inputs: an integer >= 0."),
+    "seed": dict(type="integer", **_range(0, MAX_SEED), title="Seed",
+                 description="Seed of the test-only proving key and of the partitions' inputs: an integer in 0..2^63-1."),
 }
 
 
@@ -61,6 +62,9 @@ def validate_params(params: dict, gpu_available=None) -> dict:
     the GPU backend is asked for or auto-selected."""
     p = {**DEFAULTS, **{k: v for k, v in dict(params).items() if k in DEFAULTS}}
     problems = []
+    unknown = sorted(str(k) for k in dict(params) if k not in DEFAULTS)
+    if unknown:  # a misspelt name would otherwise run with the default silently
+        problems.append(f"unknown parameter(s) {', '.join(map(repr, unknown))}: known are {', '.join(DEFAULTS)}")
 
     def check(fn):
         try:
@@ -81,7 +85,7 @@ def validate_params(params: dict, gpu_available=None) -> dict:
     check(circuit)
     check(lambda: _int("log2", p["log2"], MIN_LOG2, MAX_LOG2))
     check(lambda: _int("partitions", p["partitions"], MIN_PARTITIONS, MAX_PARTITIONS))
-    check(lambda: _int("seed", p["seed"], 0))
+    check(lambda: _int("seed", p["seed"], 0, MAX_SEED))
     check(choice("backend", BACKENDS))
     check(choice("staging", STAGING))
     if problems:

@@ -43,8 +43,13 @@ class Recorder:
         self.rows.append(dict(self._ident(), phase=phase, host=self.host, device=self.device, start=start, end=end,
                               duration_s=end - start))
 
+    def _fault_point(self, what: str) -> None:
+        from prover import faults  # inert unless PROOFFLOW_FAULT is set (prover/faults.py)
+        faults.point(f"task.{self.task_id.rsplit('.', 1)[-1]}.{what}")
+
     @contextmanager
     def phase(self, name: str):
+        self._fault_point(name)
         t0 = time.time()
         try:
             yield
@@ -60,5 +65,6 @@ class Recorder:
         for r in self.rows:  # an attempt runs on one device, known by its end (prove_gpu learns it late)
             r["device"] = self.device
         store = store or get_store()
-        store.record_timings(self.rows)
-        store.record_transfers(self.transfer_rows)
+        self._fault_point("flush")
+        store.record_attempt(self.rows, self.transfer_rows)  # one transaction: all of them or none
+        self._fault_point("flushed")

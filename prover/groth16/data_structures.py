@@ -152,23 +152,30 @@ class ProvingKey:
             params = json.loads((directory / "params.json").read_text())
         except (OSError, ValueError) as exc:
             raise KeyFormatError(f"{directory} holds no readable proving key (params.json): {exc}") from exc
-        if params.get("format") != FORMAT:
+        if not isinstance(params, dict) or params.get("format") != FORMAT:
             raise KeyFormatError(f"{directory}/params.json is not a {FORMAT} proving key")
+        try:
+            metas = {name: (params["tables"][name]["sha256"], int(params["tables"][name]["points"]))
+                     for name in PK_TABLES}
+            circuit, log2 = str(params["circuit"]), int(params["log2"])
+            beta_g1, delta_g1 = params["beta_g1"], params["delta_g1"]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise KeyFormatError(f"{directory}/params.json is malformed: missing or bad {exc}") from None
         tables = {}
         for name, group in PK_TABLES.items():
             path = directory / f"{name}.npy"
-            meta = params["tables"][name]
-            if verify_digests and (not path.exists() or _sha256_file(path) != meta["sha256"]):
+            digest, points = metas[name]
+            if verify_digests and (not path.exists() or _sha256_file(path) != digest):
                 raise KeyFormatError(f"{path} is missing or does not match its digest in params.json")
             try:
                 xy = np.load(path, mmap_mode="r", allow_pickle=False)
                 tables[name] = PointTable(group, xy)
             except (OSError, ValueError) as exc:
                 raise KeyFormatError(f"cannot read {path}: {exc}") from exc
-            if len(tables[name]) != meta["points"]:
-                raise KeyFormatError(f"{path} has {len(tables[name])} points, params.json says {meta['points']}")
-        return cls(params["circuit"], int(params["log2"]), VerifyingKey.load(directory / "vk.json"),
-                   _point("g1", params["beta_g1"]), _point("g1", params["delta_g1"]), **tables)
+            if len(tables[name]) != points:
+                raise KeyFormatError(f"{path} has {len(tables[name])} points, params.json says {points}")
+        return cls(circuit, log2, VerifyingKey.load(directory / "vk.json"), _point("g1", beta_g1),
+                   _point("g1", delta_g1), **tables)
 
 
 @dataclass

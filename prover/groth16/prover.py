@@ -17,7 +17,7 @@ from prover.backend.base import Backend, Transfer
 from prover.field import fr
 from prover.groth16 import r1cs_to_qap
 from prover.groth16.data_structures import Proof, ProvingKey
-from prover.r1cs import ConstraintSystem
+from prover.r1cs import ConstraintSystem, UnsatisfiedConstraint
 from prover.timing import PhaseTimer
 
 
@@ -31,6 +31,39 @@ def random_scalar(rng: np.random.Generator | None = None) -> int:
     (512 random bits reduced, so the bias is ~2^-257)."""
     raw = rng.bytes(64) if rng is not None else secrets.token_bytes(64)
     return int.from_bytes(raw, "little") % fr.MODULUS
+
+
+class ProofCheckFailed(ValueError):
+    """A fresh proof that does not verify; the message says why (the witness, the a/b/c
+    vectors, or the key and backend)."""
+
+
+def check_proof(pk: ProvingKey, cs: ConstraintSystem, witness: np.ndarray, proof: Proof, abc=None) -> None:
+    """Verify a fresh proof against the public inputs its witness carries, so a prover fed
+    files (the service, prove_gpu) never hands out a proof that does not verify (a few
+    milliseconds: one multi-pairing). On failure, find the cause: the witness violating a
+    constraint, a/b/c not computed from this witness, or else the key or the backend."""
+    from prover.groth16 import verifier
+    if verifier.verify(pk.vk, fr.to_ints(witness[1:cs.num_instance]), proof):
+        return
+    if not fr.equal(witness[:1], fr.one()):
+        raise ProofCheckFailed("the witness is not valid: its first variable must be the constant one")
+    ext = cs.with_input_constraints
+    expected = ext.evaluate(witness)
+    try:
+        cs.check(*expected)
+    except UnsatisfiedConstraint as exc:
+        raise ProofCheckFailed(f"the witness does not satisfy the circuit: {exc}") from None
+    if abc is not None:
+        n = ext.num_constraints
+        for name, got, want in zip("abc", abc, expected):
+            bad = np.flatnonzero(np.any(np.asarray(got)[:n] != want[:n], axis=1))
+            if bad.size or np.any(np.asarray(got)[n:]):
+                where = f"{name}[{int(bad[0])}]" if bad.size else f"{name} beyond row {n}"
+                raise ProofCheckFailed(f"the a/b/c vectors were not computed from this witness (first "
+                                       f"difference at {where})")
+    raise ProofCheckFailed("the proof does not verify although the witness satisfies the circuit and a/b/c match "
+                           "it: the proving key's tables or the backend computed something wrong")
 
 
 def _sum(transfers: list[Transfer]) -> Transfer:

@@ -19,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+from prover import faults
 from prover.service import protocol
 
 START_TIMEOUT_S = float(os.environ.get("PROOFFLOW_SERVICE_START_TIMEOUT", 600))  # first NVRTC compile included
@@ -67,6 +68,8 @@ class ServiceClient:
         with s, s.makefile("rwb") as f:
             try:
                 protocol.send(f, req)
+                if req.get("op") == "prove":
+                    faults.point("client.sent")
                 reply = protocol.recv(f)
             except (OSError, protocol.ProtocolError) as exc:
                 raise ServiceError(f"the prover service on {self.path} failed: {exc}") from None
@@ -109,6 +112,11 @@ class ServiceClient:
             deadline = t0 + START_TIMEOUT_S
             while time.time() < deadline:
                 if proc.poll() is not None:
+                    try:  # a service started by a caller killed while it waited here came up first
+                        self.status(timeout=2.0)
+                        return time.time() - t0
+                    except ServiceUnavailable:
+                        pass
                     raise ServiceUnavailable(f"the prover service exited with {proc.returncode} while starting; "
                                              f"see {self.path.with_suffix('.log')}")
                 try:

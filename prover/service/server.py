@@ -13,13 +13,21 @@ Threads:
 
 Every step is a span (epoch seconds) in the reply, so the caller records where the time went.
 The service stops after ``idle_s`` seconds without a job, on a ``stop`` request, or on SIGTERM.
+
+Failures stay per job: a bad job (fields, files, a witness that does not satisfy the circuit)
+is refused as ``JobError``; every proof is verified before it is returned; a device running
+out of memory fails that job only, after the service gave back its cached device memory and
+idle staging buffers; a job whose caller died (a killed task) before its device turn is
+dropped, its staging buffer released. Fault-injection points: ``prover/faults.py``.
 """
 from __future__ import annotations
 
 import argparse
+import fcntl
 import logging
 import os
 import queue
+import select
 import signal
 import socket
 import sys
@@ -31,19 +39,52 @@ from pathlib import Path
 
 import numpy as np
 
+from prover import faults
 from prover.service import protocol
 from prover.timing import PhaseTimer, Span
 
 log = logging.getLogger("proofflow.service")
 
 FR_BYTES = 32
-STAGING_TIMEOUT_S = 600.0
 JOB_FIELDS = {"params_dir": str, "circuit": str, "log2": int, "abc_path": str, "n": int,
               "witness_path": str, "staging": str}
+OPTIONAL_FIELDS = {"standin_s", "job_id"}
+
+
+def staging_timeout_s() -> float:
+    """How long a job waits for room in the staging budget before it fails."""
+    return float(os.environ.get("PROOFFLOW_STAGING_TIMEOUT", 600))
 
 
 class JobError(ValueError):
-    """A job the service refuses (bad fields, missing or mismatched files)."""
+    """A job the service refuses (bad fields, missing or mismatched files): retrying the
+    same job cannot help."""
+
+
+class CallerGone(RuntimeError):
+    """The job's caller closed its connection (it was killed) before the job's device turn."""
+
+
+def _caller_gone(conn: socket.socket | None) -> bool:
+    """True when the caller hung up: it sends one request line and then only waits, so a
+    readable socket means end of file (or an error)."""
+    if conn is None:
+        return False
+    poller = select.poll()
+    poller.register(conn.fileno(), select.POLLIN | select.POLLHUP | select.POLLERR)
+    if not poller.poll(0):
+        return False
+    try:
+        return conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
 @dataclass
@@ -60,11 +101,15 @@ class _Job:
     pending: object = None
     transfers: dict = field(default_factory=dict)
     error: BaseException | None = None
+    conn: socket.socket | None = None
 
 
 def _validate(job) -> dict:
     if not isinstance(job, dict):
         raise JobError("the job must be a JSON object")
+    unknown = sorted(set(job) - set(JOB_FIELDS) - OPTIONAL_FIELDS)
+    if unknown:
+        raise JobError(f"unknown job field(s) {', '.join(map(repr, unknown))}")
     for name, kind in JOB_FIELDS.items():
         if not isinstance(job.get(name), kind) or isinstance(job.get(name), bool):
             raise JobError(f"job field {name!r} must be a {kind.__name__}, got {job.get(name)!r}")
@@ -85,7 +130,9 @@ class ProverService:
         self.backend_name, self.device, self.idle_s = backend, int(device), float(idle_s)
         self.budget, self.max_keys = int(budget), int(max_keys)
         self.started_at = time.time()
-        self.jobs_done = self.jobs_failed = 0
+        self.jobs_done = self.jobs_failed = self.jobs_cancelled = 0
+        self.recoveries = 0
+        self.last_error: str | None = None
         self._queue: queue.Queue = queue.Queue()
         self._keys: OrderedDict = OrderedDict()  # params_dir -> (fingerprint, pk, cs)
         self._prepared: set[int] = set()  # id() of keys resident on the device
@@ -97,6 +144,7 @@ class ProverService:
         self._stop = threading.Event()
         self.backend = None
         self.pools = {}
+        self._instance = None  # the instance lock's file, held while the process lives
 
     # ---- set-up -------------------------------------------------------------------------
     def _use_device(self) -> None:
@@ -155,8 +203,21 @@ class ProverService:
                 self._prepared.discard(id(old))
             return pk, cs
 
+    def _refuse_corrupt_key(self, spec: dict) -> None:
+        """After a failed proof: the key is loaded without its digests checked (the setup
+        task checked them), so check them now; a corrupted key is a JobError, and dropped."""
+        from prover.groth16.data_structures import KeyFormatError, ProvingKey
+        try:
+            ProvingKey.load(spec["params_dir"], verify_digests=True)
+        except KeyFormatError as exc:
+            with self._key_lock:
+                dropped = self._keys.pop(str(Path(spec["params_dir"])), None)
+                if dropped:
+                    self._prepared.discard(id(dropped[1]))
+            raise JobError(f"the proving key is corrupted: {exc}; run the setup task again") from None
+
     # ---- prefetch (connection thread) -----------------------------------------------------
-    def _prefetch(self, spec: dict, timer: PhaseTimer) -> _Job:
+    def _prefetch(self, spec: dict, timer: PhaseTimer, conn: socket.socket | None = None) -> _Job:
         pk, cs = self._key(spec, timer)
         n, m = spec["n"], cs.num_variables
         from prover.groth16 import r1cs_to_qap
@@ -165,23 +226,38 @@ class ProverService:
         abc_bytes, w_bytes = 3 * n * FR_BYTES, m * FR_BYTES
         pool = self.pools[spec["staging"]]
         with timer.phase("staging_wait"):
-            buf = pool.acquire(abc_bytes + w_bytes, timeout=STAGING_TIMEOUT_S)
+            try:
+                buf = pool.acquire(abc_bytes + w_bytes, timeout=staging_timeout_s())
+            except ValueError as exc:  # can never fit: no retry would help
+                raise JobError(f"{exc} (PROOFFLOW_STAGING_BUDGET of the prover service)") from None
         try:
+            if _caller_gone(conn):
+                raise CallerGone("the caller left while its job waited for staging memory")
+            faults.point("service.prefetch")
             with timer.phase("prefetch"):
                 block = buf.array[:abc_bytes].view(np.uint64).reshape(3, n, 4)
-                with open(spec["abc_path"], "rb") as f:
-                    got = f.readinto(memoryview(block).cast("B"))
+                try:
+                    with open(spec["abc_path"], "rb") as f:
+                        got = os.fstat(f.fileno()).st_size
+                        if got == abc_bytes:
+                            got = f.readinto(memoryview(block).cast("B"))
+                except OSError as exc:
+                    raise JobError(f"cannot read the a/b/c block {spec['abc_path']}: {exc.strerror or exc}") from None
                 if got != abc_bytes:
                     raise JobError(f"{spec['abc_path']}: {got} bytes, expected {abc_bytes} (3 x {n} Fr elements)")
                 witness = buf.array[abc_bytes:abc_bytes + w_bytes].view(np.uint64).reshape(m, 4)
-                src = np.load(spec["witness_path"], mmap_mode="r", allow_pickle=False)
-                if src.shape != (m, 4) or src.dtype != np.uint64:
-                    raise JobError(f"{spec['witness_path']}: witness of {src.dtype} {src.shape}, expected ({m}, 4) uint64")
+                try:
+                    src = np.load(spec["witness_path"], mmap_mode="r", allow_pickle=False)
+                except (OSError, ValueError, EOFError) as exc:
+                    raise JobError(f"cannot read the witness {spec['witness_path']}: {exc}") from None
+                if not isinstance(src, np.ndarray) or src.shape != (m, 4) or src.dtype != np.uint64:
+                    raise JobError(f"{spec['witness_path']}: witness of {getattr(src, 'dtype', type(src).__name__)} "
+                                   f"{getattr(src, 'shape', '')}, expected ({m}, 4) uint64")
                 np.copyto(witness, src)
         except BaseException:
             buf.release()
             raise
-        return _Job(spec, pk, cs, buf, (block[0], block[1], block[2]), witness, timer)
+        return _Job(spec, pk, cs, buf, (block[0], block[1], block[2]), witness, timer, conn=conn)
 
     # ---- the device thread ------------------------------------------------------------------
     def _device_loop(self) -> None:
@@ -198,6 +274,9 @@ class ProverService:
             try:
                 if self._stop.is_set():
                     raise RuntimeError("the prover service is stopping")
+                if _caller_gone(job.conn):  # a killed task: its job would only waste the device
+                    raise CallerGone("the caller left before its job reached the device")
+                faults.point("service.device")
                 if id(job.pk) not in self._prepared:
                     with job.timer.phase("key_upload"):
                         self.backend.prepare(job.pk)
@@ -214,82 +293,147 @@ class ProverService:
                 job.done.set()
 
     def _recover(self, exc: BaseException) -> None:
-        """After a failed job: give cached device memory back (an out-of-memory job must
-        not leave the next one short)."""
+        """After a failed job. Out of memory: give back the device memory the service
+        caches (CuPy's pools, the keys' resident tables, uploaded again by the next job)
+        and the staging pools' idle buffers, so the next job starts from what is in use."""
+        if isinstance(exc, CallerGone):
+            log.info("%s", exc)
+            return
         log.warning("job failed: %s: %s", type(exc).__name__, exc)
+        with self._state:
+            self.last_error = f"{type(exc).__name__}: {exc}"
+        if not isinstance(exc, MemoryError):
+            return
+        with self._key_lock:
+            for _fp, pk, _cs in self._keys.values():
+                for name in ("a_query", "b_g1_query", "b_g2_query", "h_query", "l_query"):
+                    getattr(pk, name).device_cache.clear()
+            self._prepared.clear()
+        for pool in self.pools.values():
+            pool.trim()
         if self.backend_name == "gpu":
             try:
                 import cupy
                 cupy.get_default_memory_pool().free_all_blocks()
+                cupy.get_default_pinned_memory_pool().free_all_blocks()
             except Exception:
-                log.exception("could not free the device memory pool")
+                log.exception("could not free the device memory pools")
+        with self._state:
+            self.recoveries += 1
 
     # ---- connections ------------------------------------------------------------------------
     def status(self) -> dict:
+        device_pool = None
+        if self.backend_name == "gpu":
+            import cupy
+            device_pool = cupy.get_default_memory_pool().total_bytes()
         return {"ok": True, "pid": os.getpid(), "backend": self.backend_name, "device": self.device_label,
                 "started_at": self.started_at, "queued": self._queue.qsize(), "busy": self._busy,
                 "active": self._active, "jobs_done": self.jobs_done, "jobs_failed": self.jobs_failed,
-                "keys": list(self._keys), "staging": {k: p.stats() for k, p in self.pools.items()}}
+                "jobs_cancelled": self.jobs_cancelled, "recoveries": self.recoveries, "last_error": self.last_error,
+                "rss_bytes": _rss_bytes(), "device_pool_bytes": device_pool, "keys": list(self._keys),
+                "staging": {k: p.stats() for k, p in self.pools.items()}}
 
-    def _prove(self, spec) -> dict:
+    def _prove(self, spec, conn: socket.socket | None = None) -> dict:
+        from prover.groth16.prover import ProofCheckFailed, check_proof
         timer = PhaseTimer()
-        job = self._prefetch(_validate(spec), timer)
+        job = self._prefetch(_validate(spec), timer, conn)
         try:
             job.ready_at = time.time()
             self._queue.put(job)
             job.done.wait()
+            if isinstance(job.error, MemoryError):
+                raise MemoryError(f"out of memory on {self.device_label} ({type(job.error).__name__}: {job.error}); "
+                                  "the service gave back its cached device memory and idle staging buffers: "
+                                  "a retry can succeed") from job.error
             if job.error is not None:
+                if isinstance(job.error, (ValueError, ArithmeticError)):  # e.g. arkworks: a point off the curve
+                    self._refuse_corrupt_key(job.spec)
                 raise job.error
             proof = job.pending.finish(timer)
+            try:  # before the buffer goes back: witness and a/b/c are views into it
+                check_proof(job.pk, job.cs, job.witness, proof, job.abc)
+            except ProofCheckFailed as exc:
+                self._refuse_corrupt_key(job.spec)
+                raise JobError(f"no proof returned: {exc}") from None
         finally:
             job.buf.release()
+            if isinstance(job.error, MemoryError):
+                self.pools[job.spec["staging"]].trim()  # this job's buffer too, now idle
         return {"ok": True, "proof": proof.to_bytes().hex(), "device": self.device_label, "pid": os.getpid(),
                 "spans": [[s.phase, s.start, s.end] for s in timer.spans],
                 "transfers": {k: [t.nbytes, t.ms, t.kind] for k, t in job.transfers.items()}}
 
     def _handle(self, conn: socket.socket) -> None:
-        self._use_device()
-        with conn, conn.makefile("rwb") as f:
-            try:
-                req = protocol.recv(f)
-                op = req.get("op")
-                if op == "status":
-                    reply = self.status()
-                elif op == "stop":
-                    self._stop.set()
-                    reply = {"ok": True, "stopping": True}
-                elif op == "prove":
-                    try:
-                        reply = self._prove(req.get("job"))
-                    except BaseException:
-                        with self._state:
-                            self.jobs_failed += 1
-                        raise
-                    with self._state:
-                        self.jobs_done += 1
+        try:
+            self._use_device()
+            self._serve(conn)
+        except Exception:
+            log.exception("connection failed")
+        finally:  # always: a connection left counted would keep the service from ever going idle
+            with self._state:
+                self._active -= 1
+                self._last_activity = time.time()
+
+    def _reply_to(self, req: dict, conn: socket.socket) -> dict:
+        op = req.get("op")
+        if op == "status":
+            return self.status()
+        if op == "stop":
+            self._stop.set()
+            return {"ok": True, "stopping": True}
+        if op != "prove":
+            return {"ok": False, "error": f"unknown op {op!r}", "error_type": "ProtocolError"}
+        try:
+            reply = self._prove(req.get("job"), conn)
+        except BaseException as exc:
+            with self._state:
+                if isinstance(exc, CallerGone):
+                    self.jobs_cancelled += 1
                 else:
-                    reply = {"ok": False, "error": f"unknown op {op!r}", "error_type": "ProtocolError"}
+                    self.jobs_failed += 1
+            raise
+        with self._state:
+            self.jobs_done += 1
+        return reply
+
+    def _serve(self, conn: socket.socket) -> None:
+        f = conn.makefile("rwb")
+        try:
+            try:
+                reply = self._reply_to(protocol.recv(f), conn)
             except Exception as exc:
                 reply = {"ok": False, "error": str(exc), "error_type": type(exc).__name__}
             try:
                 protocol.send(f, reply)
             except OSError:
                 log.warning("the caller left before its reply (%s)", reply.get("error") or "ok")
-        with self._state:
-            self._active -= 1
-            self._last_activity = time.time()
+        finally:
+            try:
+                f.close()  # flushes: fails again when the caller is gone
+            except OSError:
+                pass
+            conn.close()
+
+    def _claim(self) -> None:
+        """One service per socket: an exclusive lock held for the process's life (the kernel
+        drops it when the process dies, SIGKILL included). Probing the socket instead let two
+        services started at once both bind, the first left running unreachable."""
+        self.socket_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._instance = open(self.socket_path.with_suffix(".pid"), "a+")
+        try:
+            fcntl.flock(self._instance, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._instance.seek(0)
+            raise RuntimeError(f"a prover service already runs for {self.socket_path} "
+                               f"(pid {self._instance.read().strip() or '?'})") from None
+        self._instance.truncate(0)
+        self._instance.write(f"{os.getpid()}\n")
+        self._instance.flush()
 
     def _bind(self) -> socket.socket:
-        self.socket_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         if self.socket_path.exists():
-            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                probe.connect(str(self.socket_path))
-            except OSError:
-                self.socket_path.unlink()  # left by a service that died
-            else:
-                probe.close()
-                raise RuntimeError(f"a prover service already listens on {self.socket_path}")
+            self.socket_path.unlink()  # left by a service that died: we hold the instance lock
         srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         srv.bind(str(self.socket_path))
         os.chmod(self.socket_path, 0o600)
@@ -298,6 +442,7 @@ class ProverService:
         return srv
 
     def serve_forever(self) -> None:
+        self._claim()
         self.start()
         srv = self._bind()
         log.info("prover service pid %d on %s (%s), idle timeout %.0f s", os.getpid(), self.socket_path,
