@@ -67,7 +67,7 @@ def test_params_schema_matches_prover_and_builds_the_form(proof_run_dag):
     from airflow.sdk.definitions.param import ParamValidationError
     for name, bad, good, message, shown in (("partitions", 0, 64, "0 is less than the minimum of 1", "1..64"),
                                             ("log2", 99, 8, "99 is greater than the maximum of 24", "8..24"),
-                                            ("seed", -1, 0, "-1 is less than the minimum of 0", ">= 0")):
+                                            ("seed", -1, 0, "-1 is less than the minimum of 0", "0..2^63-1")):
         param = params.get_param(name)
         with pytest.raises(ParamValidationError, match=message):
             param.resolve(bad)

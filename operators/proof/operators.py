@@ -314,13 +314,20 @@ class ProveGpuOperator(ProofflowOperator):
         witness = _require(staged.parent / "witness.npy", "witness")
         # the partition goes to the device first; the waits before this task started are
         # history, looked up (timing store, REST API) after it
-        if settings.gpu_service_enabled():
-            proof = self._via_service(rec, staged, witness)
-        else:
-            proof = self._in_process(rec, staged, witness)
-        fin0 = time.time()
-        out = scratch.write_bytes(staged.parent / "proof.bin", proof)
-        rec.add("finalize", fin0, time.time())
+        try:
+            if settings.gpu_service_enabled():
+                proof = self._via_service(rec, staged, witness)
+            else:
+                proof = self._in_process(rec, staged, witness)
+            fin0 = time.time()
+            out = scratch.write_bytes(staged.parent / "proof.bin", proof)
+            rec.add("finalize", fin0, time.time())
+        except BaseException:  # a failed try's waits are recorded too, never hiding its error
+            try:
+                self._record_waits(context["ti"], rec)
+            except Exception:
+                log.exception("could not look up the waits of a failed prove_gpu try")
+            raise
         self._record_waits(context["ti"], rec)
         return {"partition": self.partition, "proof": str(out), "device": rec.device}
 

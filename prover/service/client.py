@@ -138,8 +138,7 @@ def least_busy(backend: str, devices: list[int], prefer: int = 0) -> int:
     a wave of first callers spreads over idle devices."""
     def load(d: int) -> int:
         try:
-            st = ServiceClient(backend, d).status(timeout=2.0)
-            return st["active"] - 1 + st["queued"]  # this status request is one of the active ones
+            return ServiceClient(backend, d).status(timeout=2.0)["jobs_in_hand"]
         except ServiceError:
             return 0
     n = len(devices)

@@ -139,6 +139,7 @@ class ProverService:
         self._key_lock = threading.Lock()
         self._state = threading.Lock()
         self._active = 0
+        self._jobs_in_hand = 0  # prove jobs between their request and their reply
         self._last_activity = time.time()
         self._busy = False
         self._stop = threading.Event()
@@ -329,7 +330,7 @@ class ProverService:
             device_pool = cupy.get_default_memory_pool().total_bytes()
         return {"ok": True, "pid": os.getpid(), "backend": self.backend_name, "device": self.device_label,
                 "started_at": self.started_at, "queued": self._queue.qsize(), "busy": self._busy,
-                "active": self._active, "jobs_done": self.jobs_done, "jobs_failed": self.jobs_failed,
+                "active": self._active, "jobs_in_hand": self._jobs_in_hand, "jobs_done": self.jobs_done, "jobs_failed": self.jobs_failed,
                 "jobs_cancelled": self.jobs_cancelled, "recoveries": self.recoveries, "last_error": self.last_error,
                 "rss_bytes": _rss_bytes(), "device_pool_bytes": device_pool, "keys": list(self._keys),
                 "staging": {k: p.stats() for k, p in self.pools.items()}}
@@ -384,6 +385,8 @@ class ProverService:
             return {"ok": True, "stopping": True}
         if op != "prove":
             return {"ok": False, "error": f"unknown op {op!r}", "error_type": "ProtocolError"}
+        with self._state:
+            self._jobs_in_hand += 1
         try:
             reply = self._prove(req.get("job"), conn)
         except BaseException as exc:
@@ -393,6 +396,9 @@ class ProverService:
                 else:
                     self.jobs_failed += 1
             raise
+        finally:
+            with self._state:
+                self._jobs_in_hand -= 1
         with self._state:
             self.jobs_done += 1
         return reply
