@@ -10,6 +10,13 @@ def mimc10():
 
 
 @pytest.fixture(scope="session")
+def mimc8_key_dir(tmp_path_factory):
+    """A 2^8 key directory for the prover service's jobs (tests/service_inputs.py)."""
+    from service_inputs import make_key
+    return make_key(tmp_path_factory.mktemp("key") / "mimc-8")
+
+
+@pytest.fixture(scope="session")
 def pk10(mimc10, tmp_path_factory):
     """A 2^10 proving key, saved and loaded back, so every user goes through the files."""
     from prover.groth16 import generator

@@ -286,12 +286,6 @@ def test_service_killed_mid_job_the_retry_starts_a_new_one(tmp_path, monkeypatch
 
 
 # --- the prover service: out of memory, a full staging budget, dead callers ---------------
-@pytest.fixture(scope="module")
-def key_dir(tmp_path_factory):
-    from service_inputs import make_key
-    return make_key(tmp_path_factory.mktemp("key") / "mimc-8")
-
-
 @pytest.fixture
 def service_env(tmp_path, monkeypatch):
     """A fresh runtime dir: each test's services are its own, stopped at its end."""
@@ -303,7 +297,7 @@ def service_env(tmp_path, monkeypatch):
 
 @pytest.mark.reliability
 @pytest.mark.parametrize("backend", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
-def test_out_of_memory_fails_one_job_frees_the_pools_and_the_retry_succeeds(backend, key_dir, tmp_path, service_env):
+def test_out_of_memory_fails_one_job_frees_the_pools_and_the_retry_succeeds(backend, mimc8_key_dir, tmp_path, service_env):
     """The device thread raises the backend's out-of-memory exception (CuPy's
     OutOfMemoryError on a GPU, its stand-in on the CPU) at the injection point: that job
     fails clearly, the service gives back its cached device memory and idle staging
@@ -319,12 +313,12 @@ def test_out_of_memory_fails_one_job_frees_the_pools_and_the_retry_succeeds(back
     client = ServiceClient(backend, 0)
     client.ensure_running()
     d, n, public = partition(tmp_path, 0)
-    assert verifies(key_dir, client.prove(job(key_dir, d, n)), public)
+    assert verifies(mimc8_key_dir, client.prove(job(mimc8_key_dir, d, n)), public)
     before = client.status()
     assert before["staging"]["pinned"]["allocated"] > 0  # the idle buffer, kept for reuse
     marker.unlink()
     with pytest.raises(ServiceError) as err:
-        client.prove(job(key_dir, d, n))
+        client.prove(job(mimc8_key_dir, d, n))
     assert err.value.error_type == "MemoryError"
     assert f"out of memory on {before['device']}" in str(err.value) and "a retry can succeed" in str(err.value)
     after = client.status()
@@ -332,15 +326,15 @@ def test_out_of_memory_fails_one_job_frees_the_pools_and_the_retry_succeeds(back
     assert after["staging"]["pinned"]["in_use"] == 0 and after["staging"]["pinned"]["allocated"] == 0
     if backend == "gpu":
         assert after["device_pool_bytes"] < before["device_pool_bytes"]
-    retry = client.prove(job(key_dir, d, n))
-    assert verifies(key_dir, retry, public)
+    retry = client.prove(job(mimc8_key_dir, d, n))
+    assert verifies(mimc8_key_dir, retry, public)
     assert "key_upload" in {p for p, _, _ in retry["spans"]}, "the key's device tables were given back"
     assert client.status()["jobs_done"] == 2
     figures.add("faults injected: device out of memory (dedicated test)")
 
 
 @pytest.mark.reliability
-def test_a_full_staging_budget_makes_a_job_wait_then_fail_clearly(key_dir, tmp_path, service_env):
+def test_a_full_staging_budget_makes_a_job_wait_then_fail_clearly(mimc8_key_dir, tmp_path, service_env):
     from prover.service.client import ServiceClient, ServiceError
     from service_inputs import job, job_bytes, partition, verifies
     d, n, public = partition(tmp_path, 0)
@@ -350,19 +344,19 @@ def test_a_full_staging_budget_makes_a_job_wait_then_fail_clearly(key_dir, tmp_p
     client = ServiceClient("cpu", 0)
     client.ensure_running()
     holder = {}
-    t = threading.Thread(target=lambda: holder.update(reply=client.prove(job(key_dir, d, n, standin_s=3))))
+    t = threading.Thread(target=lambda: holder.update(reply=client.prove(job(mimc8_key_dir, d, n, standin_s=3))))
     t.start()
     for _ in range(200):
         if client.status()["staging"]["pinned"]["in_use"] == budget:
             break
         time.sleep(0.02)
     with pytest.raises(ServiceError) as err:  # waits its timeout for room that never comes
-        client.prove(job(key_dir, d, n))
+        client.prove(job(mimc8_key_dir, d, n))
     assert err.value.error_type == "StagingTimeout"
     assert "within 1.0 s" in str(err.value) and f"{budget} of {budget} bytes in use" in str(err.value)
     t.join(60)
-    assert verifies(key_dir, holder["reply"], public)
-    assert verifies(key_dir, client.prove(job(key_dir, d, n)), public)  # the retry: room again
+    assert verifies(mimc8_key_dir, holder["reply"], public)
+    assert verifies(mimc8_key_dir, client.prove(job(mimc8_key_dir, d, n)), public)  # the retry: room again
     st = client.status()["staging"]["pinned"]
     assert st["high_water"] <= st["budget"] == budget and st["in_use"] == 0, st
     # a job that can never fit this budget is refused at once, as a job error (no retry helps)
@@ -370,7 +364,7 @@ def test_a_full_staging_budget_makes_a_job_wait_then_fail_clearly(key_dir, tmp_p
     service_env.setenv("PROOFFLOW_STAGING_BUDGET", str(budget // 2))
     small.ensure_running()
     with pytest.raises(ServiceError, match="can never fit the staging budget") as err:
-        small.prove(job(key_dir, d, n))
+        small.prove(job(mimc8_key_dir, d, n))
     assert err.value.error_type == "JobError"
     figures.add("faults injected: staging budget full (dedicated test)", 2)
 
@@ -380,7 +374,7 @@ _DEAD_CALLER = ("import socket, sys; s = socket.socket(socket.AF_UNIX); s.connec
 
 
 @pytest.mark.reliability
-def test_dead_callers_jobs_are_dropped_and_their_buffers_released(key_dir, tmp_path, service_env):
+def test_dead_callers_jobs_are_dropped_and_their_buffers_released(mimc8_key_dir, tmp_path, service_env):
     """Callers SIGKILLed while their jobs wait (buffers prefetched, queued behind a long
     device phase): the service drops their jobs before the device and releases the buffers."""
     from prover.service.client import ServiceClient
@@ -390,14 +384,14 @@ def test_dead_callers_jobs_are_dropped_and_their_buffers_released(key_dir, tmp_p
     client = ServiceClient("cpu", 0)
     client.ensure_running()
     holder = {}
-    t = threading.Thread(target=lambda: holder.update(reply=client.prove(job(key_dir, d, n, standin_s=2))))
+    t = threading.Thread(target=lambda: holder.update(reply=client.prove(job(mimc8_key_dir, d, n, standin_s=2))))
     t.start()
     for _ in range(300):  # the first job on the device before the others come
         if client.status()["busy"]:
             break
         time.sleep(0.02)
     callers = [subprocess.Popen([sys.executable, "-c", _DEAD_CALLER, str(client.path), json.dumps(
-        {"op": "prove", "job": job(key_dir, d, n)})]) for _ in range(2)]
+        {"op": "prove", "job": job(mimc8_key_dir, d, n)})]) for _ in range(2)]
     for _ in range(300):
         st = client.status()
         if st["queued"] == 2 and st["staging"]["pinned"]["in_use"] == 3 * job_bytes(n):
@@ -409,7 +403,7 @@ def test_dead_callers_jobs_are_dropped_and_their_buffers_released(key_dir, tmp_p
         c.send_signal(signal.SIGKILL)
         c.wait()
     t.join(60)
-    assert verifies(key_dir, holder["reply"], public)
+    assert verifies(mimc8_key_dir, holder["reply"], public)
     for _ in range(200):
         st = client.status()
         if st["active"] == 1:
@@ -417,7 +411,7 @@ def test_dead_callers_jobs_are_dropped_and_their_buffers_released(key_dir, tmp_p
         time.sleep(0.02)
     assert st["jobs_cancelled"] == 2 and st["jobs_done"] == 1 and st["jobs_failed"] == 0, json.dumps(st)
     assert st["staging"]["pinned"]["in_use"] == 0 and st["staging"]["pinned"]["high_water"] <= 3 * job_bytes(n)
-    assert verifies(key_dir, client.prove(job(key_dir, d, n)), public)
+    assert verifies(mimc8_key_dir, client.prove(job(mimc8_key_dir, d, n)), public)
     figures.add("faults injected: callers killed holding staging buffers (dedicated test)", 2)
 
 

@@ -222,8 +222,9 @@ class ProverService:
         pk, cs = self._key(spec, timer)
         n, m = spec["n"], cs.num_variables
         from prover.groth16 import r1cs_to_qap
-        if r1cs_to_qap.domain_for(cs).size != n:
-            raise JobError(f"the job's a/b/c have {n} points, the circuit's domain {r1cs_to_qap.domain_for(cs).size}")
+        size = r1cs_to_qap.domain_for(cs).size
+        if size != n:
+            raise JobError(f"the job's a/b/c have {n} points, the circuit's domain {size}")
         abc_bytes, w_bytes = 3 * n * FR_BYTES, m * FR_BYTES
         pool = self.pools[spec["staging"]]
         with timer.phase("staging_wait"):

@@ -13,7 +13,7 @@ branch_labels = None
 depends_on = None
 
 # Frozen copies of operators/timing/views.py at this revision ({epoch:EXPR}: epoch seconds of
-# a timestamp, rendered per dialect as views.render does).
+# a timestamp, rendered per dialect by revision 0003's renderer).
 PHASE_SPANS = """CREATE VIEW phase_spans AS
 SELECT run_id, dag_id, task_id, map_index, try_number, partition, phase, host, device,
        start, "end", duration_s
@@ -96,47 +96,32 @@ VIEWS = [("phase_spans", PHASE_SPANS), ("pool_waits", POOL_WAITS), ("gpu_partiti
 REPLACED = ["phase_spans", "pool_waits", "gpu_partitions", "steady_state"]
 
 
-def _epoch(expr: str, dialect: str) -> str:
-    if dialect == "sqlite":
-        return f"((julianday({expr}) - 2440587.5) * 86400.0)"
-    return f"CAST(EXTRACT(EPOCH FROM {expr}) AS DOUBLE PRECISION)"
-
-
-def _render(sql: str, dialect: str) -> str:
-    out, i = [], 0
-    while True:
-        j = sql.find("{epoch:", i)
-        if j < 0:
-            return "".join(out + [sql[i:]])
-        k = sql.find("}", j)
-        out += [sql[i:j], _epoch(sql[j + len("{epoch:"):k], dialect)]
-        i = k + 1
+def _revision(filename: str):
+    """An earlier revision's module (frozen SQL and its renderer), loaded from this folder."""
+    import importlib.util
+    from pathlib import Path
+    spec = importlib.util.spec_from_file_location(filename[:-3], Path(__file__).with_name(filename))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def upgrade() -> None:
+    render = _revision("0003_checks_reporting.py")._render  # {epoch:EXPR} as at 0003
     for name, _sql in reversed(VIEWS):
         op.execute(f"DROP VIEW IF EXISTS {name}")
     dialect = op.get_bind().dialect.name
     for _name, sql in VIEWS:
-        op.execute(_render(sql, dialect))
+        op.execute(render(sql, dialect))
 
 
 def downgrade() -> None:
-    # back to revision 0003's views: drop these, then let 0003's definitions be recreated by
-    # re-running its upgrade of the views (kept simple: 0003's module holds them)
-    import importlib.util
-    from pathlib import Path
-    spec = importlib.util.spec_from_file_location("m0003", Path(__file__).with_name("0003_checks_reporting.py"))
-    m0003 = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(m0003)
+    # back to the views of revisions 0002 (phase_spans) and 0003 (the others)
+    m0003 = _revision("0003_checks_reporting.py")
     for name, _sql in reversed(VIEWS):
         op.execute(f"DROP VIEW IF EXISTS {name}")
     dialect = op.get_bind().dialect.name
     for name, sql in m0003.VIEWS:
         if name in REPLACED and name != "phase_spans":
             op.execute(m0003._render(sql, dialect))
-    m0002 = Path(__file__).with_name("0002_phase_spans_view.py")
-    spec = importlib.util.spec_from_file_location("m0002", m0002)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    op.execute(mod.PHASE_SPANS)
+    op.execute(_revision("0002_phase_spans_view.py").PHASE_SPANS)
