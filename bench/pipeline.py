@@ -111,7 +111,8 @@ def run_variant(name: str, args, timing_url: str, work: Path) -> dict:
     flags = store.flags("proof_run", run_id)
     out = {"run_id": run_id, "airflow_state": state, "failed_tasks": failed, "pool_slots": spec["slots"],
            "staging": conf["staging"], "proofs_verified": verified, "wall_s": record.get("wall_s"),
-           "busy_fraction": st.get("gpu_busy_fraction"), "window_s": st.get("window_s"),
+           "busy_fraction": st.get("gpu_busy_fraction"), "kernel_busy_fraction": st.get("kernel_busy_fraction"),
+           "window_s": st.get("window_s"),
            "steady_partitions": st.get("partitions"), "s_per_partition": st.get("s_per_partition"),
            "mean_busy_s": (st["gpu_busy_s"] / st["partitions"]) if st.get("partitions") else None,
            "mean_pool_wait_s": st.get("mean_pool_wait_s"), "mean_mutex_wait_s": st.get("mean_mutex_wait_s"),
@@ -165,28 +166,51 @@ def main(argv=None) -> int:
     env["device"] = _device_name(args.backend)
     out = args.out or RESULTS / f"pipeline-{args.backend if not args.standin_s else 'cpu'}.json"
     results: dict = {}
-    for name in names:  # the results so far are written after each variant
+    png = args.png or out.with_suffix(".png")
+    for name in names:  # the results so far (and the PNG once it can be drawn) after each variant
         results[name] = run_variant(name, args, timing_url, work)
         doc = _document(args, env, results, timing_url)
         _env.write(out, doc)
-    naive, ours = results.get("naive", {}), results.get("proofflow", {})
-    png = args.png or out.with_suffix(".png")
-    if naive.get("run_id") and ours.get("run_id"):
-        from operators import report
-        from operators.timing import TimingStore
-        store = TimingStore(timing_url)
-        reps = [(label, report.run_report(store, "proof_run", r["run_id"], args.warmup, 0.0))
-                for label, r in (("naive", naive), ("proofflow", ours))]
-        report.render_png(png, reps)
-        _say(f"wrote {png}")
-    print(f"{'variant':<20}{'busy %':>8}{'idle gap s':>12}{'mutex wait s':>14}{'proofs':>8}  state")
+        if name in ("naive", "proofflow"):
+            _timeline(results, timing_url, args.warmup, png)
+    print(f"{'variant':<20}{'busy %':>8}{'kernel %':>10}{'s/part':>8}{'idle gap s':>12}{'mutex wait s':>14}"
+          f"{'proofs':>8}  state")
     for name, r in results.items():
-        print(f"{name:<20}{_fmt(r['busy_fraction'], 100, '.1f'):>8}{_fmt(r['idle_gap_median_s'], 1, '.3f'):>12}"
+        print(f"{name:<20}{_fmt(r['busy_fraction'], 100, '.1f'):>8}{_fmt(r['kernel_busy_fraction'], 100, '.1f'):>10}"
+              f"{_fmt(r['s_per_partition'], 1, '.3f'):>8}{_fmt(r['idle_gap_median_s'], 1, '.3f'):>12}"
               f"{_fmt(r['mean_mutex_wait_s'], 1, '.3f'):>14}{r['proofs_verified']:>8}  {r['airflow_state']} "
               f"{','.join(r['failed_tasks'])}")
     if doc["ratio"]:
         print(f"proofflow / naive busy fraction: {doc['ratio']:.2f}x  ({out})")
     return 0
+
+
+def _timeline(results: dict, timing_url: str, warmup: int, png: Path) -> None:
+    """The timeline PNG of naive vs proofflow, once both have run."""
+    naive, ours = results.get("naive", {}), results.get("proofflow", {})
+    if not (naive.get("run_id") and ours.get("run_id")):
+        return
+    from operators import report
+    from operators.timing import TimingStore
+    store = TimingStore(timing_url)
+    reps = [(label, report.run_report(store, "proof_run", r["run_id"], warmup, 0.0))
+            for label, r in (("naive", naive), ("proofflow", ours))]
+    report.render_png(png, reps)
+    store.dispose()
+    _say(f"wrote {png}")
+
+
+def _pageable_vs_pinned(results: dict) -> dict | None:
+    """The same design with pageable staging against pinned: per-partition time, H2D rate and
+    the two busy fractions (transfers count as busy, so a slow copy shows in the kernel one)."""
+    pinned, pageable = results.get("proofflow", {}), results.get("proofflow-pageable", {})
+    if not (pinned.get("run_id") and pageable.get("run_id")):
+        return None
+    keys = ("s_per_partition", "h2d_gbps", "busy_fraction", "kernel_busy_fraction")
+    out = {k: {"pinned": pinned.get(k), "pageable": pageable.get(k)} for k in keys}
+    out["flagged_partitions"] = {"pinned": len(pinned["flagged_partitions"]),
+                                 "pageable": len(pageable["flagged_partitions"])}
+    return out
 
 
 def _document(args, env: dict, results: dict, timing_url: str) -> dict:
@@ -198,6 +222,7 @@ def _document(args, env: dict, results: dict, timing_url: str) -> dict:
             "ratio": (ours["busy_fraction"] / naive["busy_fraction"])
             if ours.get("busy_fraction") and naive.get("busy_fraction") else None,
             "airflow_settings": {"AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL": "1", "parallelism": args.parallelism},
+            "pageable_vs_pinned": _pageable_vs_pinned(results),
             "variants": results, "timing_db": timing_url if args.timing_db else None}
 
 

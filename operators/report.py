@@ -99,10 +99,11 @@ def print_report(rep: dict, out=None) -> None:
     print(f"\nsteady state (warm-up: first {_n(st['warmup_partitions'], 0)} GPU partition(s) and first "
           f"{_n(st['warmup_seconds'], 1)} s left out)", file=out)
     if st.get("partitions"):
-        _table(["partitions", "window s", "GPU busy s", "GPU busy %", "s/partition", "mean slot s",
+        _table(["partitions", "window s", "GPU busy s", "GPU busy %", "kernel busy %", "s/partition", "mean slot s",
                 "mean pool wait s", "mean mutex wait s", "H2D GB/s"],
                [[st["partitions"], st["window_s"], st["gpu_busy_s"],
-                 None if st["gpu_busy_fraction"] is None else 100 * st["gpu_busy_fraction"], st["s_per_partition"],
+                 None if st["gpu_busy_fraction"] is None else 100 * st["gpu_busy_fraction"],
+                 None if st["kernel_busy_fraction"] is None else 100 * st["kernel_busy_fraction"], st["s_per_partition"],
                  st["mean_slot_s"], st["mean_pool_wait_s"], st["mean_mutex_wait_s"], st["h2d_gbps"]]], out)
     else:
         print("  no partitions after the warm-up", file=out)
@@ -128,6 +129,7 @@ HEADLINES = [("wall s", "summary", "wall_s"), ("GPU busy s", "summary", "gpu_bus
              ("flagged partitions", "summary", "flagged_partitions"),
              ("steady partitions", "steady_state", "partitions"), ("steady s/partition", "steady_state", "s_per_partition"),
              ("steady GPU busy fraction", "steady_state", "gpu_busy_fraction"),
+             ("steady kernel busy fraction", "steady_state", "kernel_busy_fraction"),
              ("steady H2D GB/s", "steady_state", "h2d_gbps")]
 
 

@@ -223,6 +223,7 @@ WITH att AS (
            MAX(CASE WHEN phase IN ('h2d', 'ntt', 'msm', 'd2h') THEN "end" END) AS busy_end,
            SUM(CASE WHEN phase = 'task' THEN duration_s ELSE 0 END) AS slot_s,
            SUM(CASE WHEN phase IN ('h2d', 'ntt', 'msm', 'd2h') THEN duration_s ELSE 0 END) AS busy_s,
+           SUM(CASE WHEN phase IN ('ntt', 'msm') THEN duration_s ELSE 0 END) AS kernel_s,
            SUM(CASE WHEN phase = 'h2d' THEN duration_s ELSE 0 END) AS h2d_s,
            SUM(CASE WHEN phase = 'pool_wait' THEN duration_s ELSE 0 END) AS pool_wait_s,
            SUM(CASE WHEN phase = 'mutex_wait' THEN duration_s ELSE 0 END) AS mutex_wait_s,
@@ -234,7 +235,7 @@ WITH att AS (
 )
 SELECT a.dag_id, a.run_id, a.partition, a.map_index, a.try_number, a.device, a.start, a."end",
        COALESCE(a.busy_start, a.start) AS gpu_start, COALESCE(a.busy_end, a."end") AS gpu_end,
-       a.slot_s, a.busy_s, a.h2d_s, a.pool_wait_s, a.mutex_wait_s, a.barrier_wait_s,
+       a.slot_s, a.busy_s, a.kernel_s, a.h2d_s, a.pool_wait_s, a.mutex_wait_s, a.barrier_wait_s,
        x.bytes AS h2d_bytes, x.duration_s AS h2d_transfer_s,
        ROW_NUMBER() OVER (PARTITION BY a.dag_id, a.run_id
                           ORDER BY COALESCE(a.busy_start, a.start), a.map_index, a.try_number) AS gpu_rank,
@@ -253,6 +254,9 @@ SELECT g.dag_id, g.run_id, (SELECT value FROM report_settings WHERE name = 'warm
        SUM(g.busy_s) AS gpu_busy_s,
        SUM(g.busy_s) / NULLIF((MAX(CAST(EXTRACT(EPOCH FROM g.gpu_end) AS DOUBLE PRECISION)) - MIN(CAST(EXTRACT(EPOCH FROM g.gpu_start) AS DOUBLE PRECISION))) * COUNT(DISTINCT g.device), 0)
            AS gpu_busy_fraction,
+       SUM(g.kernel_s) AS gpu_kernel_s,
+       SUM(g.kernel_s) / NULLIF((MAX(CAST(EXTRACT(EPOCH FROM g.gpu_end) AS DOUBLE PRECISION)) - MIN(CAST(EXTRACT(EPOCH FROM g.gpu_start) AS DOUBLE PRECISION))) * COUNT(DISTINCT g.device), 0)
+           AS kernel_busy_fraction,
        (MAX(CAST(EXTRACT(EPOCH FROM g.gpu_end) AS DOUBLE PRECISION)) - MIN(CAST(EXTRACT(EPOCH FROM g.gpu_start) AS DOUBLE PRECISION))) / COUNT(*) AS s_per_partition,
        AVG(g.slot_s) AS mean_slot_s, AVG(g.pool_wait_s) AS mean_pool_wait_s,
        AVG(g.mutex_wait_s) AS mean_mutex_wait_s, AVG(g.barrier_wait_s) AS mean_barrier_wait_s,
@@ -268,6 +272,7 @@ WITH g AS (
     SELECT dag_id, run_id, MAX(CAST(EXTRACT(EPOCH FROM gpu_end) AS DOUBLE PRECISION)) - MIN(CAST(EXTRACT(EPOCH FROM gpu_start) AS DOUBLE PRECISION)) AS window_s FROM g GROUP BY dag_id, run_id
 )
 SELECT g.dag_id, g.run_id, g.device, COUNT(*) AS partitions, MAX(w.window_s) AS window_s, SUM(g.busy_s) AS gpu_busy_s,
-       SUM(g.busy_s) / NULLIF(MAX(w.window_s), 0) AS gpu_busy_fraction
+       SUM(g.busy_s) / NULLIF(MAX(w.window_s), 0) AS gpu_busy_fraction,
+       SUM(g.kernel_s) / NULLIF(MAX(w.window_s), 0) AS kernel_busy_fraction
 FROM g JOIN w ON w.dag_id = g.dag_id AND w.run_id = g.run_id
 GROUP BY g.dag_id, g.run_id, g.device;

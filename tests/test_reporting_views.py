@@ -1,4 +1,4 @@
-"""The reporting views (migration 0003) return hand-computed figures on a fixture of timing
+"""The reporting views (migrations 0003-0005) return hand-computed figures on a fixture of timing
 rows, on Postgres and on SQLite."""
 import datetime as dt
 import uuid
@@ -132,6 +132,9 @@ def test_steady_state_window(fixture_store):
     assert s["window_s"] == pytest.approx(2.7, abs=1e-3)
     assert s["gpu_busy_s"] == pytest.approx(2.5)
     assert s["gpu_busy_fraction"] == pytest.approx(2.5 / 2.7, abs=1e-3)
+    # kernels only (ntt+msm): 1.0 + 0.8 s; the transfers' 0.7 s do not count
+    assert s["gpu_kernel_s"] == pytest.approx(1.8)
+    assert s["kernel_busy_fraction"] == pytest.approx(1.8 / 2.7, abs=1e-3)
     assert s["s_per_partition"] == pytest.approx(1.35, abs=1e-3)
     assert s["mean_pool_wait_s"] == pytest.approx(2.25) and s["mean_mutex_wait_s"] == 0
     assert s["h2d_gbps"] == pytest.approx(2 * NB / 0.5 / 1e9)
@@ -175,6 +178,8 @@ def test_steady_state_of_overlapping_tasks_on_two_devices(store_url):
     per = {r["device"]: r for r in store.query("SELECT * FROM steady_state_devices WHERE dag_id = :d", {"d": dag})}
     assert per["cuda:0"]["partitions"] == 2 and per["cuda:0"]["gpu_busy_fraction"] == pytest.approx(2 / 4, abs=1e-3)
     assert per["cuda:1"]["partitions"] == 2 and per["cuda:1"]["gpu_busy_fraction"] == pytest.approx(3 / 4, abs=1e-3)
+    assert per["cuda:1"]["kernel_busy_fraction"] == pytest.approx(0.9 * 3 / 4, abs=1e-3)  # h2d: a tenth of each span
+    assert s["kernel_busy_fraction"] == pytest.approx(0.9 * 5.0 / (4.0 * 2), abs=1e-3)
     waits = store.query("SELECT * FROM pool_waits WHERE dag_id = :d ORDER BY partition", {"d": dag})
     assert [w["mutex_wait_s"] for w in waits] == pytest.approx([0.8, 1.7, 0.8, 1.0, 0.6])
     store.dispose()

@@ -16,14 +16,15 @@ a timestamp into epoch seconds (``{epoch:...}``), filled in by ``views_for(diale
                       mutex wait (waiting in the prover service for the device)
     gpu_partitions    per prove_gpu attempt, in GPU order: device, device span (first device
                       phase's start to last one's end), rank, offset from the run's start,
-                      slot/busy/h2d/pool-wait/mutex-wait/barrier-wait seconds, H2D bytes
+                      slot/busy/kernel/h2d/pool-wait/mutex-wait/barrier-wait seconds, H2D bytes
     steady_state      per run, the GPU attempts after the warm-up (the first
                       ``warmup_partitions`` attempts and those starting in the first
                       ``warmup_seconds`` are left out; both from table ``report_settings``):
                       partitions, devices, window (first device span's start to the last
-                      one's end), busy fraction (busy / window / devices), seconds per
-                      partition, mean pool/mutex/barrier waits, H2D GB/s
-    steady_state_devices  the same window, per device: busy seconds and fraction
+                      one's end), busy fraction (busy / window / devices), kernel busy
+                      fraction (ntt+msm only, no transfers), seconds per partition, mean
+                      pool/mutex/barrier waits, H2D GB/s
+    steady_state_devices  the same window, per device: busy seconds, busy and kernel fractions
 
 Percentiles are nearest-rank (the smallest value whose rank r satisfies r >= p * n), computed
 with window functions, so Postgres and SQLite give the same figures.
@@ -42,6 +43,9 @@ WHERE task_id LIKE '%prove_gpu'
   AND phase IN PROVE_PHASES""".replace("PROVE_PHASES", PROVE_PHASES)
 
 GPU_PHASES = "('h2d', 'ntt', 'msm', 'd2h')"
+# the kernels alone: what a utilization counter such as nvidia-smi's sees; a slow (pageable)
+# copy keeps the device "busy" with a transfer in flight but leaves its SMs idle
+KERNEL_PHASES = "('ntt', 'msm')"
 
 RUN_SUMMARY = """CREATE VIEW run_summary AS
 WITH span AS (
@@ -141,6 +145,7 @@ WITH att AS (
            MAX(CASE WHEN phase IN GPU_PHASES THEN "end" END) AS busy_end,
            SUM(CASE WHEN phase = 'task' THEN duration_s ELSE 0 END) AS slot_s,
            SUM(CASE WHEN phase IN GPU_PHASES THEN duration_s ELSE 0 END) AS busy_s,
+           SUM(CASE WHEN phase IN KERNEL_PHASES THEN duration_s ELSE 0 END) AS kernel_s,
            SUM(CASE WHEN phase = 'h2d' THEN duration_s ELSE 0 END) AS h2d_s,
            SUM(CASE WHEN phase = 'pool_wait' THEN duration_s ELSE 0 END) AS pool_wait_s,
            SUM(CASE WHEN phase = 'mutex_wait' THEN duration_s ELSE 0 END) AS mutex_wait_s,
@@ -152,7 +157,7 @@ WITH att AS (
 )
 SELECT a.dag_id, a.run_id, a.partition, a.map_index, a.try_number, a.device, a.start, a."end",
        COALESCE(a.busy_start, a.start) AS gpu_start, COALESCE(a.busy_end, a."end") AS gpu_end,
-       a.slot_s, a.busy_s, a.h2d_s, a.pool_wait_s, a.mutex_wait_s, a.barrier_wait_s,
+       a.slot_s, a.busy_s, a.kernel_s, a.h2d_s, a.pool_wait_s, a.mutex_wait_s, a.barrier_wait_s,
        x.bytes AS h2d_bytes, x.duration_s AS h2d_transfer_s,
        ROW_NUMBER() OVER (PARTITION BY a.dag_id, a.run_id
                           ORDER BY COALESCE(a.busy_start, a.start), a.map_index, a.try_number) AS gpu_rank,
@@ -161,7 +166,7 @@ FROM att a
 JOIN run0 r ON r.dag_id = a.dag_id AND r.run_id = a.run_id
 LEFT JOIN transfers x ON x.dag_id = a.dag_id AND x.run_id = a.run_id AND x.task_id = a.task_id
      AND x.map_index = a.map_index AND x.try_number = a.try_number AND x.direction = 'h2d'
-WHERE a.start IS NOT NULL""".replace("GPU_PHASES", GPU_PHASES)
+WHERE a.start IS NOT NULL""".replace("GPU_PHASES", GPU_PHASES).replace("KERNEL_PHASES", KERNEL_PHASES)
 
 # The steady-state query, once: the view reads the warm-up from report_settings, the report
 # CLI binds its own (--warmup-partitions / --warmup-seconds) into the same text.
@@ -173,6 +178,9 @@ STEADY_STATE_SELECT = """SELECT g.dag_id, g.run_id, {K} AS warmup_partitions, {S
        SUM(g.busy_s) AS gpu_busy_s,
        SUM(g.busy_s) / NULLIF((MAX({epoch:g.gpu_end}) - MIN({epoch:g.gpu_start})) * COUNT(DISTINCT g.device), 0)
            AS gpu_busy_fraction,
+       SUM(g.kernel_s) AS gpu_kernel_s,
+       SUM(g.kernel_s) / NULLIF((MAX({epoch:g.gpu_end}) - MIN({epoch:g.gpu_start})) * COUNT(DISTINCT g.device), 0)
+           AS kernel_busy_fraction,
        (MAX({epoch:g.gpu_end}) - MIN({epoch:g.gpu_start})) / COUNT(*) AS s_per_partition,
        AVG(g.slot_s) AS mean_slot_s, AVG(g.pool_wait_s) AS mean_pool_wait_s,
        AVG(g.mutex_wait_s) AS mean_mutex_wait_s, AVG(g.barrier_wait_s) AS mean_barrier_wait_s,
@@ -187,7 +195,8 @@ STEADY_STATE_DEVICES_SELECT = """WITH g AS (
     SELECT dag_id, run_id, MAX({epoch:gpu_end}) - MIN({epoch:gpu_start}) AS window_s FROM g GROUP BY dag_id, run_id
 )
 SELECT g.dag_id, g.run_id, g.device, COUNT(*) AS partitions, MAX(w.window_s) AS window_s, SUM(g.busy_s) AS gpu_busy_s,
-       SUM(g.busy_s) / NULLIF(MAX(w.window_s), 0) AS gpu_busy_fraction
+       SUM(g.busy_s) / NULLIF(MAX(w.window_s), 0) AS gpu_busy_fraction,
+       SUM(g.kernel_s) / NULLIF(MAX(w.window_s), 0) AS kernel_busy_fraction
 FROM g JOIN w ON w.dag_id = g.dag_id AND w.run_id = g.run_id
 GROUP BY g.dag_id, g.run_id, g.device"""
 _SETTING = "(SELECT value FROM report_settings WHERE name = '{}')"
