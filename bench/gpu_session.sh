@@ -8,18 +8,11 @@
 # (124: out of time) and the script fails unless the tests and the benchmark passed.
 #
 # The GPU machine has python3 3.12 with cupy-cuda13x, numpy and pytest, no package index,
-# and no py-arkworks-bls12381. Bring it as a wheel in .whl/ (git-ignored), fetched here:
-#
-#   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-#       --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-#       -d .whl py-arkworks-bls12381==0.5.0
-#
-# and run with .whl carried:   device run: command "bash bench/gpu_session.sh", carry [".whl"]
-# This script installs it with
-#   python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
-# The operator GPU tests (tests/test_calibrate.py, tests/test_check_h2d_gpu.py) also need
-# sqlalchemy, alembic and great-expectations with their dependencies; they run only when
-# those import (carry their wheels too, minus the packages the image already has).
+# and no py-arkworks-bls12381. Bring it as wheels in .whl/ (git-ignored): `bash bench/gpu_wheels.sh`
+# fetches it with Airflow, SQLAlchemy and Great Expectations for the operator tests;
+# run with .whl carried:   device run: command "bash bench/gpu_session.sh", carry [".whl"]
+# This script installs them into /tmp/site; the operator GPU tests (tests/test_calibrate.py,
+# tests/test_check_h2d_gpu.py) run only when those packages import.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}

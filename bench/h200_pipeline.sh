@@ -2,7 +2,7 @@
 # The pipeline benchmark on the H200, in one device call (the machine has no package index:
 # Airflow, Great Expectations and arkworks come as wheels in .whl/, carried with the call):
 #   carry .whl; command: bash bench/h200_pipeline.sh [LOG2] [PARTITIONS] [DEPTH]
-# 1. installs the wheels into /tmp/site; 2. makes the 2^LOG2 proving key with the GPU setup
+# (.whl/ from `bash bench/gpu_wheels.sh`). 1. installs the wheels into /tmp/site; 2. makes the 2^LOG2 proving key with the GPU setup
 # into a cache every variant shares; 3. runs bench.pipeline (naive, proofflow,
 # proofflow-pageable; naive first: it is the long one, and the PNG is drawn once
 # naive and proofflow have run) through a real Airflow on SQLite, scratch on /dev/shm; results, the
