@@ -52,25 +52,25 @@ def _say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def steady(store, run_id: str, warmup: int) -> dict:
-    from operators.timing.views import steady_state_query
-    rows = store.query(f"SELECT * FROM ({steady_state_query(store.dialect)}) q WHERE run_id = :r",
-                       {"r": run_id, "warmup_partitions": warmup, "warmup_seconds": 0.0})
-    return rows[0] if rows else {}
-
-
 def gaps(store, run_id: str, warmup: int) -> list[float]:
-    """Idle seconds between consecutive device spans in the steady window (one device)."""
+    """Idle seconds between consecutive device spans on each device, in the steady window."""
     g = store.query("SELECT * FROM gpu_partitions WHERE run_id = :r ORDER BY gpu_rank", {"r": run_id})
-    g = [r for r in g if r["gpu_rank"] > warmup]
-    return [max(0.0, (b["gpu_start"] - a["gpu_end"]).total_seconds()) for a, b in zip(g, g[1:])]
+    by_device: dict = {}
+    for r in g:
+        if r["gpu_rank"] > warmup:
+            by_device.setdefault(r["device"], []).append(r)
+    return [max(0.0, (b["gpu_start"] - a["gpu_end"]).total_seconds())
+            for spans in by_device.values() for a, b in zip(spans, spans[1:])]
 
 
-def run_variant(name: str, args, timing_url: str, work: Path) -> dict:
+def run_variant(name: str, args, timing_url: str, work: Path, spec: dict | None = None) -> dict:
+    """One proof_run through a fresh Airflow; ``spec`` (env, slots, staging) defaults to
+    VARIANTS[name]'s, its slots to --depth."""
+    from operators.report import steady_state
     from operators.timing import TimingStore
     from prover.bundle import verify_bundle
     from prover.service.client import stop_all
-    spec = dict(VARIANTS[name])
+    spec = dict(spec or VARIANTS[name])
     spec["slots"] = spec["slots"] or args.depth
     home = work / name
     runtime = Path(tempfile.mkdtemp(prefix="pf-rt-"))
@@ -106,7 +106,8 @@ def run_variant(name: str, args, timing_url: str, work: Path) -> dict:
     store = TimingStore(timing_url)
     record = store.run("proof_run", run_id) or {}
     verified = sum(r.ok for r in verify_bundle(record["bundle_dir"])) if record.get("bundle_dir") else 0
-    st = steady(store, run_id, args.warmup)
+    st, per_device = steady_state(store, "proof_run", run_id, args.warmup, 0.0)
+    st = st or {}
     idle = gaps(store, run_id, args.warmup)
     flags = store.flags("proof_run", run_id)
     out = {"run_id": run_id, "airflow_state": state, "failed_tasks": failed, "pool_slots": spec["slots"],
@@ -119,6 +120,9 @@ def run_variant(name: str, args, timing_url: str, work: Path) -> dict:
            "mean_barrier_wait_s": st.get("mean_barrier_wait_s"), "h2d_gbps": st.get("h2d_gbps"),
            "idle_gap_median_s": statistics.median(idle) if idle else None, "idle_gap_max_s": max(idle) if idle else None,
            "flagged_partitions": sorted({f["partition"] for f in flags if f["partition"] is not None}),
+           "devices": st.get("devices"),
+           "per_device": {d["device"]: {"partitions": d["partitions"], "busy_fraction": d["gpu_busy_fraction"],
+                                        "kernel_busy_fraction": d["kernel_busy_fraction"]} for d in per_device},
            "env": spec["env"]}
     busy = out["busy_fraction"]
     _say(f"[{name}] {state}: {verified}/{args.partitions} proofs verify, steady busy "
@@ -128,17 +132,15 @@ def run_variant(name: str, args, timing_url: str, work: Path) -> dict:
     return out
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.pipeline", description=__doc__.split("\n\n")[0])
-    p.add_argument("--partitions", type=int, default=16)
+def add_run_arguments(p: argparse.ArgumentParser, partitions: int = 16) -> None:
+    """The options of one proof_run through Airflow (shared with bench.scaling)."""
+    p.add_argument("--partitions", type=int, default=partitions)
     p.add_argument("--log2", type=int, default=8)
     p.add_argument("--backend", choices=("cpu", "gpu"), default="cpu")
     p.add_argument("--staging", choices=("pinned", "pageable"), default="pinned")
     p.add_argument("--standin-s", type=float, default=None,
                    help="stretch each device phase to this many seconds (no GPU: e.g. 1.0)")
-    p.add_argument("--variants", default="naive,naive-tuned,service-2,service-3,proofflow",
-                   help=f"comma-separated, of {', '.join(VARIANTS)}")
-    p.add_argument("--depth", type=int, default=4, help="pool slots of the proofflow variants")
+    p.add_argument("--depth", type=int, default=4, help="pool slots per device of the prover-service variants")
     p.add_argument("--params-cache", help="proving keys dir shared by the variants (PROOFFLOW_PARAMS_CACHE)")
     p.add_argument("--warmup", type=int, default=1, help="steady state: leave out the first K partitions")
     p.add_argument("--seed", type=int, default=0)
@@ -149,13 +151,10 @@ def main(argv=None) -> int:
     p.add_argument("--work", help="work dir (default: a temporary one)")
     p.add_argument("--scratch", help="scratch root (default: under each variant's home; /dev/shm is faster)")
     p.add_argument("--timeout", type=float, default=900, help="seconds a run may take")
-    p.add_argument("--out", type=Path, default=None, help="results JSON (default bench/results/pipeline-<backend>.json)")
-    p.add_argument("--png", type=Path, default=None, help="timeline PNG of naive vs proofflow")
-    args = p.parse_args(argv)
-    names = [v.strip() for v in args.variants.split(",") if v.strip()]
-    unknown = [v for v in names if v not in VARIANTS]
-    if unknown or not names:
-        p.error(f"unknown variants {unknown}: choose from {', '.join(VARIANTS)}")
+
+
+def prepare(args) -> tuple[Path, str, dict]:
+    """The work dir, the timing store URL and the environment record of an invocation."""
     if args.backend == "cpu" and not args.standin_s:
         _say("note: no --standin-s: the CPU backend's own device phase is what gets measured")
     work = Path(args.work or tempfile.mkdtemp(prefix="proofflow-pipeline-"))
@@ -164,6 +163,22 @@ def main(argv=None) -> int:
     env = _env.environment(("numpy", "py-arkworks-bls12381", "apache-airflow-core", "cupy", "cupy-cuda12x",
                             "cupy-cuda13x"))
     env["device"] = _device_name(args.backend)
+    return work, timing_url, env
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.pipeline", description=__doc__.split("\n\n")[0])
+    add_run_arguments(p)
+    p.add_argument("--variants", default="naive,naive-tuned,service-2,service-3,proofflow",
+                   help=f"comma-separated, of {', '.join(VARIANTS)}")
+    p.add_argument("--out", type=Path, default=None, help="results JSON (default bench/results/pipeline-<backend>.json)")
+    p.add_argument("--png", type=Path, default=None, help="timeline PNG of naive vs proofflow")
+    args = p.parse_args(argv)
+    names = [v.strip() for v in args.variants.split(",") if v.strip()]
+    unknown = [v for v in names if v not in VARIANTS]
+    if unknown or not names:
+        p.error(f"unknown variants {unknown}: choose from {', '.join(VARIANTS)}")
+    work, timing_url, env = prepare(args)
     out = args.out or RESULTS / f"pipeline-{args.backend if not args.standin_s else 'cpu'}.json"
     results: dict = {}
     png = args.png or out.with_suffix(".png")
@@ -173,6 +188,13 @@ def main(argv=None) -> int:
         _env.write(out, doc)
         if name in ("naive", "proofflow"):
             _timeline(results, timing_url, args.warmup, png)
+    print_table(results)
+    if doc["ratio"]:
+        print(f"proofflow / naive busy fraction: {doc['ratio']:.2f}x  ({out})")
+    return 0
+
+
+def print_table(results: dict) -> None:
     print(f"{'variant':<20}{'busy %':>8}{'kernel %':>10}{'s/part':>8}{'idle gap s':>12}{'mutex wait s':>14}"
           f"{'proofs':>8}  state")
     for name, r in results.items():
@@ -180,21 +202,21 @@ def main(argv=None) -> int:
               f"{_fmt(r['s_per_partition'], 1, '.3f'):>8}{_fmt(r['idle_gap_median_s'], 1, '.3f'):>12}"
               f"{_fmt(r['mean_mutex_wait_s'], 1, '.3f'):>14}{r['proofs_verified']:>8}  {r['airflow_state']} "
               f"{','.join(r['failed_tasks'])}")
-    if doc["ratio"]:
-        print(f"proofflow / naive busy fraction: {doc['ratio']:.2f}x  ({out})")
-    return 0
 
 
 def _timeline(results: dict, timing_url: str, warmup: int, png: Path) -> None:
     """The timeline PNG of naive vs proofflow, once both have run."""
     naive, ours = results.get("naive", {}), results.get("proofflow", {})
-    if not (naive.get("run_id") and ours.get("run_id")):
-        return
+    if naive.get("run_id") and ours.get("run_id"):
+        timeline_png(png, timing_url, [("naive", naive, warmup), ("proofflow", ours, warmup)])
+
+
+def timeline_png(png: Path, timing_url: str, runs: list[tuple[str, dict, int]]) -> None:
+    """The report PNG of these (label, variant result, warm-up partitions) runs, stacked."""
     from operators import report
     from operators.timing import TimingStore
     store = TimingStore(timing_url)
-    reps = [(label, report.run_report(store, "proof_run", r["run_id"], warmup, 0.0))
-            for label, r in (("naive", naive), ("proofflow", ours))]
+    reps = [(label, report.run_report(store, "proof_run", r["run_id"], warmup, 0.0)) for label, r, warmup in runs]
     report.render_png(png, reps)
     store.dispose()
     _say(f"wrote {png}")

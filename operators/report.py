@@ -30,7 +30,6 @@ def _where(dag_id, run_id):
 
 def run_report(store, dag_id: str, run_id: str, warmup_partitions: float | None = None,
                warmup_seconds: float | None = None) -> dict | None:
-    from operators.timing.views import steady_state_query
     p = _where(dag_id, run_id)
     summary = store.query("SELECT * FROM run_summary WHERE dag_id = :d AND run_id = :r", p)
     if not summary:
@@ -38,8 +37,7 @@ def run_report(store, dag_id: str, run_id: str, warmup_partitions: float | None 
     settings = {r["name"]: r["value"] for r in store.query("SELECT name, value FROM report_settings")}
     k = settings.get("warmup_partitions", 1.0) if warmup_partitions is None else warmup_partitions
     s = settings.get("warmup_seconds", 0.0) if warmup_seconds is None else warmup_seconds
-    steady = store.query(f"SELECT * FROM ({steady_state_query(store.dialect)}) q WHERE dag_id = :d AND run_id = :r",
-                         {**p, "warmup_partitions": float(k), "warmup_seconds": float(s)})
+    steady, per_device = steady_state(store, dag_id, run_id, k, s)
     h2d = store.query("SELECT * FROM h2d_partitions WHERE dag_id = :d AND run_id = :r ORDER BY partition, try_number", p)
     checks = store.check_results(dag_id, run_id)
     if checks and checks[-1].get("result_json"):  # check_h2d's expected figures, flagged or not
@@ -53,7 +51,8 @@ def run_report(store, dag_id: str, run_id: str, warmup_partitions: float | None 
                 h["expected_ms"] = e.get("expected_ms")
     return {
         "summary": summary[0],
-        "steady_state": steady[0] if steady else {"warmup_partitions": k, "warmup_seconds": s, "partitions": 0},
+        "steady_state": steady or {"warmup_partitions": k, "warmup_seconds": s, "partitions": 0},
+        "steady_devices": per_device,
         "phases": store.query("SELECT * FROM phase_stats_run WHERE dag_id = :d AND run_id = :r "
                               "ORDER BY task_id, phase", p),
         "h2d": h2d,
@@ -63,6 +62,19 @@ def run_report(store, dag_id: str, run_id: str, warmup_partitions: float | None 
     }
 
 
+def steady_state(store, dag_id: str, run_id: str, warmup_partitions: float,
+                 warmup_seconds: float) -> tuple[dict | None, list[dict]]:
+    """The run's steady-state row (None: no partition after the warm-up) and its rows per
+    device, ordered by device, for a warm-up given here rather than read from report_settings."""
+    from operators.timing.views import steady_state_devices_query, steady_state_query
+    p = {**_where(dag_id, run_id), "warmup_partitions": float(warmup_partitions),
+         "warmup_seconds": float(warmup_seconds)}
+    steady = store.query(f"SELECT * FROM ({steady_state_query(store.dialect)}) q WHERE dag_id = :d AND run_id = :r", p)
+    devices = store.query(f"SELECT * FROM ({steady_state_devices_query(store.dialect)}) q "
+                          "WHERE dag_id = :d AND run_id = :r ORDER BY device", p)
+    return (steady[0] if steady else None), devices
+
+
 # -- text ------------------------------------------------------------------------------------
 def _n(x, nd=3):
     if x is None:
@@ -70,6 +82,10 @@ def _n(x, nd=3):
     if isinstance(x, float):
         return f"{x:.{nd}f}"
     return str(x)
+
+
+def _pct(fraction):
+    return None if fraction is None else 100 * fraction
 
 
 def _table(headers: list[str], rows: list[list], out) -> None:
@@ -93,7 +109,7 @@ def print_report(rep: dict, out=None) -> None:
     _table(["wall s", "partitions", "proofs verified", "GPU busy s", "GPU busy %", "GPU slot s", "pool wait s",
             "flagged"],
            [[s["wall_s"], s["partitions"], s["proofs_verified"], s["gpu_busy_s"],
-             None if s["gpu_busy_fraction"] is None else 100 * s["gpu_busy_fraction"], s["gpu_slot_s"],
+             _pct(s["gpu_busy_fraction"]), s["gpu_slot_s"],
              s["pool_wait_s"], s["flagged_partitions"]]], out)
     st = rep["steady_state"]
     print(f"\nsteady state (warm-up: first {_n(st['warmup_partitions'], 0)} GPU partition(s) and first "
@@ -102,9 +118,14 @@ def print_report(rep: dict, out=None) -> None:
         _table(["partitions", "window s", "GPU busy s", "GPU busy %", "kernel busy %", "s/partition", "mean slot s",
                 "mean pool wait s", "mean mutex wait s", "H2D GB/s"],
                [[st["partitions"], st["window_s"], st["gpu_busy_s"],
-                 None if st["gpu_busy_fraction"] is None else 100 * st["gpu_busy_fraction"],
-                 None if st["kernel_busy_fraction"] is None else 100 * st["kernel_busy_fraction"], st["s_per_partition"],
+                 _pct(st["gpu_busy_fraction"]),
+                 _pct(st["kernel_busy_fraction"]), st["s_per_partition"],
                  st["mean_slot_s"], st["mean_pool_wait_s"], st["mean_mutex_wait_s"], st["h2d_gbps"]]], out)
+        if len(rep["steady_devices"]) > 1:
+            print("\n  per device (steady_state_devices)", file=out)
+            _table(["device", "partitions", "GPU busy s", "GPU busy %", "kernel busy %"],
+                   [[d["device"], d["partitions"], d["gpu_busy_s"], _pct(d["gpu_busy_fraction"]),
+                     _pct(d["kernel_busy_fraction"])] for d in rep["steady_devices"]], out)
     else:
         print("  no partitions after the warm-up", file=out)
     print("\nphases (phase_stats_run, seconds)", file=out)
@@ -155,6 +176,12 @@ def _epoch(t):
     return t.timestamp()
 
 
+def device_lanes(rows: list[dict]) -> list[str]:
+    """The devices a run's device phases ran on, in order: the GPU panel's lanes."""
+    found = {r["device"] for r in rows if r["task_id"].endswith("prove_gpu") and r["phase"] in DEVICE_PHASES}
+    return sorted(found, key=str) or ["-"]
+
+
 def _draw_run(rep: dict, ax_gantt, ax_gpu, label: str) -> None:
     rows = rep["timings"]
     t0 = min(_epoch(r["start"]) for r in rows)
@@ -181,26 +208,35 @@ def _draw_run(rep: dict, ax_gantt, ax_gpu, label: str) -> None:
     ax_gantt.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=7, title="task", title_fontsize=7)
     ax_gantt.grid(axis="x", alpha=0.3)
 
+    # one lane per device the run's device phases ran on
+    device_rows = [r for r in rows if r["task_id"].endswith("prove_gpu") and r["phase"] in DEVICE_PHASES]
+    devices = device_lanes(rows)
     gpu_tasks = [r for r in tasks if r["task_id"].endswith("prove_gpu")]
     if gpu_tasks:
         lo = min(_epoch(r["start"]) for r in gpu_tasks) - t0
         hi = max(_epoch(r["end"]) for r in gpu_tasks) - t0
-        ax_gpu.barh(0, hi - lo, left=lo, height=0.8, color="#e8eaed", edgecolor="#9aa0a6", label="GPU idle")
+        for y in range(len(devices)):
+            ax_gpu.barh(y, hi - lo, left=lo, height=0.8, color="#e8eaed", edgecolor="#9aa0a6",
+                        label="GPU idle" if y == 0 else None)
     seen = set()
-    for r in rows:
-        if r["task_id"].endswith("prove_gpu") and r["phase"] in DEVICE_PHASES:
-            ax_gpu.barh(0, max(r["duration_s"], 1e-6), left=_epoch(r["start"]) - t0, height=0.8,
-                        color=PHASE_COLORS[r["phase"]], label=f"busy: {r['phase']}" if r["phase"] not in seen else None)
-            seen.add(r["phase"])
+    for r in device_rows:
+        ax_gpu.barh(devices.index(r["device"]), max(r["duration_s"], 1e-6), left=_epoch(r["start"]) - t0, height=0.8,
+                    color=PHASE_COLORS[r["phase"]], label=f"busy: {r['phase']}" if r["phase"] not in seen else None)
+        seen.add(r["phase"])
     s, st = rep["summary"], rep["steady_state"]
     frac, steady = s.get("gpu_busy_fraction"), st.get("gpu_busy_fraction")
-    ax_gpu.set_yticks([0])
-    ax_gpu.set_yticklabels(["GPU"])
+    ax_gpu.set_yticks(range(len(devices)))
+    ax_gpu.set_yticklabels(["GPU"] if len(devices) == 1 else [f"GPU {d}" for d in devices])
+    ax_gpu.invert_yaxis()
     ax_gpu.set_xlabel("seconds since the run's first task started")
+    n = len(devices)  # run_summary's fraction is device-seconds per wall second: per device here
+    per_device = ", ".join(f"{100 * d['gpu_busy_fraction']:.1f}%" for d in rep.get("steady_devices", [])
+                           if d["gpu_busy_fraction"] is not None)
     ax_gpu.set_title(f"{label}: GPU busy vs idle (busy {_n(s.get('gpu_busy_s'))} s of wall {_n(s.get('wall_s'))} s"
-                     + (f", {100 * frac:.1f}%" if frac is not None else "")
+                     + (f" x {n} devices" if n > 1 else "")
+                     + (f", {100 * frac / n:.1f}%" if frac is not None else "")
                      + (f"; steady state {100 * steady:.1f}% over {_n(st.get('window_s'))} s" if steady is not None
-                        else "") + ")")
+                        else "") + (f", per device {per_device}" if n > 1 and per_device else "") + ")")
     ax_gpu.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=7)
     ax_gpu.grid(axis="x", alpha=0.3)
 
@@ -243,7 +279,8 @@ def render_png(path, reps: list[tuple[str, dict]]) -> None:
     nrun = len(reps)
     heights = []
     for _, rep in reps:
-        heights += [max(2.0, 0.45 * (1 + len({r["partition"] for r in rep["timings"]}))), 1.0]
+        heights += [max(2.0, 0.45 * (1 + len({r["partition"] for r in rep["timings"]}))),
+                    0.6 + 0.4 * len(device_lanes(rep["timings"]))]
     heights.append(2.6)
     fig, axes = plt.subplots(len(heights), 1, figsize=(12, sum(heights) + 1.2),
                              gridspec_kw={"height_ratios": heights})

@@ -38,15 +38,16 @@ def add_run(store, dag_id, run_id, h2d_ms, host="h1", device="cuda:0", memory_ki
 DEVICE_PHASES_S = (("pool_wait", 0.2), ("ntt", 0.2), ("msm", 0.4), ("d2h", 0.01))  # besides h2d
 
 
-def add_device_phases(store, dag_id, run_id, n, h2d_ms):
+def add_device_phases(store, dag_id, run_id, n, h2d_ms, devices=("cuda:0",)):
     """prove_gpu's phase rows (pool_wait, h2d, ntt, msm, d2h) for partitions 0..n-1 of a run
-    made by ``add_run``, inside each partition's prove_gpu task row."""
+    made by ``add_run``, inside each partition's prove_gpu task row; partition p on
+    ``devices[p % len(devices)]``."""
     rows = []
     for p in range(n):
         a = T0 + dt.timedelta(seconds=1 + 4 * p + 2)
         for ph, d in (DEVICE_PHASES_S[:1] + (("h2d", h2d_ms[p] / 1e3),) + DEVICE_PHASES_S[1:]):
             rows.append(dict(dag_id=dag_id, run_id=run_id, task_id="partition.prove_gpu", map_index=p, try_number=1,
-                             partition=p, phase=ph, host="h1", device="cuda:0", start=a,
+                             partition=p, phase=ph, host="h1", device=devices[p % len(devices)], start=a,
                              end=a + dt.timedelta(seconds=d)))
             a += dt.timedelta(seconds=d)
     store.record_timings(rows)

@@ -43,6 +43,7 @@ def test_report_table_and_png(two_runs, tmp_path, capsys):
                     "pool and mutex waits per prove_gpu"):
         assert section in out
     assert "partition.prove_gpu" in out and "98304" not in out and str(NB) in out
+    assert "per device" not in out  # one device: no per-device table
     from PIL import Image
     assert png.stat().st_size > 20_000
     with Image.open(png) as im:
@@ -63,6 +64,28 @@ def test_report_compare_and_json(two_runs, tmp_path, capsys):
     assert cmp["flagged partitions"]["a"] == 0 and cmp["flagged partitions"]["b"] == 3
     assert cmp["steady H2D GB/s"]["b_over_a"] == pytest.approx(30.5 / 296.0, rel=1e-6)
     assert doc["runs"]["A"]["steady_state"]["partitions"] == 3
+
+
+def test_report_per_device(sqlite_url, monkeypatch, tmp_path, capsys):
+    """A run on two devices: the steady state per device in the text, one GPU lane each."""
+    monkeypatch.setenv("PROOFFLOW_DB_URL", sqlite_url)
+    store = TimingStore(sqlite_url)
+    dag = f"rep-{uuid.uuid4().hex[:6]}"
+    add_run(store, dag, "two-gpu", [10.0] * 5)
+    add_device_phases(store, dag, "two-gpu", 5, [10.0] * 5, devices=("cuda:0", "cuda:1"))
+    rep = report.run_report(store, dag, "two-gpu", 1, 0.0)
+    assert [(d["device"], d["partitions"]) for d in rep["steady_devices"]] == [("cuda:0", 2), ("cuda:1", 2)]
+    assert report.device_lanes(rep["timings"]) == ["cuda:0", "cuda:1"]
+    busy = {d["device"]: d["gpu_busy_s"] for d in rep["steady_devices"]}
+    assert busy["cuda:0"] == pytest.approx(busy["cuda:1"]) and sum(busy.values()) == pytest.approx(
+        rep["steady_state"]["gpu_busy_s"])
+    png = tmp_path / "two.png"
+    assert _main("report", "two-gpu", "--dag-id", dag, "--png", str(png), "--warmup-partitions", "1") == 0
+    out = capsys.readouterr().out
+    table = out[out.index("per device (steady_state_devices)"):out.index("phases (phase_stats_run")]
+    assert "cuda:0" in table and "cuda:1" in table
+    assert png.stat().st_size > 20_000
+    store.dispose()
 
 
 def test_unknown_run(two_runs, capsys):

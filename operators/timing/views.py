@@ -248,8 +248,16 @@ def views_for(dialect: str) -> dict[str, str]:
     return {name: render(sql, dialect) for name, sql in VIEWS.items()}
 
 
+def _bound(select: str, dialect: str) -> str:
+    return render(select.replace("{K}", "CAST(:warmup_partitions AS FLOAT)").replace(
+        "{S}", "CAST(:warmup_seconds AS FLOAT)"), dialect)
+
+
 def steady_state_query(dialect: str) -> str:
     """The steady-state SELECT with bind parameters :warmup_partitions and :warmup_seconds."""
-    sql = STEADY_STATE_SELECT.replace("{K}", "CAST(:warmup_partitions AS FLOAT)").replace(
-        "{S}", "CAST(:warmup_seconds AS FLOAT)")
-    return render(sql, dialect)
+    return _bound(STEADY_STATE_SELECT, dialect)
+
+
+def steady_state_devices_query(dialect: str) -> str:
+    """The per-device steady-state SELECT, with the same bind parameters."""
+    return _bound(STEADY_STATE_DEVICES_SELECT, dialect)
