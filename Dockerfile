@@ -4,7 +4,7 @@
 #   docker build --build-arg PROOFFLOW_EXTRAS=celery,gpu -t proofflow-gpu:0.1.0 .   # GPU worker
 FROM python:3.11.11-slim-bookworm
 
-# gcc (with OpenMP) compiles the CPU field kernels (prover/native), done once below.
+# gcc (with OpenMP) compiles the CPU field kernels (proofflow/prover/native), done once below.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends gcc libc6-dev \
  && rm -rf /var/lib/apt/lists/*
@@ -18,8 +18,7 @@ ENV PYTHONUNBUFFERED=1 \
 
 WORKDIR /opt/proofflow
 COPY pyproject.toml README.md ./
-COPY prover prover
-COPY operators operators
+COPY proofflow proofflow
 COPY dags dags
 
 # The GPU image (extras with gpu) also gets NVRTC and the other CUDA components CuPy compiles
@@ -35,4 +34,4 @@ RUN useradd --uid 50000 --create-home proofflow \
  && chown proofflow "$AIRFLOW_HOME" "$PROOFFLOW_HOME" "$PROOFFLOW_CACHE"
 USER proofflow
 # compile the CPU kernels now, not in the first task of every container
-RUN python -c "from prover.native import load; load('fr')"
+RUN python -c "from proofflow.prover.native import load; load('fr')"

@@ -17,12 +17,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _env import environment, repeat, write  # noqa: E402
 
-from prover import curve  # noqa: E402
-from prover.backend.cpu import CpuBackend  # noqa: E402
-from prover.circuits import get_circuit  # noqa: E402
-from prover.field import fr  # noqa: E402
-from prover.groth16 import r1cs_to_qap  # noqa: E402
-from prover.polynomial.domain import Radix2Domain  # noqa: E402
+from proofflow.prover import curve  # noqa: E402
+from proofflow.prover.backend.cpu import CpuBackend  # noqa: E402
+from proofflow.prover.circuits import get_circuit  # noqa: E402
+from proofflow.prover.field import fr  # noqa: E402
+from proofflow.prover.groth16 import r1cs_to_qap  # noqa: E402
+from proofflow.prover.polynomial.domain import Radix2Domain  # noqa: E402
 
 
 def distinct_points(group: str, n: int) -> curve.PointTable:

@@ -26,13 +26,13 @@ from pathlib import Path
 import cupy as cp
 import numpy as np
 
-import prover
-from prover import curve
-from prover.backend.cpu import CpuBackend
-from prover.backend.gpu import GpuBackend, h2d
-from prover.field import fr
-from prover.polynomial.domain import Radix2Domain
-from prover.staging import StagingPool
+import proofflow
+from proofflow.prover import curve
+from proofflow.prover.backend.cpu import CpuBackend
+from proofflow.prover.device.backend import GpuBackend, h2d
+from proofflow.prover.field import fr
+from proofflow.prover.polynomial.domain import Radix2Domain
+from proofflow.prover.staging import StagingPool
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "gpu-h200.json"
 
@@ -63,7 +63,7 @@ def random_device(n: int, rng) -> cp.ndarray:
 
 def free_memory() -> None:
     """Give cached device blocks and per-size tables back between sizes."""
-    from prover.backend import gpu as gpu_mod
+    from proofflow.prover.device import backend as gpu_mod
     gpu_mod._tables.cache_clear()
     cp.get_default_memory_pool().free_all_blocks()
 
@@ -118,7 +118,7 @@ def fr_sum(gpu: GpuBackend, x: cp.ndarray) -> int:
 def check_ntt_large(gpu: GpuBackend, d: Radix2Domain, rng) -> None:
     """NTT checks that need no CPU transform: the inverse undoes it, it is linear, and the
     transform of the monomial X^k is (w^(jk))_j (from the independent powers kernel)."""
-    from prover.backend.gpu import powers
+    from proofflow.prover.device.backend import powers
     a, b = random_device(d.size, rng), random_device(d.size, rng)
     fa = gpu.ntt_device(d, a)
     ok = bool(cp.array_equal(gpu.ntt_device(d, fa, inverse=True), a))
@@ -135,7 +135,7 @@ def check_ntt_large(gpu: GpuBackend, d: Radix2Domain, rng) -> None:
 def check_h_large(gpu: GpuBackend, d: Radix2Domain, rng) -> None:
     """H of monomials: with A = X^k, B = X^m (k + m >= n) and C = X^(k+m-n) on the domain,
     A*B - C = X^(k+m-n) * Z exactly, so H is the single coefficient X^(k+m-n)."""
-    from prover.backend.gpu import powers
+    from proofflow.prover.device.backend import powers
     n, p = d.size, fr.MODULUS
     k, m = int(rng.integers(n // 2, n)), int(rng.integers(n // 2, n))
     a, b, c = (powers(pow(d.omega, e, p), n) for e in (k, m, k + m - n))
@@ -279,7 +279,7 @@ def _wall_ms(fn, repeats: int) -> list[float]:
 def _bench_msm_group(args, rng, group: str, sizes, check_log: int) -> tuple[dict, dict, dict]:
     """One group's MSM at each size, the table resident on the device. Checked against
     arkworks at ``check_log`` and against the scalar-sum identity at every size."""
-    from prover.backend import gpu_msm
+    from proofflow.prover.device import msm as gpu_msm
     gpu = GpuBackend()
     base = multiples_table(group)
     cpu_ms = {}
@@ -320,7 +320,7 @@ def bench_msm(args, rng) -> dict:
         out["msm_g1_skipped"] = skipped
     skew_log = max((int(k) for k in detail if int(k) <= 24), default=None)
     if skew_log is not None:
-        from prover.backend import gpu_msm
+        from proofflow.prover.device import msm as gpu_msm
         n = 1 << skew_log
         table = tiled(multiples_table("g1"), n)
         gpu_msm.device_points(table)
@@ -338,7 +338,7 @@ def bench_msm(args, rng) -> dict:
 def _msm_skewed(table, rng, repeats: int) -> dict:
     """Median wall ms of the MSM under skewed scalars (correctness: tests/test_gpu_backend.py):
     90% ones and twos, and all scalars equal (every window's entries in one bucket)."""
-    from prover.backend import gpu_msm
+    from proofflow.prover.device import msm as gpu_msm
     n = len(table)
     ones_twos = cp.asarray(fr.from_ints([1, 2]))[cp.asarray(rng.integers(0, 2, n))]
     mostly_small = cp.where(cp.asarray(rng.random(n) < 0.9)[:, None], ones_twos, random_device(n, rng))
@@ -370,8 +370,8 @@ def bench_setup(args, rng) -> dict:
     byte for byte against arkworks first), the CPU path's rate on a sample, and whole
     setups: GPU and CPU at a size the CPU reaches (keys compared byte for byte), then GPU
     alone at the large sizes."""
-    from prover.circuits import get_circuit
-    from prover.groth16 import generator
+    from proofflow.prover.circuits import get_circuit
+    from proofflow.prover.groth16 import generator
     gpu = GpuBackend()
     rates, cpu_rates = {}, {}
     for group in ("g1", "g2"):
@@ -432,7 +432,7 @@ def versions() -> dict:
     rt = cp.cuda.runtime
     return {"python": platform.python_version(), "numpy": np.__version__, "cupy": cp.__version__,
             "cuda_runtime": rt.runtimeGetVersion(), "cuda_driver": rt.driverGetVersion(),
-            "nvrtc": ".".join(map(str, cp.cuda.nvrtc.getVersion())), "proofflow": prover.__version__}
+            "nvrtc": ".".join(map(str, cp.cuda.nvrtc.getVersion())), "proofflow": proofflow.__version__}
 
 
 def main(argv=None) -> dict:

@@ -17,7 +17,7 @@ export PROOFFLOW_SETUP_WORKERS=16 OMP_NUM_THREADS=2  # 16 syntheses at once: 2 O
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,noheader
 python3 -c "import airflow, cupy; print('airflow', airflow.__version__, 'cupy', cupy.__version__)"
 KEYS=/dev/shm/pf-params
-python3 -m prover setup --circuit mimc --log2 "$LOG2" --seed 0 --backend gpu --out "$KEYS/mimc-log2_${LOG2}-seed0"
+python3 -m proofflow.prover setup --circuit mimc --log2 "$LOG2" --seed 0 --backend gpu --out "$KEYS/mimc-log2_${LOG2}-seed0"
 echo "key ready at $(( $(date +%s) - t0 )) s"
 python3 -m bench.pipeline --backend gpu --log2 "$LOG2" --partitions "$PARTS" --depth "$DEPTH" \
     --variants naive,proofflow,proofflow-pageable --params-cache "$KEYS" --scratch /dev/shm/pf-scratch \

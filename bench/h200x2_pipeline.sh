@@ -19,7 +19,7 @@ export PROOFFLOW_SETUP_WORKERS=32 OMP_NUM_THREADS=2  # the syntheses of 32 parti
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader
 python3 -c "import airflow, cupy; print('airflow', airflow.__version__, 'cupy', cupy.__version__, 'GPUs', cupy.cuda.runtime.getDeviceCount())"
 KEYS=/dev/shm/pf-params
-python3 -m prover setup --circuit mimc --log2 "$LOG2" --seed 0 --backend gpu --out "$KEYS/mimc-log2_${LOG2}-seed0"
+python3 -m proofflow.prover setup --circuit mimc --log2 "$LOG2" --seed 0 --backend gpu --out "$KEYS/mimc-log2_${LOG2}-seed0"
 echo "key ready at $(( $(date +%s) - t0 )) s"
 python3 -m bench.scaling --backend gpu --devices 0,1 --log2 "$LOG2" --partitions "$PARTS" --depth "$DEPTH" \
     --params-cache "$KEYS" --scratch /dev/shm/pf-scratch --work /tmp/pf-scaling --timing-db "sqlite:///$OUT/timing.db" \

@@ -12,9 +12,9 @@ import json
 import cupy as cp
 import numpy as np
 
-from prover import curve
-from prover.backend import gpu_msm
-from prover.field import fr
+from proofflow.prover import curve
+from proofflow.prover.device import msm as gpu_msm
+from proofflow.prover.field import fr
 
 
 def main() -> None:

@@ -19,7 +19,7 @@ time over the window from the first steady partition's device start to the last 
     proofflow-pageable  the same with staging pageable (for the H2D check on a GPU)
 
 On a machine without a GPU, --standin-s stretches each proof's device phase to that many
-seconds (prover.backend.standin): the proofs stay real and verify. Results: both headline
+seconds (proofflow.prover.backend.standin): the proofs stay real and verify. Results: both headline
 fractions, their ratio, each variant's figures; the timeline PNG of naive vs proofflow.
 """
 from __future__ import annotations
@@ -32,8 +32,8 @@ import time
 from pathlib import Path
 
 from bench import _env
-from operators import local_stack as stack
-from operators.local_stack import ROOT
+from tests.helpers import local_stack as stack
+from tests.helpers.local_stack import ROOT
 
 RESULTS = ROOT / "bench" / "results"
 
@@ -66,10 +66,10 @@ def gaps(store, run_id: str, warmup: int) -> list[float]:
 def run_variant(name: str, args, timing_url: str, work: Path, spec: dict | None = None) -> dict:
     """One proof_run through a fresh Airflow; ``spec`` (env, slots, staging) defaults to
     VARIANTS[name]'s, its slots to --depth."""
-    from operators.report import steady_state
-    from operators.timing import TimingStore
-    from prover.bundle import verify_bundle
-    from prover.service.client import stop_all
+    from proofflow.timing.report import steady_state
+    from proofflow.timing import TimingStore
+    from proofflow.prover.bundle import verify_bundle
+    from proofflow.prover.service.client import stop_all
     spec = dict(spec or VARIANTS[name])
     spec["slots"] = spec["slots"] or args.depth
     home = work / name
@@ -213,8 +213,8 @@ def _timeline(results: dict, timing_url: str, warmup: int, png: Path) -> None:
 
 def timeline_png(png: Path, timing_url: str, runs: list[tuple[str, dict, int]]) -> None:
     """The report PNG of these (label, variant result, warm-up partitions) runs, stacked."""
-    from operators import report
-    from operators.timing import TimingStore
+    from proofflow.timing import report
+    from proofflow.timing import TimingStore
     store = TimingStore(timing_url)
     reps = [(label, report.run_report(store, "proof_run", r["run_id"], warmup, 0.0)) for label, r, warmup in runs]
     report.render_png(png, reps)

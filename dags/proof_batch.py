@@ -1,7 +1,7 @@
 """proof_batch: on a schedule, trigger one proof_run per pending work file.
 
 Schedule: cron from PROOFFLOW_BATCH_CRON (default every 15 minutes). Work: JSON files of
-proof_run params in PROOFFLOW_PENDING (see operators/pending.py). UI and REST triggers of
+proof_run params in PROOFFLOW_PENDING (see proofflow/airflow/pending.py). UI and REST triggers of
 proof_run with parameters need no batch: trigger proof_run directly.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ import os
 from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
 from airflow.sdk import DAG, task
 
-from operators import settings
+from proofflow import settings
 
 with DAG(
     dag_id="proof_batch",
@@ -28,7 +28,7 @@ with DAG(
 
     @task
     def claim_pending() -> list[dict]:
-        from operators.pending import claim
+        from proofflow.airflow.pending import claim
         return claim()
 
     TriggerDagRunOperator.partial(task_id="trigger_proof_run", trigger_dag_id="proof_run",

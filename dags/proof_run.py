@@ -18,14 +18,12 @@ import os
 
 from airflow.sdk import DAG, Param, task_group
 
-from operators import settings
-from operators.checks.operator import CheckH2DOperator
-from operators.notifiers import RunStateNotifier
-from operators.proof.operators import (CleanupScratchOperator, FinalizePartitionOperator, FinalizeRunOperator,
-                             PrepareScratchOperator, ProveGpuOperator, SetupOperator, StageOperator,
-                             SynthesizeOperator, ValidateOperator)
-from operators.proof.params import DEFAULTS, SCHEMA
-from operators.summary.operator import PublishSummaryOperator
+from proofflow import settings
+from proofflow.airflow.operators.check_h2d import CheckH2DOperator
+from proofflow.airflow.notifiers.run_state import RunStateNotifier
+from proofflow.airflow.operators.proof import (CleanupScratchOperator, FinalizePartitionOperator, FinalizeRunOperator, PrepareScratchOperator, ProveGpuOperator, SetupOperator, StageOperator, SynthesizeOperator, ValidateOperator)
+from proofflow.airflow.params import DEFAULTS, SCHEMA
+from proofflow.airflow.operators.summary import PublishSummaryOperator
 
 RETRIES = int(os.environ.get("PROOFFLOW_RETRIES", "1"))
 # Synthesis is CPU- and memory-heavy at real sizes: at most this many partitions at once

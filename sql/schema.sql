@@ -1,6 +1,6 @@
--- proofflow timing store, generated from operators/timing/models.py by
--- `python -m operators.timing.schema` (tests check this file is current).
--- Managed by the Alembic migrations in operators/timing/migrations; this file is for reference.
+-- proofflow timing store, generated from proofflow/timing/models.py by
+-- `python -m proofflow.timing.schema` (tests check this file is current).
+-- Managed by the Alembic migrations in proofflow/timing/migrations; this file is for reference.
 
 CREATE TABLE calibrations (
 	id BIGSERIAL NOT NULL,

@@ -5,7 +5,7 @@ import pytest
 # --- prover fixtures ---------------------------------------------------------------------
 @pytest.fixture(scope="session")
 def mimc10():
-    from prover.circuits import get_circuit
+    from proofflow.prover.circuits import get_circuit
     return get_circuit("mimc", 10)
 
 
@@ -19,14 +19,14 @@ def mimc8_key_dir(tmp_path_factory):
 @pytest.fixture(scope="session")
 def pk10(mimc10, tmp_path_factory):
     """A 2^10 proving key, saved and loaded back, so every user goes through the files."""
-    from prover.groth16 import generator
-    from prover.groth16.data_structures import ProvingKey
+    from proofflow.prover.groth16 import generator
+    from proofflow.prover.groth16.data_structures import ProvingKey
     d = tmp_path_factory.mktemp("pk10")
     generator.setup(mimc10, seed=7).save(d)
     return ProvingKey.load(d)
 
 
-# --- proofflow timing store / Airflow fixtures (operators/) ----------------------------
+# --- proofflow timing store / Airflow fixtures (proofflow/airflow/) ----------------------------
 import os
 import uuid
 
@@ -59,7 +59,7 @@ def pg_url():
     try:
         yield url
     finally:
-        from operators.timing import store as store_mod
+        from proofflow.timing import store as store_mod
         store_mod._migrated.discard(url)
         with admin.cursor() as cur:
             cur.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -78,7 +78,7 @@ def store_url(request, tmp_path):
     return request.getfixturevalue("pg_url")
 
 
-# --- Airflow for the proof_run tests (operators/, dags/) ---------------------------------
+# --- Airflow for the proof_run tests (proofflow/airflow/, dags/) ---------------------------------
 # Airflow reads its configuration when first imported, so the test session's own
 # AIRFLOW_HOME (SQLite metadata DB) is set here, before any test module imports Airflow;
 # a developer's real AIRFLOW_HOME is never touched.
@@ -104,7 +104,7 @@ for _var in ("PROOFFLOW_DB_URL", "AIRFLOW_CONN_PROOFFLOW_TIMING", "PROOFFLOW_SCR
 @pytest.fixture(scope="session", autouse=True)
 def _remove_test_airflow_home():
     yield
-    from prover.service.client import stop_all
+    from proofflow.prover.service.client import stop_all
     stop_all()
     shutil.rmtree(_AIRFLOW_HOME, ignore_errors=True)
 
@@ -112,7 +112,7 @@ def _remove_test_airflow_home():
 @pytest.fixture(scope="session")
 def airflow_home():
     """The session's AIRFLOW_HOME with its metadata DB migrated and pool `gpu` created."""
-    from operators import airflow_setup
+    from proofflow.airflow import bootstrap as airflow_setup
     airflow_setup.migrate_metadata_db(_AIRFLOW_HOME / "migrate.log")
     airflow_setup.ensure_pool(1)
     return _AIRFLOW_HOME

@@ -1,3 +1,0 @@
-from operators.hooks.timing import TimingStoreHook, resolve_db_url
-
-__all__ = ["TimingStoreHook", "resolve_db_url"]

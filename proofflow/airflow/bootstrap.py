@@ -1,0 +1,132 @@
+"""The project's Airflow setup: metadata DB, the ``gpu`` pool, the timing-store connection.
+
+``proofflow setup`` runs it against whatever Airflow the environment configures (a real
+deployment); ``proofflow run`` runs it on a local, self-contained AIRFLOW_HOME (SQLite).
+``configure_env`` must run before Airflow is imported: Airflow reads its configuration at
+import time.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from proofflow import settings
+
+POOL_DESCRIPTION = ("prove_gpu slots: per GPU, one (in-process: the GPU mutex) or the prefetch depth (prover "
+                    "service: the service holds the device); created by proofflow setup")
+
+
+def repo_dags_folder() -> Path:
+    if os.environ.get("PROOFFLOW_DAGS_FOLDER"):
+        return Path(os.environ["PROOFFLOW_DAGS_FOLDER"])
+    return Path(__file__).resolve().parents[2] / "dags"
+
+
+def default_airflow_home() -> Path:
+    return Path(os.environ.get("PROOFFLOW_AIRFLOW_HOME") or Path.home() / ".proofflow" / "airflow")
+
+
+def configure_env(home: Path, dags_folder: Path | None = None) -> dict:
+    """Point Airflow at a local home (SQLite metadata DB inside it) and the repo's dags/."""
+    home = Path(home).resolve()
+    home.mkdir(parents=True, exist_ok=True)
+    env = {
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(dags_folder or repo_dags_folder()),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
+    }
+    os.environ.update(env)
+    os.environ.setdefault("PROOFFLOW_HOME", str(home / "proofflow"))
+    return env
+
+
+def migrate_metadata_db(log_path: Path | None = None) -> None:
+    """``airflow db migrate`` (a subprocess: it configures logging its own way). Skipped
+    when this home was already migrated by this Airflow version."""
+    import importlib.metadata
+    version = importlib.metadata.version("apache-airflow-core")
+    home = Path(os.environ["AIRFLOW_HOME"])
+    marker = home / ".proofflow-db-migrated"
+    stamp = f"{version} {os.environ.get('AIRFLOW__DATABASE__SQL_ALCHEMY_CONN', '')}"
+    if marker.exists() and marker.read_text() == stamp:
+        return
+    log = open(log_path, "ab") if log_path else subprocess.DEVNULL
+    try:
+        proc = subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], stdout=log, stderr=log)
+    finally:
+        if log_path:
+            log.close()
+    if proc.returncode != 0:
+        raise RuntimeError(f"`airflow db migrate` failed (exit {proc.returncode})"
+                           + (f": see {log_path}" if log_path else ""))
+    marker.write_text(stamp)
+
+
+def gpu_count() -> int:
+    try:
+        import cupy
+        return max(1, cupy.cuda.runtime.getDeviceCount())
+    except Exception:
+        return 1  # no GPU: the CPU backend still proves in the pool, one device's worth
+
+
+def default_slots() -> int:
+    """Slots of pool ``gpu``: PROOFFLOW_GPU_SLOTS, else per device one (in-process: the pool
+    is the mutex) or PROOFFLOW_GPU_DEPTH (the prover service holds the device; the pool
+    bounds the partitions in flight per device)."""
+    if os.environ.get("PROOFFLOW_GPU_SLOTS"):
+        return max(1, int(os.environ["PROOFFLOW_GPU_SLOTS"]))
+    per_device = settings.gpu_depth() if settings.gpu_service_enabled() else 1
+    return gpu_count() * per_device
+
+
+def ensure_pool(slots: int | None = None) -> int:
+    from airflow.models.pool import Pool
+    slots = slots or default_slots()
+    Pool.create_or_update_pool(settings.GPU_POOL, slots, POOL_DESCRIPTION, include_deferred=False)
+    return slots
+
+
+def ensure_connection(url: str) -> None:
+    """The ``proofflow_timing`` connection naming the timing store. A Postgres URL goes into
+    the connection's fields, its password into the password field (encrypted with Airflow's
+    Fernet key where one is set, hidden in the UI, masked in task logs), not into the extra
+    JSON that the UI shows as text; any other URL goes into ``extra.url``."""
+    import json
+    from airflow.models.connection import Connection
+    from airflow.utils.session import create_session
+    from sqlalchemy.engine import make_url
+    u = make_url(url)
+    fields = u.get_backend_name() == "postgresql" and not u.query
+    with create_session() as session:
+        conn = session.query(Connection).filter(Connection.conn_id == settings.TIMING_CONN_ID).one_or_none()
+        if conn is None:
+            conn = Connection(conn_id=settings.TIMING_CONN_ID, conn_type="generic")
+            session.add(conn)
+        if fields:
+            conn.conn_type, conn.description = "postgres", "proofflow timing store"
+            conn.host, conn.port, conn.login, conn.schema = u.host, u.port, u.username, u.database
+            conn.password = u.password
+            conn.set_extra(None)
+        else:
+            conn.conn_type, conn.description = "generic", "proofflow timing store (SQLAlchemy URL in extra.url)"
+            conn.host = conn.port = conn.login = conn.password = conn.schema = None
+            conn.set_extra(json.dumps({"url": url}))
+
+
+def timing_url() -> str:
+    return settings.db_url_from_env() or settings.default_db_url()
+
+
+def setup_all(slots: int | None = None, migrate: bool = True, log_path: Path | None = None) -> dict:
+    if migrate:
+        migrate_metadata_db(log_path)
+    slots = ensure_pool(slots)
+    url = timing_url()
+    ensure_connection(url)
+    from proofflow.timing.store import TimingStore
+    TimingStore(url).dispose()  # timing tables at Alembic head
+    return {"pool": settings.GPU_POOL, "slots": slots, "timing_url": url}

@@ -1,0 +1,1 @@
+"""Hooks: the timing store and the Airflow REST API, each from one Airflow connection."""

@@ -1,0 +1,70 @@
+"""Collects one task's timing rows and transfers, and writes them to the timing store."""
+from __future__ import annotations
+
+import logging
+import socket
+import time
+from contextlib import contextmanager
+
+log = logging.getLogger(__name__)
+_stores: dict[str, object] = {}
+
+
+def get_store():
+    """The timing store for this process (one engine per URL)."""
+    from proofflow.airflow.hooks.timing import TimingStoreHook
+    hook = TimingStoreHook()
+    url = hook.get_url()
+    if url not in _stores:
+        from proofflow.timing.store import TimingStore
+        _stores[url] = TimingStore(url)
+    return _stores[url]
+
+
+class Recorder:
+    def __init__(self, context, partition: int | None = None, device: str | None = None):
+        ti = context["ti"]
+        self.dag_id, self.run_id, self.task_id = ti.dag_id, ti.run_id, ti.task_id
+        mi = getattr(ti, "map_index", -1)
+        self.map_index = -1 if mi is None else int(mi)
+        self.try_number = int(ti.try_number or 1)
+        self.partition = partition
+        self.host = getattr(ti, "hostname", None) or socket.gethostname()
+        self.device = device or "cpu"
+        self.rows: list[dict] = []
+        self.transfer_rows: list[dict] = []
+
+    def _ident(self) -> dict:
+        return dict(dag_id=self.dag_id, run_id=self.run_id, task_id=self.task_id, map_index=self.map_index,
+                    try_number=self.try_number, partition=self.partition)
+
+    def add(self, phase: str, start: float, end: float) -> None:
+        end = max(end, start)
+        self.rows.append(dict(self._ident(), phase=phase, host=self.host, device=self.device, start=start, end=end,
+                              duration_s=end - start))
+
+    def _fault_point(self, what: str) -> None:
+        from proofflow.prover import faults  # inert unless PROOFFLOW_FAULT is set (proofflow/prover/faults.py)
+        faults.point(f"task.{self.task_id.rsplit('.', 1)[-1]}.{what}")
+
+    @contextmanager
+    def phase(self, name: str):
+        self._fault_point(name)
+        t0 = time.time()
+        try:
+            yield
+        finally:
+            self.add(name, t0, time.time())
+
+    def transfer(self, direction: str, nbytes: int, memory_kind: str, duration_s: float, start: float | None = None):
+        self.transfer_rows.append(dict(self._ident(), direction=direction, bytes=int(nbytes), memory_kind=memory_kind,
+                                       start=start, duration_s=duration_s,
+                                       gbps=(nbytes / duration_s / 1e9) if duration_s > 0 else None))
+
+    def flush(self, store=None) -> None:
+        for r in self.rows:  # an attempt runs on one device, known by its end (prove_gpu learns it late)
+            r["device"] = self.device
+        store = store or get_store()
+        self._fault_point("flush")
+        store.record_attempt(self.rows, self.transfer_rows)  # one transaction: all of them or none
+        self._fault_point("flushed")

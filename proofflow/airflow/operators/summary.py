@@ -1,0 +1,52 @@
+"""``PublishSummaryOperator``: the ``publish_summary`` task of proof_run. It reads the run's
+figures from the timing store and writes them as the dag run's note through the REST API
+(task code may not open Airflow's metadata DB), with links to the plugin's report page and
+timeline PNG. Best effort: a problem is logged as a warning and never fails the task, so a
+run whose proofs are fine never fails over its summary."""
+from __future__ import annotations
+
+import logging
+from urllib.parse import urlparse
+
+from airflow.sdk import BaseOperator
+
+from proofflow.airflow.hooks.api import API_CONN_ID, AirflowApi
+
+log = logging.getLogger(__name__)
+
+
+class PublishSummaryOperator(BaseOperator):
+    ui_color = "#e6f4ea"
+
+    def __init__(self, *, api_conn_id: str = API_CONN_ID, **kwargs):
+        kwargs.setdefault("retries", 0)
+        super().__init__(**kwargs)
+        self.api_conn_id = api_conn_id
+
+    def execute(self, context):
+        from proofflow.airflow.hooks.timing import TimingStoreHook
+        from proofflow.timing.summary import note_markdown, run_figures
+        ti = context["ti"]
+        try:
+            fig = run_figures(TimingStoreHook().get_store(), ti.dag_id, ti.run_id)
+        except Exception as exc:
+            log.warning("run summary of %s not available (timing store: %s)", ti.run_id, exc)
+            return None
+        if fig is None:
+            log.warning("no run %s in the timing store: no summary", ti.run_id)
+            return None
+        fig.pop("report")
+        try:
+            api = AirflowApi.from_connection(self.api_conn_id)
+        except Exception as exc:  # AirflowNotFoundException when the connection is not defined
+            api = None
+            log.warning("connection %s not usable (%s): the run's note is not written", self.api_conn_id, exc)
+        note = note_markdown(fig, urlparse(api.base).path if api else "")
+        log.info("run summary of %s:\n%s", ti.run_id, note)
+        if api is not None:
+            try:
+                api.set_dag_run_note(ti.dag_id, ti.run_id, note)
+                log.info("wrote the summary as the note of dag run %s", ti.run_id)
+            except Exception as exc:
+                log.warning("could not write the note of dag run %s: %s", ti.run_id, exc)
+        return fig

@@ -1,0 +1,45 @@
+"""Pending proof work for ``proof_batch``: one JSON file per requested run (its params) in
+``$PROOFFLOW_PENDING`` (default ``$PROOFFLOW_HOME/pending``). Claiming renames a file into
+``claimed/`` (atomic, so two batch runs never trigger the same work); a file that is not
+valid params goes to ``rejected/`` with the reason next to it."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from proofflow import settings
+
+
+def pending_dir() -> Path:
+    return Path(os.environ["PROOFFLOW_PENDING"]) if os.environ.get("PROOFFLOW_PENDING") else settings.home() / "pending"
+
+
+def claim(directory: Path | None = None, limit: int = 64) -> list[dict]:
+    """Confs for proof_run, one per claimed file (oldest first)."""
+    from proofflow.airflow.params import InvalidParams, validate_params
+    d = Path(directory or pending_dir())
+    if not d.is_dir():
+        return []
+    (d / "claimed").mkdir(exist_ok=True)
+    (d / "rejected").mkdir(exist_ok=True)
+    out = []
+    for path in sorted(d.glob("*.json"), key=lambda p: (p.stat().st_mtime, p.name))[:limit]:
+        try:
+            conf = json.loads(path.read_text())
+            if not isinstance(conf, dict):
+                raise InvalidParams("a pending work file must hold one JSON object of proof_run params")
+            validate_params(conf, gpu_available=lambda: True)  # the GPU itself is checked by proof_run's validate
+        except (ValueError, OSError) as exc:
+            try:
+                os.replace(path, d / "rejected" / path.name)
+                (d / "rejected" / f"{path.name}.error").write_text(f"{exc}\n")
+            except FileNotFoundError:
+                pass  # claimed by someone else meanwhile
+            continue
+        try:
+            os.replace(path, d / "claimed" / path.name)
+        except FileNotFoundError:
+            continue
+        out.append(conf)
+    return out

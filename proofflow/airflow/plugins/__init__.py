@@ -1,0 +1,1 @@
+"""The proofflow Airflow plugin: the run report as a tab of every dag run."""

@@ -1,0 +1,5 @@
+import sys
+
+from proofflow.prover.cli import main
+
+sys.exit(main())

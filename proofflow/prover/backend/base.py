@@ -1,0 +1,83 @@
+"""The backend interface the Groth16 prover calls."""
+from __future__ import annotations
+
+import abc
+import contextlib
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from proofflow.prover.curve import PointTable
+from proofflow.prover.polynomial.domain import Radix2Domain
+
+
+@dataclass
+class Transfer:
+    """One host-to-device (or back) copy: bytes, milliseconds, the host memory's kind."""
+    nbytes: int
+    ms: float
+    kind: str  # "pinned" or "pageable"
+
+    @property
+    def gbps(self) -> float:
+        return self.nbytes / (self.ms * 1e6) if self.ms > 0 else float("inf")
+
+
+class Backend(abc.ABC):
+    name: str
+    # True when msm_g2 runs on the host CPU while the rest runs elsewhere: the prover
+    # then overlaps it with the other phases.
+    g2_on_host: bool = False
+
+    @abc.abstractmethod
+    def ntt(self, domain: Radix2Domain, x: np.ndarray, inverse: bool = False) -> np.ndarray:
+        """NTT (or inverse) of an Fr vector; returns a host Fr vector."""
+
+    @abc.abstractmethod
+    def coset_ntt(self, domain: Radix2Domain, x: np.ndarray, inverse: bool = False) -> np.ndarray:
+        """NTT onto (inverse: from) the coset g*D."""
+
+    @abc.abstractmethod
+    def compute_h(self, domain: Radix2Domain, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+        """Coefficients of H = (A*B - C) / Z from the evaluations a, b, c over ``domain``.
+
+        The returned vector has ``domain.size`` entries; the last is always zero
+        (deg H <= n - 2). The inputs are not modified.
+        """
+
+    @abc.abstractmethod
+    def msm_g1(self, table: PointTable, scalars):
+        """sum scalars[i] * table[i] in G1 (an arkworks G1Point); scalars host or resident."""
+
+    @abc.abstractmethod
+    def msm_g2(self, table: PointTable, scalars):
+        """sum scalars[i] * table[i] in G2 (an arkworks G2Point)."""
+
+    # ---- resident data: what the prover keeps where the backend computes ----
+    @abc.abstractmethod
+    def upload(self, host: np.ndarray, kind: str | None = None) -> tuple[object, Transfer]:
+        """Copy a host Fr vector to where this backend computes, timed. ``kind`` names the
+        host memory where the backend cannot tell it itself."""
+
+    def compute_h_resident(self, domain: Radix2Domain, a, b, c):
+        """H from uploaded a, b, c, left where the backend computes (finished on return)."""
+        return self.compute_h(domain, a, b, c)
+
+    def device_phase(self):
+        """A context around one proof's device work (uploads to the last MSM). A stand-in
+        backend stretches it to a fixed length; real backends need nothing."""
+        return contextlib.nullcontext()
+
+    def warm_up(self) -> None:
+        """Pay the one-time costs (kernel compilation, device context) now, not in a proof."""
+
+    def prepare(self, pk) -> None:
+        """Make a proving key's point tables resident where the backend computes."""
+
+    def fixed_base(self, group: str, scalars: np.ndarray,
+                   progress: Callable[[int], None] | None = None) -> PointTable | None:
+        """[s * G for s in scalars], G the group's generator, as a table (the setup's key
+        tables), with ``progress(count)`` as points are done; None where this backend has
+        no kernel for it: the setup then multiplies through arkworks on the CPU."""
+        return None

@@ -1,0 +1,98 @@
+"""A proof bundle: a directory holding a run's proofs, their public inputs and the
+verifying key, self-contained so ``python -m proofflow.prover verify DIR`` needs nothing else.
+
+    DIR/vk.json                 the verifying key
+    DIR/partition-0000.proof    192 bytes per partition
+    DIR/manifest.json           circuit, log2, and per partition its public inputs (hex)
+                                and proof file; written last, so its presence means
+                                the bundle is complete
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from proofflow.prover.groth16 import verifier
+from proofflow.prover.groth16.data_structures import FORMAT, KeyFormatError, Proof, VerifyingKey, atomic_write
+
+MANIFEST = "manifest.json"
+
+
+class BundleError(ValueError):
+    """The bundle cannot be read: missing, truncated or malformed files."""
+
+
+@dataclass
+class PartitionResult:
+    partition: int
+    ok: bool
+    reason: str = ""
+
+
+def proof_name(partition: int) -> str:
+    return f"partition-{partition:04d}.proof"
+
+
+def write_proof(directory, partition: int, proof: Proof) -> Path:
+    path = Path(directory) / proof_name(partition)
+    atomic_write(path, proof.to_bytes())
+    return path
+
+
+def write_manifest(directory, circuit: str, log2: int, vk: VerifyingKey, entries: list[tuple[int, list[int]]]) -> Path:
+    """``entries``: (partition, public inputs) for every proof already written."""
+    directory = Path(directory)
+    vk.save(directory / "vk.json")
+    manifest = {"format": FORMAT, "circuit": circuit, "log2": log2,
+                "partitions": [{"partition": p, "public_inputs": [hex(x) for x in inputs], "proof": proof_name(p)}
+                               for p, inputs in sorted(entries)]}
+    path = directory / MANIFEST
+    atomic_write(path, json.dumps(manifest, indent=1).encode())
+    return path
+
+
+def read_manifest(directory) -> dict:
+    path = Path(directory) / MANIFEST
+    try:
+        manifest = json.loads(path.read_text())
+    except FileNotFoundError as exc:
+        raise BundleError(f"{path} not found: not a proof bundle (or an unfinished one)") from exc
+    except (OSError, ValueError) as exc:
+        raise BundleError(f"{path} is not readable JSON: {exc}") from exc
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or not isinstance(manifest.get("partitions"), list):
+        raise BundleError(f"{path} is not a {FORMAT} proof manifest")
+    return manifest
+
+
+def verify_bundle(directory) -> list[PartitionResult]:
+    """Verify every proof. Raises BundleError when the bundle itself is unreadable; a proof
+    that is readable but wrong (bad points, failed pairing) is a failed PartitionResult."""
+    directory = Path(directory)
+    manifest = read_manifest(directory)
+    try:
+        vk = VerifyingKey.load(directory / "vk.json")
+    except KeyFormatError as exc:
+        raise BundleError(str(exc)) from exc
+    results = []
+    for entry in manifest["partitions"]:
+        try:
+            partition = int(entry["partition"])
+            inputs = [int(x, 16) for x in entry["public_inputs"]]
+            data = (directory / entry["proof"]).read_bytes()
+        except (KeyError, TypeError, ValueError, OSError) as exc:
+            raise BundleError(f"manifest entry {entry!r} is unusable: {exc}") from exc
+        try:
+            proof = Proof.from_bytes(data)
+        except KeyFormatError as exc:
+            raise BundleError(f"{entry['proof']}: {exc}") from exc
+        except ValueError as exc:
+            results.append(PartitionResult(partition, False, str(exc)))
+            continue
+        try:
+            ok = verifier.verify(vk, inputs, proof)
+        except ValueError as exc:
+            results.append(PartitionResult(partition, False, str(exc)))
+            continue
+        results.append(PartitionResult(partition, ok, "" if ok else "pairing check failed"))
+    return results

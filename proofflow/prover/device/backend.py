@@ -1,0 +1,282 @@
+"""The GPU backend: NTTs, the H polynomial, the G1 and G2 MSMs and the setup's fixed-base
+multiplications in CUDA through CuPy.
+
+Fr vectors keep the CPU layout ((n, 4) uint64, Montgomery form) on the device, so a host
+vector uploads unchanged and results compare bit for bit with ``CpuBackend``. Each
+transform has a host variant (the ``Backend`` interface: numpy in, numpy out) and a
+``*_device`` variant taking and returning CuPy arrays, for callers that keep data
+resident. Twiddle and coset tables are generated on the device, once per size.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+
+import cupy as cp
+import numpy as np
+
+from proofflow.prover import curve
+from proofflow.prover.device import source as kernels
+from proofflow.prover.device import fixed_base, msm as gpu_msm
+from proofflow.prover.backend.base import Backend, Transfer
+from proofflow.prover.field import fr
+from proofflow.prover.polynomial.domain import Radix2Domain
+
+_THREADS = 256
+_TILE_LOG = 10  # a pass's tile: 1024 elements, as TILE in ntt.cu
+_COLS_LOG = 2   # later passes take 4 adjacent columns (128-byte rows)
+_SCALE_NONE, _SCALE_ONE, _SCALE_TABLE = 0, 1, 2
+_MAX_LOG2 = 31  # 32-bit element indices in the kernels
+
+
+def pass_plan(log_n: int, first: int = _TILE_LOG, cols_log: int = _COLS_LOG) -> list[tuple[int, int, int]]:
+    """(s0, stages, log_cols) for each pass: a first pass of up to ``first`` stages on
+    contiguous tiles, then the remaining stages split evenly over as few passes as fit a
+    tile of 2^first elements with 2^cols_log columns."""
+    head = min(log_n, first)
+    plan = [(0, head, 0)]
+    rest, per = log_n - head, first - cols_log
+    count = -(-rest // per)
+    s0 = head
+    for i in range(count):
+        stages = rest // count + (i < rest % count)
+        plan.append((s0, stages, cols_log))
+        s0 += stages
+    return plan
+
+
+def _grid(n: int) -> int:
+    return max(1, min(-(-n // _THREADS), 132 * 64))  # grid-stride loops beyond this
+
+
+def _scalar(x: int) -> cp.ndarray:
+    return cp.asarray(fr.constant(x))
+
+
+@dataclass
+class _Tables:
+    """Per-size device tables (each an Fr vector)."""
+    tw: cp.ndarray            # w^j, j < n/2
+    tw_inv: cp.ndarray        # w^-j
+    coset: cp.ndarray         # g^i
+    coset_div_n: cp.ndarray   # g^i / n: an iNTT's 1/n and the coset shift of the NTT after it
+    coset_inv_div_n: cp.ndarray  # g^-i / n
+    n_inv: cp.ndarray         # 1/n, one element
+    z_inv: cp.ndarray         # 1/(g^n - 1), one element
+
+
+class GpuBackend(Backend):
+    name = "gpu"
+
+    def __init__(self, variant: str = "mul32", g2_on_gpu: bool = True):
+        """``g2_on_gpu=False`` runs the G2 MSM on the host through arkworks instead, overlapped
+        with the device's work by the prover (the backend's behaviour before the G2 kernels)."""
+        self.variant = variant
+        self.g2_on_host = not g2_on_gpu
+        self._mod = kernels.load(variant)
+        self._fn = {}
+
+    def _kernel(self, name: str):
+        if name not in self._fn:
+            self._fn[name] = self._mod.get_function(name)
+        return self._fn[name]
+
+    def tables(self, domain: Radix2Domain) -> _Tables:
+        return _tables(cp.cuda.runtime.getDevice(), domain.log_n)
+
+    # ---- building blocks on device arrays ----
+    def _check(self, domain: Radix2Domain, x) -> cp.ndarray:
+        if domain.log_n > _MAX_LOG2:
+            raise ValueError(f"the GPU kernels take domains up to 2^{_MAX_LOG2}")
+        x = cp.asarray(x)
+        if x.dtype != cp.uint64 or x.shape != (domain.size, 4):
+            raise ValueError(f"expected an Fr vector of shape ({domain.size}, 4), got {x.dtype} {x.shape}")
+        return cp.ascontiguousarray(x)
+
+    def _bitrev(self, x, log_n, scale=None, mode=_SCALE_NONE, out=None) -> cp.ndarray:
+        out = cp.empty_like(x) if out is None else out
+        scale = x if scale is None else scale  # any valid pointer; mode NONE never reads it
+        n = 1 << log_n
+        self._kernel("bitrev_scale")((_grid(n),), (_THREADS,), (x, out, np.int32(log_n), scale, np.int32(mode)))
+        return out
+
+    def _passes(self, x, log_n, tw, scale=None, mode=_SCALE_NONE) -> cp.ndarray:
+        """The butterfly stages in place on a bit-reversed vector; ``scale`` on the last store."""
+        plan = pass_plan(log_n)
+        fn = self._kernel("ntt_pass")
+        for i, (s0, stages, cols) in enumerate(plan):
+            last = i == len(plan) - 1
+            blocks = (1 << log_n) >> (stages + cols)
+            fn((blocks,), (_THREADS,), (x, tw, np.int32(log_n), np.int32(s0), np.int32(stages), np.int32(cols),
+                                         scale if last and scale is not None else x,
+                                         np.int32(mode if last else _SCALE_NONE)))
+        return x
+
+    # ---- transforms on device arrays (inputs untouched, new arrays returned) ----
+    def ntt_device(self, domain: Radix2Domain, x, inverse: bool = False) -> cp.ndarray:
+        x, t = self._check(domain, x), self.tables(domain)
+        y = self._bitrev(x, domain.log_n)
+        if inverse:
+            return self._passes(y, domain.log_n, t.tw_inv, t.n_inv, _SCALE_ONE)
+        return self._passes(y, domain.log_n, t.tw)
+
+    def coset_ntt_device(self, domain: Radix2Domain, x, inverse: bool = False) -> cp.ndarray:
+        x, t = self._check(domain, x), self.tables(domain)
+        if inverse:
+            y = self._bitrev(x, domain.log_n)
+            return self._passes(y, domain.log_n, t.tw_inv, t.coset_inv_div_n, _SCALE_TABLE)
+        y = self._bitrev(x, domain.log_n, t.coset, _SCALE_TABLE)  # g^i on the source index
+        return self._passes(y, domain.log_n, t.tw)
+
+    def compute_h_device(self, domain: Radix2Domain, a, b, c) -> cp.ndarray:
+        """H's coefficients from the evaluations a, b, c, all on the device (see ``compute_h``)."""
+        t, log_n = self.tables(domain), domain.log_n
+        coset_evals = []
+        tmp = None
+        for v in (a, b, c):
+            v = self._check(domain, v)
+            # iNTT with its 1/n and the coset's g^i folded into one table on the last store
+            tmp = self._passes(self._bitrev(v, log_n, out=tmp), log_n, t.tw_inv, t.coset_div_n, _SCALE_TABLE)
+            coset_evals.append(self._passes(self._bitrev(tmp, log_n), log_n, t.tw))
+        ea, eb, ec = coset_evals
+        # (a*b - c) / Z, with Z = g^n - 1 constant on the coset, in the iNTT's permutation
+        out = tmp
+        n = domain.size
+        self._kernel("bitrev_h")((_grid(n),), (_THREADS,), (ea, eb, ec, out, np.int32(log_n), t.z_inv))
+        return self._passes(out, log_n, t.tw_inv, t.coset_inv_div_n, _SCALE_TABLE)
+
+    # ---- the Backend interface: host arrays in and out ----
+    def ntt(self, domain, x, inverse=False):
+        return cp.asnumpy(self.ntt_device(domain, x, inverse))
+
+    def coset_ntt(self, domain, x, inverse=False):
+        return cp.asnumpy(self.coset_ntt_device(domain, x, inverse))
+
+    def compute_h(self, domain, a, b, c):
+        return cp.asnumpy(self.compute_h_device(domain, a, b, c))
+
+    def warm_up(self):
+        # compiled (or loaded from CuPy's on-disk cache) now, not inside a proof's device phase
+        self._kernel("bitrev_scale")  # fetching a kernel compiles its module
+        for group in ("g1",) + (() if self.g2_on_host else ("g2",)):
+            kernels.load("mul32", "msm.cu", group).get_function(f"to_montgomery_{group}")
+        cp.cuda.get_current_stream().synchronize()
+
+    def prepare(self, pk):
+        tables = [pk.a_query, pk.b_g1_query, pk.l_query, pk.h_query] + ([] if self.g2_on_host else [pk.b_g2_query])
+        for table in tables:
+            gpu_msm.device_points(table)
+        cp.cuda.get_current_stream().synchronize()
+
+    def upload(self, host, kind=None):
+        return h2d(np.ascontiguousarray(host))  # the memory kind is read from the pointer
+
+    def compute_h_resident(self, domain, a, b, c):
+        h = self.compute_h_device(domain, a, b, c)
+        cp.cuda.get_current_stream().synchronize()  # the phase ends when the kernels do
+        return h
+
+    def msm_g1(self, table, scalars):
+        return gpu_msm.msm_g1(table, scalars)
+
+    def msm_g2(self, table, scalars):
+        return curve.msm(table, scalars) if self.g2_on_host else gpu_msm.msm_g2(table, scalars)
+
+    def fixed_base(self, group, scalars, progress=None):
+        if group not in curve.XY_BYTES:
+            raise ValueError(f"unknown group {group!r}")
+        ex, table = _fixed_base_table(cp.cuda.runtime.getDevice(), group)
+        return curve.PointTable(group, fixed_base.multiples(ex, group, table, scalars, progress))
+
+    # ---- element-wise kernels (tests, the product-rate benchmark) ----
+    def _elementwise(self, name, a, b, *extra):
+        a, b = cp.ascontiguousarray(cp.asarray(a)), cp.ascontiguousarray(cp.asarray(b))
+        n = a.shape[0]
+        out = cp.empty_like(a)
+        self._kernel(name)((_grid(n),), (_THREADS,), (a, b, *extra, out, np.uint32(n)))
+        return out
+
+    def mul_device(self, a, b) -> cp.ndarray:
+        """a * b element-wise; ``b`` of one element broadcasts."""
+        b = cp.asarray(b)
+        return self._elementwise("fr_mul_vec", a, b, np.int32(0 if b.shape[0] == 1 else 1))
+
+    def add_device(self, a, b) -> cp.ndarray:
+        return self._elementwise("fr_add_vec", a, b)
+
+    def sub_device(self, a, b) -> cp.ndarray:
+        return self._elementwise("fr_sub_vec", a, b)
+
+    def square_chain_device(self, x: cp.ndarray, iters: int) -> cp.ndarray:
+        """x <- x^(2^iters) in place: ``iters`` dependent products per element."""
+        n = x.shape[0]
+        self._kernel("fr_square_chain")((_grid(n),), (_THREADS,), (x, np.uint32(n), np.int32(iters)))
+        return x
+
+
+def powers(base: int, n: int, start: int = 1) -> cp.ndarray:
+    """[start * base^i for i < n], computed on the current device."""
+    bits = max(1, n.bit_length())
+    pows = cp.asarray(fr.from_ints([pow(base, 1 << k, fr.MODULUS) for k in range(bits)]))
+    out = cp.empty((n, 4), dtype=cp.uint64)
+    kernels.load().get_function("fr_powers")((_grid(n),), (_THREADS,), (out, np.uint32(n), _scalar(start), pows))
+    return out
+
+
+@lru_cache(maxsize=None)
+def _fixed_base_table(device: int, group: str):
+    """The fixed-base kernels of ``group`` and their window table, resident on ``device``."""
+    return gpu_msm.CupyExecutor("fixed_base.cu", group), cp.asarray(fixed_base.window_table(group))
+
+
+@lru_cache(maxsize=4)  # a 2^24 domain's tables take 2.5 GiB of device memory
+def _tables(device: int, log_n: int) -> _Tables:
+    d = Radix2Domain(log_n)
+    p, g, n = fr.MODULUS, d.coset_offset, d.size
+    g_inv = pow(g, -1, p)
+    half = max(1, n // 2)
+    return _Tables(
+        tw=powers(d.omega, half),
+        tw_inv=powers(d.omega_inv, half),
+        coset=powers(g, n),
+        coset_div_n=powers(g, n, start=d.size_inv),
+        coset_inv_div_n=powers(g_inv, n, start=d.size_inv),
+        n_inv=_scalar(d.size_inv),
+        z_inv=_scalar(pow(d.vanishing_on_coset(), -1, p)),
+    )
+
+
+# ---- host <-> device transfers, timed with CUDA events ----
+
+def memory_kind(host: np.ndarray) -> str:
+    """'pinned' when the CUDA driver knows the host pointer as page-locked memory."""
+    try:
+        attrs = cp.cuda.runtime.pointerGetAttributes(host.ctypes.data)
+        return "pinned" if attrs.type == 1 else "pageable"  # 1: cudaMemoryTypeHost
+    except cp.cuda.runtime.CUDARuntimeError:  # older drivers reject unregistered pointers
+        return "pageable"
+
+
+def _timed(copy, nbytes: int, kind: str) -> Transfer:
+    stream = cp.cuda.get_current_stream()
+    start, end = cp.cuda.Event(), cp.cuda.Event()
+    start.record(stream)
+    copy(stream)
+    end.record(stream)
+    end.synchronize()
+    return Transfer(nbytes, cp.cuda.get_elapsed_time(start, end), kind)
+
+
+def h2d(host: np.ndarray, out: cp.ndarray | None = None) -> tuple[cp.ndarray, Transfer]:
+    """Copy a C-contiguous host array to the device (into ``out`` if given)."""
+    if not host.flags.c_contiguous:
+        raise ValueError("h2d needs a C-contiguous host array (a copy would add a host pass)")
+    out = cp.empty(host.shape, dtype=host.dtype) if out is None else out
+    return out, _timed(lambda s: out.set(host, stream=s), host.nbytes, memory_kind(host))
+
+
+def d2h(dev: cp.ndarray, out: np.ndarray | None = None) -> tuple[np.ndarray, Transfer]:
+    """Copy a device array to the host (into ``out`` if given)."""
+    out = np.empty(dev.shape, dtype=dev.dtype) if out is None else out
+    return out, _timed(lambda s: dev.get(stream=s, out=out), dev.nbytes, memory_kind(out))

@@ -1,0 +1,61 @@
+"""The host side of ``proofflow/prover/device/fixed_base.cu``: s_i * G for the setup's key tables.
+
+The kernel adds, for each 8-bit window w of a scalar with digit d != 0, the table point
+T[w][d] = d * 2^(8w) * G. The table (32 x 256 points, d = 0 unused) is built here once per
+group with arkworks additions and handed to the kernel in affine Montgomery form. Like
+``pippenger``, this runs on an executor (CuPy, or the CPU twin in tests) and imports
+neither CuPy nor a compiler.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Callable
+
+import numpy as np
+
+from proofflow.prover import curve
+from proofflow.prover.device.pippenger import FQ_LIMBS, Q, Executor, affine_limbs
+
+WINDOWS, DIGITS = 32, 256  # 8-bit windows of a 256-bit scalar, as FB_WINDOWS / FB_DIGITS
+CHUNK = 1 << 22  # scalars a launch: bounds the device memory of one call's buffers
+_R = (1 << 384) % Q
+
+
+@lru_cache(maxsize=None)
+def window_table(group: str) -> np.ndarray:
+    """T[w * 256 + d] = d * 2^(8w) * G as (8192, affine_limbs) uint64, Montgomery form;
+    row d = 0 is zeros (the kernel never reads it)."""
+    cls = curve.point_class(group)
+    raw = []
+    base = cls()  # 2^(8w) * G
+    for _ in range(WINDOWS):
+        acc = cls.identity()
+        for _ in range(DIGITS):
+            raw.append(acc.to_xy_bytes_le())
+            acc = acc + base
+        base = acc  # 256 * 2^(8w) * G
+    table = np.frombuffer(b"".join(raw), dtype=np.uint64).reshape(-1, FQ_LIMBS).copy()
+    for row in table:  # each Fq coordinate part to Montgomery form (x * R mod q)
+        row[:] = np.frombuffer((int.from_bytes(row.tobytes(), "little") * _R % Q).to_bytes(48, "little"),
+                               dtype=np.uint64)
+    return table.reshape(WINDOWS * DIGITS, affine_limbs(group))
+
+
+def multiples(ex: Executor, group: str, table, scalars: np.ndarray,
+              progress: Callable[[int], None] | None = None, chunk: int = CHUNK) -> np.ndarray:
+    """[s * G for s in scalars] as (n, XY_BYTES) uint8 xy-LE rows (zeros for s = 0):
+    ``table`` is ``window_table(group)`` on the executor, ``scalars`` an Fr vector on the
+    host. ``progress(count)`` after each launch."""
+    if scalars.dtype != np.uint64 or scalars.ndim != 2 or scalars.shape[1] != 4:
+        raise ValueError(f"scalars must be an Fr vector (uint64 of shape (n, 4)), got {scalars.dtype} {scalars.shape}")
+    xp, n, width = ex.xp, scalars.shape[0], affine_limbs(group)
+    out = np.empty((n, width), dtype=np.uint64)
+    for lo in range(0, n, chunk):
+        hi = min(n, lo + chunk)
+        s = xp.ascontiguousarray(xp.asarray(scalars[lo:hi]))
+        o = xp.empty((hi - lo, width), dtype=xp.uint64)
+        ex.launch(f"fixed_base_{group}", hi - lo, table, s, np.uint64(hi - lo), o)
+        out[lo:hi] = ex.host(o)
+        if progress:
+            progress(hi - lo)
+    return out.view(np.uint8).reshape(n, curve.XY_BYTES[group])

@@ -1,0 +1,108 @@
+"""G1 and G2 MSMs on the GPU: Pippenger (``proofflow/prover/device/pippenger.py``, kernels in
+``proofflow/prover/device/msm.cu``) on CuPy.
+
+A point table is uploaded once per device and kept resident (``PointTable.device_cache``),
+converted to Montgomery form there. Each group's kernels are a module of their own, so a
+G1-only user never compiles the G2 ones.
+"""
+from __future__ import annotations
+
+import cupy as cp
+import numpy as np
+
+from proofflow.prover import curve
+from proofflow.prover.device import source as kernels
+from proofflow.prover.device import pippenger
+from proofflow.prover.device.pippenger import PIECE
+
+_THREADS = 128
+
+
+def _blocks(n: int) -> int:
+    return max(1, -(-n // _THREADS))
+
+
+class CupyExecutor:
+    """Launches the kernels of one module (``msm.cu`` or ``fixed_base.cu``) on the current device."""
+
+    xp = cp
+
+    def __init__(self, name: str, group: str):
+        self._module = kernels.load("mul32", name, group)
+        self._fn: dict = {}
+
+    def launch(self, kernel: str, threads: int, *args) -> None:
+        if kernel not in self._fn:
+            self._fn[kernel] = self._module.get_function(kernel)
+        self._fn[kernel]((_blocks(threads),), (_THREADS,), args)
+
+    def host(self, a) -> np.ndarray:
+        return cp.asnumpy(a)
+
+
+_EXECUTORS: dict = {}
+
+
+def executor(group: str) -> CupyExecutor:
+    if group not in _EXECUTORS:
+        _EXECUTORS[group] = CupyExecutor("msm.cu", group)
+    return _EXECUTORS[group]
+
+
+def device_points(table: curve.PointTable) -> cp.ndarray:
+    """The table's points on the current device: (n, 12) uint64 for G1, (n, 24) for G2,
+    affine Montgomery."""
+    key = (f"{table.group}-affine-mont", cp.cuda.runtime.getDevice())
+    if key not in table.device_cache:
+        width = pippenger.affine_limbs(table.group)
+        pts = cp.asarray(np.ascontiguousarray(table.xy).view(np.uint64).reshape(-1, width))
+        n = pts.shape[0]
+        executor(table.group).launch(f"to_montgomery_{table.group}", n, pts, np.uint64(n))
+        table.device_cache[key] = pts
+    return table.device_cache[key]
+
+
+class _Spans:
+    """CUDA-event timing of the MSM's steps, into a dict of milliseconds (when asked for)."""
+
+    def __init__(self, out: dict | None):
+        self.out, self.last, self.name = out, None, None
+
+    def mark(self, name: str | None) -> None:
+        if self.out is None:
+            return
+        ev = cp.cuda.Event()
+        ev.record()
+        if self.last is not None:
+            ev.synchronize()
+            self.out[self.name] = cp.cuda.get_elapsed_time(self.last, ev)
+        self.last, self.name = ev, name
+
+
+def msm(table: curve.PointTable, scalars, c: int | None = None, spans: dict | None = None,
+        piece: int = PIECE):
+    """sum scalars[i] * table[i] in the table's group; ``scalars`` an Fr vector on the host
+    or the device. ``spans``, if given, receives each step's device time in ms (it
+    synchronizes)."""
+    n = len(table)
+    if scalars.shape != (n, 4):
+        raise ValueError(f"{n} points but scalars of shape {scalars.shape}")
+    if n == 0:
+        return curve.point_class(table.group).identity()
+    pts = device_points(table)
+    s = cp.ascontiguousarray(cp.asarray(scalars))
+    return pippenger.msm(executor(table.group), table.group, pts, s, c, piece, _Spans(spans).mark)
+
+
+def msm_g1(table: curve.PointTable, scalars, c: int | None = None, spans: dict | None = None,
+           piece: int = PIECE):
+    if table.group != "g1":
+        raise ValueError(f"msm_g1 takes a G1 table, got {table.group}")
+    return msm(table, scalars, c, spans, piece)
+
+
+def msm_g2(table: curve.PointTable, scalars, c: int | None = None, spans: dict | None = None,
+           piece: int = PIECE):
+    if table.group != "g2":
+        raise ValueError(f"msm_g2 takes a G2 table, got {table.group}")
+    return msm(table, scalars, c, spans, piece)

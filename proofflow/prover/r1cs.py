@@ -1,0 +1,118 @@
+"""Rank-1 constraint systems: A·w ∘ B·w = C·w, with sparse matrices over Fr.
+
+Variables are numbered as in arkworks: 0 is the constant one, 1..num_public the public
+inputs, the rest private. Each matrix is CSR with Montgomery coefficients, so the a/b/c
+vectors of synthesis are three sparse matrix-vector products in the C kernels.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from proofflow.prover.field import fr
+
+
+class UnsatisfiedConstraint(ValueError):
+    """A witness violates a constraint; ``index`` is the first failing row."""
+
+    def __init__(self, index: int, detail: str = ""):
+        self.index = index
+        super().__init__(f"witness does not satisfy constraint {index}{detail}")
+
+
+@dataclass(frozen=True)
+class SparseMatrix:
+    """CSR over Fr: row r holds coeffs[indptr[r]:indptr[r+1]] at columns indices[...]."""
+
+    rows: int
+    cols: int
+    indptr: np.ndarray   # int64, rows + 1
+    indices: np.ndarray  # int64, nnz
+    coeffs: np.ndarray   # Fr vector, nnz
+
+    @classmethod
+    def from_triplets(cls, rows: int, cols: int, r: np.ndarray, c: np.ndarray, coeffs: np.ndarray) -> "SparseMatrix":
+        """Build from COO triplets (duplicates are kept and summed by the product)."""
+        r = np.asarray(r, dtype=np.int64)
+        c = np.asarray(c, dtype=np.int64)
+        if r.size and (r.min() < 0 or r.max() >= rows or c.min() < 0 or c.max() >= cols):
+            raise ValueError("triplet index out of range")
+        order = np.lexsort((c, r))
+        indptr = np.zeros(rows + 1, dtype=np.int64)
+        np.cumsum(np.bincount(r, minlength=rows), out=indptr[1:])
+        return cls(rows, cols, indptr, np.ascontiguousarray(c[order]), np.ascontiguousarray(coeffs[order]))
+
+    @property
+    def nnz(self) -> int:
+        return int(self.indices.size)
+
+    def row_ids(self) -> np.ndarray:
+        return np.repeat(np.arange(self.rows, dtype=np.int64), np.diff(self.indptr))
+
+    def transpose(self) -> "SparseMatrix":
+        return SparseMatrix.from_triplets(self.cols, self.rows, self.indices, self.row_ids(), self.coeffs)
+
+    def matvec(self, w: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """M·w; ``out`` may be longer than ``rows`` (a domain-sized buffer): the tail is zeroed."""
+        fr._check(w, "w")
+        if w.shape[0] != self.cols:
+            raise ValueError(f"vector has {w.shape[0]} entries, the matrix {self.cols} columns")
+        if out is None:
+            out = fr.zeros(self.rows)
+        fr._check(out, "out")
+        if out.shape[0] < self.rows:
+            raise ValueError(f"output holds {out.shape[0]} entries, need {self.rows}")
+        out[self.rows:] = 0
+        fr._lib().fr_csr_matvec(fr._iptr(self.indptr), fr._iptr(self.indices), fr.ptr(self.coeffs),
+                                fr.ptr(w), fr.ptr(out), self.rows)
+        return out
+
+
+@dataclass(frozen=True)
+class ConstraintSystem:
+    num_public: int      # public inputs, not counting the constant one
+    num_variables: int   # all variables, the constant one included
+    a: SparseMatrix
+    b: SparseMatrix
+    c: SparseMatrix
+
+    @property
+    def num_constraints(self) -> int:
+        return self.a.rows
+
+    @property
+    def num_instance(self) -> int:
+        """The constant one plus the public inputs: the first variables."""
+        return self.num_public + 1
+
+    @cached_property
+    def with_input_constraints(self) -> "ConstraintSystem":
+        """Append one row ``x_i * 0 = 0`` per instance variable (A only), as arkworks does:
+        it makes the public inputs' QAP polynomials linearly independent, which Groth16's
+        soundness needs. The QAP is always built from this extended system."""
+        k = self.num_instance
+        rows = self.num_constraints + k
+
+        def extend(m: SparseMatrix, per_row: int) -> SparseMatrix:
+            # The new rows come last, so CSR extends by appending.
+            indptr = np.concatenate([m.indptr, m.indptr[-1] + per_row * np.arange(1, k + 1)])
+            if not per_row:
+                return SparseMatrix(rows, m.cols, indptr, m.indices, m.coeffs)
+            return SparseMatrix(rows, m.cols, indptr, np.concatenate([m.indices, np.arange(k, dtype=np.int64)]),
+                                np.concatenate([m.coeffs, fr.ones(k)]))
+
+        return ConstraintSystem(self.num_public, self.num_variables,
+                                extend(self.a, 1), extend(self.b, 0), extend(self.c, 0))
+
+    def evaluate(self, w: np.ndarray, out=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(A·w, B·w, C·w), into ``out`` buffers when given (e.g. pinned staging memory)."""
+        outs = out if out is not None else (None, None, None)
+        return tuple(m.matvec(w, o) for m, o in zip((self.a, self.b, self.c), outs))
+
+    def check(self, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
+        """Raise UnsatisfiedConstraint at the first row where a*b != c."""
+        bad = fr._lib().fr_first_unsatisfied(fr.ptr(a), fr.ptr(b), fr.ptr(c), self.num_constraints)
+        if bad >= 0:
+            raise UnsatisfiedConstraint(int(bad))

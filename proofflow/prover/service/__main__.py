@@ -1,0 +1,5 @@
+import sys
+
+from proofflow.prover.service.server import main
+
+sys.exit(main())

@@ -1,0 +1,165 @@
+"""Reaching a device's prover service: found by its socket, started on first use.
+
+Socket: ``$PROOFFLOW_RUNTIME/<backend>-<visible>-<device>.sock``. The runtime directory
+defaults to ``/tmp/proofflow-<uid>/<digest of PROOFFLOW_HOME>`` (mode 0700): short enough for
+a Unix socket path, private to the user, and separate for separate proofflow homes.
+``<visible>`` is CUDA_VISIBLE_DEVICES (``all`` when unset), so workers pinned to different
+GPUs of one host never share a service. A caller that finds no service starts one
+(``python -m proofflow.prover.service``, in its own session so it outlives the caller) under a lock
+file, so concurrent first callers start exactly one.
+"""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from proofflow.prover import faults
+from proofflow.prover.service import protocol
+
+START_TIMEOUT_S = float(os.environ.get("PROOFFLOW_SERVICE_START_TIMEOUT", 600))  # first NVRTC compile included
+JOB_TIMEOUT_S = float(os.environ.get("PROOFFLOW_SERVICE_JOB_TIMEOUT", 3600))
+
+
+class ServiceError(RuntimeError):
+    """The service refused or failed a request (``error_type`` names the service's exception)."""
+
+    def __init__(self, message: str, error_type: str = "ServiceError"):
+        super().__init__(message)
+        self.error_type = error_type
+
+
+class ServiceUnavailable(ServiceError):
+    pass
+
+
+def runtime_dir() -> Path:
+    if os.environ.get("PROOFFLOW_RUNTIME"):
+        return Path(os.environ["PROOFFLOW_RUNTIME"])
+    home = os.environ.get("PROOFFLOW_HOME") or os.environ.get("AIRFLOW_HOME") or str(Path.home())
+    digest = hashlib.sha256(os.path.abspath(home).encode()).hexdigest()[:10]
+    return Path(f"/tmp/proofflow-{os.getuid()}") / digest
+
+
+def socket_path(backend: str, device: int) -> Path:
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "all").replace(",", "_").replace("/", "_") or "none"
+    return runtime_dir() / f"{backend}-{visible}-{device}.sock"
+
+
+class ServiceClient:
+    def __init__(self, backend: str = "cpu", device: int = 0, idle_s: float | None = None):
+        self.backend, self.device = backend, int(device)
+        self.idle_s = idle_s if idle_s is not None else float(os.environ.get("PROOFFLOW_SERVICE_IDLE_S", 600))
+        self.path = socket_path(backend, device)
+
+    def _request(self, req: dict, timeout: float) -> dict:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(timeout)
+        try:
+            s.connect(str(self.path))
+        except OSError as exc:
+            s.close()
+            raise ServiceUnavailable(f"no prover service on {self.path}: {exc}") from None
+        with s, s.makefile("rwb") as f:
+            try:
+                protocol.send(f, req)
+                if req.get("op") == "prove":
+                    faults.point("client.sent")
+                reply = protocol.recv(f)
+            except (OSError, protocol.ProtocolError) as exc:
+                raise ServiceError(f"the prover service on {self.path} failed: {exc}") from None
+        if not reply.get("ok"):
+            raise ServiceError(reply.get("error", "unknown error"), reply.get("error_type", "ServiceError"))
+        return reply
+
+    def status(self, timeout: float = 5.0) -> dict:
+        return self._request({"op": "status"}, timeout)
+
+    def stop(self) -> None:
+        try:
+            self._request({"op": "stop"}, 5.0)
+        except ServiceUnavailable:
+            pass
+
+    def ensure_running(self) -> float | None:
+        """Start the service if none answers; returns the seconds a start took, None when one
+        was already running."""
+        try:
+            self.status()
+            return None
+        except ServiceUnavailable:
+            pass
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        t0 = time.time()
+        with open(self.path.with_suffix(".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                self.status()
+                return None  # another caller started it while we waited for the lock
+            except ServiceUnavailable:
+                pass
+            log = open(self.path.with_suffix(".log"), "ab")
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "proofflow.prover.service", "--socket", str(self.path), "--backend", self.backend,
+                 "--device", str(self.device), "--idle-timeout", str(self.idle_s)],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True)
+            log.close()
+            deadline = t0 + START_TIMEOUT_S
+            while time.time() < deadline:
+                if proc.poll() is not None:
+                    try:  # a service started by a caller killed while it waited here came up first
+                        self.status(timeout=2.0)
+                        return time.time() - t0
+                    except ServiceUnavailable:
+                        pass
+                    raise ServiceUnavailable(f"the prover service exited with {proc.returncode} while starting; "
+                                             f"see {self.path.with_suffix('.log')}")
+                try:
+                    self.status(timeout=2.0)
+                    return time.time() - t0
+                except ServiceUnavailable:
+                    time.sleep(0.05)
+            proc.kill()
+            raise ServiceUnavailable(f"the prover service did not start within {START_TIMEOUT_S:.0f} s; "
+                                     f"see {self.path.with_suffix('.log')}")
+
+    def prove(self, job: dict, timeout: float = JOB_TIMEOUT_S) -> dict:
+        return self._request({"op": "prove", "job": job}, timeout)
+
+
+def least_busy(backend: str, devices: list[int], prefer: int = 0) -> int:
+    """The device whose running service has the fewest jobs in hand (a device with no
+    service counts as idle); ties go round-robin from ``prefer`` (e.g. the partition), so
+    a wave of first callers spreads over idle devices."""
+    def load(d: int) -> int:
+        try:
+            return ServiceClient(backend, d).status(timeout=2.0)["jobs_in_hand"]
+        except ServiceError:
+            return 0
+    n = len(devices)
+    return min(devices, key=lambda d: (load(d), (devices.index(d) - prefer) % n))
+
+
+def stop_all(root: Path | None = None) -> int:
+    """Stop every service with a socket under ``root`` (default: this home's runtime dir)."""
+    root = Path(root) if root else runtime_dir()
+    stopped = 0
+    for sock in sorted(root.glob("*.sock")) if root.exists() else []:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(5.0)
+        try:
+            s.connect(str(sock))
+            with s.makefile("rwb") as f:
+                protocol.send(f, {"op": "stop"})
+                protocol.recv(f)
+            stopped += 1
+        except (OSError, protocol.ProtocolError):
+            pass
+        finally:
+            s.close()
+    return stopped

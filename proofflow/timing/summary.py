@@ -1,0 +1,135 @@
+"""A run's summary from the timing store: the headline figures, the dag run note (markdown,
+within the REST API's 1000 characters) and the HTML report page the UI plugin serves.
+
+Figures: state, partitions, proofs verified, wall time, GPU busy fraction, H2D GB/s per
+partition (its latest attempt), flagged partitions (``h2d_flags``, with check_h2d's reason).
+"""
+from __future__ import annotations
+
+import html
+from urllib.parse import quote
+
+NOTE_MAX_CHARS = 1000  # DAGRunPatchBody.note's max_length in Airflow 3.3
+
+
+def report_path(dag_id: str, run_id: str, prefix: str = "") -> str:
+    """The plugin's report page of a run (``prefix``: the UI's base path, '' at the root)."""
+    return f"{prefix.rstrip('/')}/proofflow/runs/{quote(dag_id, safe='')}/{quote(run_id, safe='')}"
+
+
+def run_figures(store, dag_id: str, run_id: str) -> dict | None:
+    """The summary figures of one run, or None when the timing store has no such run."""
+    from proofflow.timing import report
+    rep = report.run_report(store, dag_id, run_id)
+    if rep is None:
+        return None
+    s = rep["summary"]
+    latest: dict[int, dict] = {}
+    for h in rep["h2d"]:  # ordered by partition, try: the last one per partition wins
+        latest[h["partition"]] = h
+    flags = store.flags(dag_id, run_id)
+    flagged = sorted({f["partition"] for f in flags if f["partition"] is not None})
+    return {
+        "dag_id": dag_id, "run_id": run_id, "state": s["state"], "circuit": s["circuit"], "log2": s["log2"],
+        "backend": s["backend"], "staging": s["staging"], "partitions": s["partitions"],
+        "proofs_verified": s["proofs_verified"], "wall_s": s["wall_s"], "gpu_busy_s": s["gpu_busy_s"],
+        "gpu_busy_fraction": s["gpu_busy_fraction"],
+        "h2d": [{"partition": p, "gbps": h["gbps"], "ms": h["ms"], "bytes": h["bytes"],
+                 "memory_kind": h["memory_kind"], "flagged": bool(h["flagged"])} for p, h in sorted(latest.items())],
+        "flagged_partitions": flagged,
+        "flags": [{"partition": f["partition"], "reason": f["reason"]} for f in flags],
+        "report": rep,
+    }
+
+
+def _num(x, fmt: str) -> str:
+    return "-" if x is None else format(x, fmt)
+
+
+def _percent(fraction) -> str:
+    return "-" if fraction is None else f"{100 * fraction:.1f}%"
+
+
+def _h2d_list(h2d: list[dict]) -> list[str]:
+    return [f"p{h['partition']} {_num(h['gbps'], '.2f')}" + ("*" if h["flagged"] else "") for h in h2d]
+
+
+def note_markdown(fig: dict, link_prefix: str = "") -> str:
+    """The dag run note: markdown, at most NOTE_MAX_CHARS. Its first line carries the
+    headline figures (the run page shows only that line until the note is opened). When the
+    per-partition H2D list does not fit, it is cut and says how many the full report adds."""
+    page = report_path(fig["dag_id"], fig["run_id"], link_prefix)
+    flagged = ", ".join(map(str, fig["flagged_partitions"])) or "none"
+    if any(f["partition"] is None for f in fig["flags"]):
+        flagged += " (and run-level checks)"
+    head = [
+        f"**Proof run {fig['state'] or 'unknown'}**: {fig['proofs_verified']}/{fig['partitions']} proofs verified"
+        f" · GPU busy {_percent(fig['gpu_busy_fraction'])} · flagged partitions: {flagged}",
+        "",
+        f"{fig['partitions']} partition(s) of {fig['circuit']} 2^{fig['log2']}, backend {fig['backend']}, "
+        f"{fig['staging']} staging, wall {_num(fig['wall_s'], '.2f')} s",
+        "",
+    ]
+    tail = ["", f"[Full report]({page}) · [Timeline PNG]({page}/timeline.png)"]
+    items = _h2d_list(fig["h2d"])
+    label = "H2D GB/s per partition (* flagged): "
+    if not items:
+        line = "H2D: no transfers recorded"
+    else:
+        fixed = len("\n".join(head + tail)) + 1
+        shown = items
+        while True:
+            more = len(items) - len(shown)
+            line = label + ", ".join(shown) + (f", … {more} more in the full report" if more else "")
+            if fixed + len(line) <= NOTE_MAX_CHARS or not shown:
+                break
+            shown = shown[:-1]
+    text = "\n".join(head + [line] + tail)
+    return text if len(text) <= NOTE_MAX_CHARS else text[:NOTE_MAX_CHARS - 1] + "…"  # a very long run id
+
+
+def html_page(fig: dict, png_src: str) -> str:
+    """The report page of a run: the figures, H2D per partition, flags and phase statistics
+    as tables, and the timeline PNG (``png_src``: its URL, or a data: URL to inline it)."""
+    e = html.escape
+    rep = fig["report"]
+    steady = rep["steady_state"]
+
+    def table(headers, rows):
+        head = "".join(f"<th>{e(h)}</th>" for h in headers)
+        body = "".join("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in r) + "</tr>" for r in rows)
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+    summary = table(["state", "partitions", "proofs verified", "wall s", "GPU busy s", "GPU busy",
+                     "steady H2D GB/s", "flagged partitions"],
+                    [[fig["state"], fig["partitions"], fig["proofs_verified"], _num(fig["wall_s"], ".2f"),
+                      _num(fig["gpu_busy_s"], ".3f"), _percent(fig["gpu_busy_fraction"]),
+                      _num(steady.get("h2d_gbps"), ".2f"),
+                      ", ".join(map(str, fig["flagged_partitions"])) or "none"]])
+    h2d = table(["partition", "bytes", "ms", "GB/s", "memory", "flagged"],
+                [[h["partition"], h["bytes"], _num(h["ms"], ".3f"), _num(h["gbps"], ".2f"), h["memory_kind"],
+                  "yes" if h["flagged"] else "no"] for h in fig["h2d"]])
+    flags = table(["partition", "reason"], [["run" if f["partition"] is None else f["partition"], f["reason"]]
+                                            for f in fig["flags"]]) if fig["flags"] else "<p>No partition flagged.</p>"
+    phases = table(["task", "phase", "count", "total s", "p50 s", "max s"],
+                   [[p["task_id"], p["phase"], p["count"], _num(p["total_s"], ".3f"), _num(p["p50_s"], ".3f"),
+                     _num(p["max_s"], ".3f")] for p in rep["phases"]])
+    title = f"Proof run {fig['run_id']}"
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{e(title)}</title>
+<style>
+body {{ font-family: system-ui, sans-serif; margin: 1rem; color: #202124; }}
+table {{ border-collapse: collapse; margin: 0.5rem 0 1rem; font-size: 0.9rem; }}
+th, td {{ border: 1px solid #dadce0; padding: 0.2rem 0.6rem; text-align: right; }}
+th {{ background: #f1f3f4; }} img {{ max-width: 100%; }}
+</style></head><body>
+<h2>{e(title)}</h2>
+<p>{e(fig['circuit'] or '')} 2^{e(str(fig['log2']))}, backend {e(str(fig['backend']))},
+staging {e(str(fig['staging']))}</p>
+<section id="proofflow-summary"><h3>Summary</h3>{summary}</section>
+<section id="proofflow-h2d"><h3>H2D per partition</h3>{h2d}</section>
+<section id="proofflow-flags"><h3>Flagged by check_h2d</h3>{flags}</section>
+<section id="proofflow-timeline"><h3>Timeline</h3><img alt="timeline of {e(fig['run_id'])}" src="{e(png_src)}"></section>
+<section id="proofflow-phases"><h3>Phases</h3>{phases}</section>
+</body></html>
+"""

@@ -1,5 +1,0 @@
-import sys
-
-from prover.cli import main
-
-sys.exit(main())

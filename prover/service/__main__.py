@@ -1,5 +1,0 @@
-import sys
-
-from prover.service.server import main
-
-sys.exit(main())

@@ -1,0 +1,307 @@
+"""proof_run through Airflow's dag.test(): DAG import hygiene, params, a whole run on the
+SQLite and on the Postgres timing store, and bad parameters failing before any work."""
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from proofflow.airflow.params import CIRCUITS, MAX_LOG2, MIN_LOG2, InvalidParams, validate_params
+
+ROOT = Path(__file__).resolve().parents[2]
+DAG_ID = "proof_run"
+PARTITIONS = 4
+PARTITION_PHASES = {
+    "partition.synthesize": {"task", "synthesis", "witness_map", "write"},
+    "partition.stage": {"task", "read", "stage"},
+    # through the prover service (the default): its phases, all recorded by the task
+    "partition.prove_gpu": {"task", "pool_wait", "staging_wait", "prefetch", "mutex_wait", "h2d", "ntt", "msm",
+                            "assemble", "finalize"},
+    "partition.finalize_partition": {"task", "verify", "publish"},
+}
+# paid once, by the first partition that needs it (none when an earlier run paid it)
+ONCE_PHASES = {"service_start", "key_load", "key_upload"}
+RUN_PHASES = {
+    "validate": {"task", "validate"},
+    "prepare_scratch": {"task", "prepare"},
+    "finalize_run": {"task", "manifest", "verify", "summary", "cleanup"},
+    "cleanup_scratch": {"task", "cleanup"},
+}
+
+
+def test_every_dag_imports_without_errors_or_top_level_work(tmp_path):
+    """Parsed in a fresh process: no import errors, prover never imported, nothing written."""
+    home = tmp_path / "proofflow-home"
+    code = (
+        "import sys, json\n"
+        "from airflow.dag_processing.dagbag import DagBag\n"
+        f"bag = DagBag({str(ROOT / 'dags')!r})\n"
+        "print(json.dumps({'errors': {k: str(v) for k, v in bag.import_errors.items()}, 'dags': sorted(bag.dag_ids),"
+        " 'prover': sorted(m for m in sys.modules if m == 'proofflow.prover' or m.startswith('proofflow.prover.')),"
+        " 'heavy': sorted(m for m in ('cupy', 'py_arkworks_bls12381', 'numpy') if m in sys.modules)}))\n")
+    env = {**os.environ, "PROOFFLOW_HOME": str(home)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    info = json.loads(out.stdout.strip().splitlines()[-1])
+    assert info["errors"] == {}
+    assert {"proof_run", "proof_batch"} <= set(info["dags"])
+    assert info["prover"] == [], "DAG files must not import prover at parse time"
+    assert "cupy" not in info["heavy"] and "py_arkworks_bls12381" not in info["heavy"]
+    assert not home.exists(), "parsing a DAG file must not create scratch, params or timing files"
+
+
+def test_params_schema_matches_prover_and_builds_the_form(proof_run_dag):
+    from proofflow.prover import circuits
+    assert set(CIRCUITS) == set(circuits.CIRCUITS)
+    assert (MIN_LOG2, MAX_LOG2) == (circuits.MIN_LOG2, circuits.MAX_LOG2)
+    params = proof_run_dag.params
+    assert set(params.keys()) == {"circuit", "log2", "partitions", "backend", "staging", "seed"}
+    for name in params.keys():
+        param = params.get_param(name)
+        assert param.schema.get("title") and param.description, name
+        # no top-level bound: the 3.3 form would clamp an out-of-range entry to it silently
+        assert "minimum" not in param.schema and "maximum" not in param.schema, name
+    from airflow.sdk.definitions.param import ParamValidationError
+    for name, bad, good, message, shown in (("partitions", 0, 64, "0 is less than the minimum of 1", "1..64"),
+                                            ("log2", 99, 8, "99 is greater than the maximum of 24", "8..24"),
+                                            ("seed", -1, 0, "-1 is less than the minimum of 0", "0..2^63-1")):
+        param = params.get_param(name)
+        with pytest.raises(ParamValidationError, match=message):
+            param.resolve(bad)
+        assert param.resolve(good) == good and shown in param.description
+    assert params.get_param("backend").schema["enum"] == ["auto", "cpu", "gpu"]
+    assert set(params.get_param("staging").schema["values_display"]) == {"pinned", "pageable"}
+    prove = proof_run_dag.get_task("partition.prove_gpu")
+    assert prove.pool == "gpu"
+
+
+@pytest.mark.parametrize("bad,msg", [
+    ({"partitions": 0}, "partitions must be in 1..64, got 0"),
+    ({"partitions": 65}, "partitions must be in 1..64"),
+    ({"log2": 7}, "log2 must be in 8..24, got 7"),
+    ({"log2": 25}, "log2 must be in 8..24"),
+    ({"circuit": "sha256"}, "unknown circuit 'sha256'"),
+    ({"backend": "tpu"}, "backend must be one of auto, cpu, gpu"),
+    ({"staging": "mapped"}, "staging must be one of pinned, pageable"),
+    ({"log2": "10"}, "log2 must be an integer"),
+])
+def test_validate_rejects_bad_params_with_a_clear_message(bad, msg):
+    with pytest.raises(InvalidParams, match=msg.replace("(", r"\(")):
+        validate_params(bad, gpu_available=lambda: False)
+
+
+def test_gpu_absent_is_a_clear_error():
+    with pytest.raises(InvalidParams, match="backend 'gpu' asked for, but no GPU is visible"):
+        validate_params({"backend": "gpu"}, gpu_available=lambda: False)
+    assert validate_params({"backend": "auto"}, gpu_available=lambda: False)["backend"] == "cpu"
+
+
+IN_PROCESS_PROVE = {"task", "pool_wait", "load_key", "load", "h2d", "ntt", "msm", "assemble", "finalize"}
+
+
+def _check_run(store, dr, staging="pinned", prove_phases=None):
+    from proofflow.prover.bundle import verify_bundle
+    assert str(getattr(dr.state, "value", dr.state)) == "success"
+    run = store.run(DAG_ID, dr.run_id)
+    assert run["state"] == "success" and run["proofs_verified"] == PARTITIONS and run["wall_s"] > 0
+    results = verify_bundle(run["bundle_dir"])
+    assert len(results) == PARTITIONS and all(r.ok for r in results)
+
+    rows = store.timings(DAG_ID, dr.run_id)
+    keys = Counter((r["task_id"], r["map_index"], r["try_number"], r["phase"]) for r in rows)
+    assert max(keys.values()) == 1, "one row per task, partition and phase"
+    for r in rows:
+        assert r["end"] >= r["start"], r
+        assert r["duration_s"] >= 0
+        assert r["try_number"] == 1 and r["host"]
+    got: dict = {}
+    for r in rows:
+        got.setdefault((r["task_id"], r["map_index"]), set()).add(r["phase"])
+        if r["task_id"].startswith("partition."):
+            assert r["partition"] == r["map_index"]
+    for task, phases in RUN_PHASES.items():
+        assert got.pop((task, -1)) == phases, task
+    setup = got.pop(("setup", -1))
+    assert {"task", "lock_wait"} <= setup and ({"setup", "save"} <= setup or "load_cached" in setup)
+    once = Counter()
+    expected = {**PARTITION_PHASES, **({"partition.prove_gpu": prove_phases} if prove_phases else {})}
+    for task, phases in expected.items():
+        for i in range(PARTITIONS):
+            got_phases = got.pop((task, i))
+            extra = got_phases - phases
+            assert phases <= got_phases and extra <= ONCE_PHASES, (task, i, got_phases)
+            once.update(extra)
+    assert max(once.values(), default=0) <= 1, once
+    assert got == {}
+
+    transfers = store.transfers(DAG_ID, dr.run_id)
+    assert Counter((t["task_id"], t["direction"]) for t in transfers) == {
+        ("partition.stage", "h2s"): PARTITIONS, ("partition.prove_gpu", "h2d"): PARTITIONS,
+        ("partition.prove_gpu", "h2d_witness"): PARTITIONS}
+    n = 1 << 10
+    from proofflow.prover.circuits import get_circuit
+    variables = get_circuit("mimc", 10).constraint_system.num_variables
+    for t in transfers:
+        assert t["duration_s"] >= 0
+        assert t["memory_kind"] == ("pageable" if t["direction"] == "h2s" else staging)
+        assert t["bytes"] == (variables * 32 if t["direction"] == "h2d_witness" else 3 * n * 32)
+
+    from proofflow.prover import scratch
+    assert not scratch.run_dir(DAG_ID, dr.run_id).exists(), "scratch is removed when the run finishes"
+    assert scratch.stale_temporaries(Path(run["bundle_dir"])) == []
+    return rows
+
+
+@pytest.mark.slow
+def test_dag_test_on_sqlite(proof_run_dag, monkeypatch, tmp_path):
+    from proofflow.timing import TimingStore
+    url = f"sqlite:///{tmp_path / 'timing.db'}"
+    monkeypatch.setenv("PROOFFLOW_DB_URL", url)
+    dr = proof_run_dag.test(run_conf={"log2": 10, "partitions": PARTITIONS, "backend": "cpu", "staging": "pinned"})
+    _check_run(TimingStore(url), dr)
+
+
+@pytest.mark.slow
+def test_dag_test_proving_in_the_task_process(proof_run_dag, monkeypatch, tmp_path):
+    """PROOFFLOW_GPU_SERVICE=0: prove_gpu proves in its own process (the naive design the
+    pipeline benchmark compares with); the same proofs and rows, its own phases."""
+    from proofflow.timing import TimingStore
+    url = f"sqlite:///{tmp_path / 'timing.db'}"
+    monkeypatch.setenv("PROOFFLOW_DB_URL", url)
+    monkeypatch.setenv("PROOFFLOW_GPU_SERVICE", "0")
+    dr = proof_run_dag.test(run_conf={"log2": 10, "partitions": PARTITIONS, "backend": "cpu", "staging": "pinned"})
+    _check_run(TimingStore(url), dr, prove_phases=IN_PROCESS_PROVE)
+
+
+@pytest.mark.slow
+def test_dag_test_on_postgres_through_the_connection(proof_run_dag, pg_url, monkeypatch):
+    """The timing store named by the Airflow connection proofflow_timing (read by the tasks
+    through the task SDK), on the local Postgres; staging pageable this time."""
+    from proofflow.timing import TimingStore
+    monkeypatch.delenv("PROOFFLOW_DB_URL", raising=False)
+    monkeypatch.setenv("AIRFLOW_CONN_PROOFFLOW_TIMING", json.dumps({"conn_type": "generic", "extra": {"url": pg_url}}))
+    dr = proof_run_dag.test(run_conf={"log2": 10, "partitions": PARTITIONS, "backend": "cpu", "staging": "pageable"})
+    _check_run(TimingStore(pg_url), dr, staging="pageable")
+
+
+def test_a_run_of_one_partition(proof_run_dag, monkeypatch, tmp_path):
+    """The mapped group's only result reaches finalize_run unwrapped: still one proof."""
+    from proofflow.timing import TimingStore
+    url = f"sqlite:///{tmp_path / 'timing.db'}"
+    monkeypatch.setenv("PROOFFLOW_DB_URL", url)
+    dr = proof_run_dag.test(run_conf={"log2": 8, "partitions": 1, "backend": "cpu"})
+    assert str(getattr(dr.state, "value", dr.state)) == "success"
+    assert TimingStore(url).run(DAG_ID, dr.run_id)["proofs_verified"] == 1
+
+
+def test_schema_rejects_bad_conf_before_the_run(proof_run_dag):
+    from airflow.sdk.exceptions import ParamValidationError
+    with pytest.raises(ParamValidationError, match="partitions"):
+        proof_run_dag.test(run_conf={"partitions": 0})
+
+
+def test_gpu_absent_fails_in_validate_before_any_work(proof_run_dag, monkeypatch, tmp_path):
+    from proofflow.prover.backend import gpu_available
+    if gpu_available():
+        pytest.skip("a GPU is visible here")
+    from proofflow.timing import TimingStore
+    url = f"sqlite:///{tmp_path / 'timing.db'}"
+    monkeypatch.setenv("PROOFFLOW_DB_URL", url)
+    dr = proof_run_dag.test(run_conf={"log2": 10, "partitions": 2, "backend": "gpu"})
+    assert str(getattr(dr.state, "value", dr.state)) == "failed"
+    states = {ti.task_id: str(getattr(ti.state, "value", ti.state)) for ti in dr.get_task_instances()}
+    assert states["validate"] == "failed"
+    assert states["setup"] == "upstream_failed"
+    tasks = {r["task_id"] for r in TimingStore(url).timings(DAG_ID, dr.run_id)}
+    assert tasks == {"validate"}, "nothing but validate ran"
+
+
+def test_proof_batch_claims_pending_work_once(tmp_path, monkeypatch):
+    from proofflow.airflow.pending import claim
+    d = tmp_path / "pending"
+    d.mkdir()
+    (d / "a.json").write_text(json.dumps({"log2": 10, "partitions": 2}))
+    (d / "b.json").write_text(json.dumps({"partitions": 0}))
+    (d / "c.json").write_text("not json")
+    assert claim(d) == [{"log2": 10, "partitions": 2}]
+    assert sorted(p.name for p in (d / "claimed").iterdir()) == ["a.json"]
+    assert sorted(p.name for p in (d / "rejected").iterdir()) == ["b.json", "b.json.error", "c.json", "c.json.error"]
+    assert "partitions must be in 1..64" in (d / "rejected" / "b.json.error").read_text()
+    assert claim(d) == []  # claimed work is never triggered twice
+
+
+def test_proof_batch_schedule_from_env(airflow_home):
+    code = ("from airflow.dag_processing.dagbag import DagBag\n"
+            f"bag = DagBag({str(ROOT / 'dags' / 'proof_batch.py')!r})\n"
+            "d = bag.get_dag('proof_batch'); print(d.timetable.expression)\n"
+            "print(sorted(t.task_id for t in d.tasks))\n")
+    env = {**os.environ, "PROOFFLOW_BATCH_CRON": "0 3 * * *"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "0 3 * * *" in out.stdout and "trigger_proof_run" in out.stdout
+
+
+@pytest.mark.slow
+def test_failed_run_is_cleaned_up_and_marked_failed(proof_run_dag, monkeypatch, tmp_path):
+    """A partition that keeps failing: the run fails, the cleanup teardown still removes the
+    scratch directory, and the timing store marks the run failed (with the failed attempt's rows)."""
+    from proofflow.prover import scratch
+    from proofflow.airflow.operators import proof as ops
+    from proofflow.timing import TimingStore
+    url = f"sqlite:///{tmp_path / 'timing.db'}"
+    monkeypatch.setenv("PROOFFLOW_DB_URL", url)
+    original = ops.StageOperator.run
+
+    def flaky(self, context, rec):
+        if self.partition == 1:
+            raise OSError("disk on fire (injected)")
+        return original(self, context, rec)
+    monkeypatch.setattr(ops.StageOperator, "run", flaky)
+    dr = proof_run_dag.test(run_conf={"log2": 10, "partitions": 2, "backend": "cpu"})
+    assert str(getattr(dr.state, "value", dr.state)) == "failed"
+    states = {(ti.task_id, ti.map_index): str(getattr(ti.state, "value", ti.state)) for ti in dr.get_task_instances()}
+    assert states[("partition.stage", 1)] == "failed"
+    assert states[("finalize_run", -1)] == "upstream_failed"
+    assert states[("cleanup_scratch", -1)] == "success"
+    assert not scratch.run_dir("proof_run", dr.run_id).exists()
+    store = TimingStore(url)
+    assert store.run("proof_run", dr.run_id)["state"] == "failed"
+    # the summary still comes, after the cleanup recorded the failure, and fails nothing
+    from proofflow.timing.summary import run_figures
+    assert states[("publish_summary", -1)] == "success"
+    fig = run_figures(store, "proof_run", dr.run_id)
+    assert (fig["state"], fig["proofs_verified"]) == ("failed", 0)
+    failed_rows = [r for r in store.timings("proof_run", dr.run_id, "partition.stage") if r["map_index"] == 1]
+    assert {r["phase"] for r in failed_rows} == {"task"}, "a failed attempt still records its task row"
+
+
+@pytest.mark.slow
+def test_two_simulated_devices_share_the_partitions(proof_run_dag, monkeypatch, tmp_path):
+    """PROOFFLOW_GPU_DEVICES=0,1 on the CPU backend: two prover services (simulated devices
+    cpu and cpu:1), partitions spread over both (ties go round-robin from the partition),
+    and the per-device steady state from the timing rows."""
+    from proofflow.timing import TimingStore
+    from proofflow.prover.service.client import stop_all
+    url = f"sqlite:///{tmp_path / 'timing.db'}"
+    monkeypatch.setenv("PROOFFLOW_DB_URL", url)
+    monkeypatch.setenv("PROOFFLOW_RUNTIME", str(tmp_path / "rt"))
+    monkeypatch.setenv("PROOFFLOW_GPU_DEVICES", "0,1")
+    try:
+        dr = proof_run_dag.test(run_conf={"log2": 8, "partitions": 4, "backend": "cpu"})
+    finally:
+        stopped = stop_all(tmp_path / "rt")
+    assert stopped == 2, "one service per device"
+    store = TimingStore(url)
+    assert store.run(DAG_ID, dr.run_id)["proofs_verified"] == 4
+    rows = store.timings(DAG_ID, dr.run_id, "partition.prove_gpu")
+    by_device = {}
+    for r in rows:
+        if r["phase"] in ("h2d", "ntt", "msm"):
+            by_device.setdefault(r["device"], {}).setdefault(r["map_index"], []).append(r)
+    assert set(by_device) == {"cpu", "cpu:1"}
+    per = {r["device"]: r for r in store.query("SELECT * FROM steady_state_devices WHERE run_id = :r",
+                                                  {"r": dr.run_id})}
+    assert set(per) <= {"cpu", "cpu:1"} and sum(p["partitions"] for p in per.values()) == 3  # one warm-up

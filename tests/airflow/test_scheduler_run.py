@@ -1,0 +1,151 @@
+"""A real Airflow (api-server, scheduler with LocalExecutor, dag-processor) on the local
+Postgres: proof_run triggered through the REST API as the UI does; the pool ``gpu`` is a
+mutex; a task SIGKILLed mid-write leaves no partial artifact and its retry succeeds
+without duplicate timing rows."""
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections import Counter
+
+import numpy as np
+import pytest
+
+import local_stack as stack
+
+PARTITIONS = 8
+
+
+def test_sigkill_mid_write_leaves_no_partial_artifact(tmp_path):
+    from proofflow.prover import scratch
+    target = tmp_path / "abc.npy"
+    code = ("import sys, numpy as np; from proofflow.prover import scratch; "
+            "scratch.save_npy(sys.argv[1], np.arange(1 << 21, dtype=np.uint64))")
+    env = {**os.environ, "PROOFFLOW_FAULT": f"kill_mid_write:abc.npy:{tmp_path / 'fired'}"}
+    first = subprocess.run([sys.executable, "-c", code, str(target)], env=env, capture_output=True, timeout=60)
+    assert first.returncode == -signal.SIGKILL
+    assert not target.exists(), "a killed writer must not leave the artifact under its real name"
+    (tmp,) = scratch.stale_temporaries(tmp_path)  # the half-written file, under a name no reader uses
+    assert 0 < tmp.stat().st_size < 8 << 21
+    retry = subprocess.run([sys.executable, "-c", code, str(target)], env=env, capture_output=True, timeout=60)
+    assert retry.returncode == 0, retry.stderr
+    assert np.array_equal(np.load(target), np.arange(1 << 21, dtype=np.uint64))
+
+
+def _device_spans(store, run_ids):
+    """Per prove_gpu attempt of these runs, its device-phase rows (h2d, ntt, msm)."""
+    groups = {}
+    for rid in run_ids:
+        for r in store.timings("proof_run", rid, "partition.prove_gpu"):
+            if r["phase"] in ("h2d", "ntt", "msm"):
+                groups.setdefault((rid, r["map_index"], r["try_number"]), []).append(r)
+    return list(groups.values())
+
+
+def _overlap(a, b) -> bool:
+    return a["start"] < b["end"] and b["start"] < a["end"]
+
+
+@pytest.mark.slow
+@pytest.mark.reliability
+def test_scheduler_rest_trigger_pool_mutex_and_sigkill_retry(tmp_path, pg_new_database):
+    meta_url, timing_url = pg_new_database("airflow"), pg_new_database("timing")
+    port = stack.free_port()
+    marker = tmp_path / "fault-fired"
+    env = stack.airflow_env(
+        tmp_path / "airflow", meta_url, port,
+        PROOFFLOW_HOME=str(tmp_path / "proofflow"), PROOFFLOW_DB_URL=timing_url,
+        PROOFFLOW_RUNTIME=str(tmp_path / "rt"), PROOFFLOW_SERVICE_IDLE_S="60",
+        PROOFFLOW_RETRIES="1",
+        # one synthesis at a time, as on a machine where synthesis fills the CPUs: partitions
+        # then reach prove_gpu while later ones are still being synthesized
+        PROOFFLOW_SYNTH_CONCURRENCY="1",
+        # each device phase lasts 1 s (the stand-in), so prove_gpu outlasts the later
+        # partitions' synthesis steps instead of racing them
+        PROOFFLOW_STANDIN_GPU_S="1.0",
+        PROOFFLOW_AIRFLOW_API=f"http://127.0.0.1:{port}",  # prove_gpu reads its queued time there
+        # the first partition to write its a/b/c dies half-way through the file (SIGKILL)
+        PROOFFLOW_FAULT=f"kill_mid_write:abc.npy:{marker}",
+    )
+    assert stack.proofflow_setup(env, gpu_slots=1)["slots"] == 1
+
+    from proofflow.prover.service.client import stop_all
+    try:
+        with stack.running(env, tmp_path) as (base, procs):
+            api = stack.api
+            stack.wait("proof_run to be parsed", lambda: api(base, "/api/v2/dags/proof_run")["is_paused"] is False,
+                       180, 2, procs=procs)
+            conf = {"log2": 10, "partitions": PARTITIONS, "backend": "cpu", "staging": "pinned", "seed": 3}
+            run_id = stack.trigger(base, "proof_run", conf)
+            # pending work for proof_batch, whose run (triggered here as its cron would) launches a proof_run
+            pending = tmp_path / "proofflow" / "pending"
+            pending.mkdir(parents=True)
+            (pending / "work-1.json").write_text(json.dumps({"log2": 8, "partitions": 1, "backend": "cpu", "seed": 9}))
+            batch = stack.trigger(base, "proof_batch")
+
+            state, tis = stack.wait_for_run(base, "proof_run", run_id, 480, procs)
+            assert state == "success", json.dumps([(t["task_id"], t["map_index"], t["state"], t["try_number"])
+                                                    for t in tis])
+
+            def batch_launched():
+                runs = api(base, "/api/v2/dags/proof_run/dagRuns?limit=10")["dag_runs"]
+                others = [r for r in runs if r["dag_run_id"] != run_id]
+                return others[0] if others and others[0]["state"] in ("success", "failed") else None
+            launched = stack.wait("proof_batch's proof_run", batch_launched, 300, 2, procs=procs)
+            assert launched["state"] == "success" and launched["conf"]["log2"] == 8
+            assert api(base, f"/api/v2/dags/proof_batch/dagRuns/{batch}")["state"] == "success"
+            assert [p.name for p in (pending / "claimed").iterdir()] == ["work-1.json"]
+    finally:
+        stop_all(tmp_path / "rt")
+
+    from proofflow.timing import TimingStore
+    from proofflow.prover.bundle import verify_bundle
+    store = TimingStore(timing_url)
+    record = store.run("proof_run", run_id)
+    assert record["state"] == "success" and record["proofs_verified"] == PARTITIONS
+    assert all(r.ok for r in verify_bundle(record["bundle_dir"]))
+    rows = store.timings("proof_run", run_id)
+    assert max(Counter((r["task_id"], r["map_index"], r["try_number"], r["phase"]) for r in rows).values()) == 1
+
+    t0 = min(r["start"] for r in rows)
+    for r in sorted(rows, key=lambda r: r["start"]):  # the timeline, shown when the test fails (or with -s)
+        if r["phase"] in ("task", "pool_wait", "queue_wait") and r["task_id"].startswith("partition."):
+            print(f"{r['task_id']:<30}{r['map_index']:>3} try {r['try_number']} {r['phase']:<10}"
+                  f"{(r['start'] - t0).total_seconds():8.2f} -> {(r['end'] - t0).total_seconds():8.2f}")
+    # The pool is a mutex: no two prove_gpu attempts overlap...
+    proves = sorted((r for r in rows if r["task_id"] == "partition.prove_gpu" and r["phase"] == "task"),
+                    key=lambda r: r["start"])
+    assert len(proves) == PARTITIONS
+    for a, b in zip(proves, proves[1:]):
+        assert b["start"] >= a["end"], f"prove_gpu {a['map_index']} and {b['map_index']} overlap"
+    # The device phases (uploads to the last MSM, inside the prover service) never overlap
+    # either, across both runs: the service's device thread is the fine-grained mutex.
+    device = sorted((min(r["start"] for r in g), max(r["end"] for r in g))
+                    for g in _device_spans(store, [run_id, launched["dag_run_id"]]))
+    assert len(device) == PARTITIONS + 1
+    for (s0, e0), (s1, e1) in zip(device, device[1:]):
+        assert s1 >= e0, "two device phases overlapped"
+    # ...while synthesis of other partitions ran at the same time as some of them.
+    synths = [r for r in rows if r["task_id"] == "partition.synthesize" and r["phase"] == "task"]
+    assert any(_overlap(s, p) and s["map_index"] != p["map_index"] for s in synths for p in proves), \
+        "synthesis never overlapped a prove_gpu: the DAG is not pipelining partitions"
+
+    # The SIGKILLed synthesize: its first attempt wrote no rows (killed before the flush)
+    # and no artifact, its retry (try 2) has each phase exactly once.
+    assert marker.exists(), "the fault was injected"
+    synth_tis = {t["map_index"]: t for t in tis if t["task_id"] == "partition.synthesize"}
+    killed = [mi for mi, t in synth_tis.items() if t["try_number"] == 2]
+    assert len(killed) == 1, {mi: t["try_number"] for mi, t in synth_tis.items()}
+    k = killed[0]
+    krows = [r for r in rows if r["task_id"] == "partition.synthesize" and r["map_index"] == k]
+    assert sorted((r["try_number"], r["phase"]) for r in krows) == \
+        [(2, "synthesis"), (2, "task"), (2, "witness_map"), (2, "write")]
+    # pool_wait is recorded for every prove_gpu, measured from its stage finishing
+    waits = [r for r in rows if r["task_id"] == "partition.prove_gpu" and r["phase"] == "pool_wait"]
+    assert len(waits) == PARTITIONS and all(r["end"] >= r["start"] for r in waits)
+    # and queue_wait (queued -> start) from the task instance, through the REST API
+    queued = {r["map_index"]: r for r in rows if r["task_id"] == "partition.prove_gpu" and r["phase"] == "queue_wait"}
+    assert sorted(queued) == list(range(PARTITIONS))
+    for w in waits:
+        assert queued[w["map_index"]]["end"] == w["end"] and queued[w["map_index"]]["start"] >= w["start"]

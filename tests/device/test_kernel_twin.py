@@ -1,0 +1,292 @@
+"""The curve kernels' templates on the CPU (tests/kernel_twin.py) against Python integers
+and arkworks: Fq and Fq2 arithmetic, XYZZ sequences with their edge cases, the fixed-base
+routine and the whole Pippenger pipeline of proofflow/prover/device/pippenger.py for G1 and G2, and a
+setup whose key tables come from the twin. No GPU needed; skipped without a C++ compiler."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from proofflow.prover import curve
+from proofflow.prover.device import source as kernels
+from proofflow.prover.device import fixed_base, pippenger
+from proofflow.prover.backend.cpu import CpuBackend
+from proofflow.prover.field import fr
+from proofflow.prover.groth16 import generator
+import kernel_twin as twin
+
+if twin.compiler() is None:
+    pytest.skip("no C++ compiler for the kernel twin", allow_module_level=True)
+
+Q = pippenger.Q
+R = (1 << 384) % Q
+P = fr.MODULUS
+EX = twin.TwinExecutor()
+
+
+def limbs(values: list[int]) -> np.ndarray:
+    """Python ints < 2^384 as rows of 6 little-endian u64 limbs."""
+    return np.frombuffer(b"".join(v.to_bytes(48, "little") for v in values), dtype=np.uint64).reshape(-1, 6).copy()
+
+
+def ints(rows: np.ndarray) -> list[int]:
+    return [int.from_bytes(r.tobytes(), "little") for r in rows.reshape(-1, 6)]
+
+
+def fq_values(rng, n: int) -> list[int]:
+    edge = [0, 1, 2, Q - 1, Q - 2, (Q - 1) // 2, R, pow(R, -1, Q), (1 << 380) + 12345]
+    return edge + [int.from_bytes(rng.bytes(64), "little") % Q for _ in range(n)]
+
+
+# ---- Fq and Fq2 against Python integers ----
+
+def test_fq_matches_python_ints():
+    rng = np.random.default_rng(1)
+    a = fq_values(rng, 64)
+    b = list(reversed(a))
+    mont = lambda xs: limbs([x * R % Q for x in xs])  # noqa: E731
+    got = lambda op, *args: ints(twin.field_op("fq", op, *args))  # noqa: E731
+    assert got("mul", mont(a), mont(b)) == [x * y * R % Q for x, y in zip(a, b)]
+    assert got("sqr", mont(a)) == [x * x * R % Q for x in a]
+    assert got("add", mont(a), mont(b)) == [(x + y) * R % Q for x, y in zip(a, b)]
+    assert got("sub", mont(a), mont(b)) == [(x - y) * R % Q for x, y in zip(a, b)]
+    assert got("neg", mont(a)) == [-x * R % Q for x in a]
+    assert got("inv", mont(a)) == [pow(x, -1, Q) * R % Q if x else 0 for x in a]
+    assert got("to_mont", limbs(a)) == [x * R % Q for x in a]
+    assert got("from_mont", mont(a)) == a
+
+
+def _fq2_mul(a, b):
+    return (a[0] * b[0] - a[1] * b[1]) % Q, (a[0] * b[1] + a[1] * b[0]) % Q
+
+
+def _fq2_inv(a):
+    if a == (0, 0):
+        return 0, 0
+    t = pow(a[0] ** 2 + a[1] ** 2, -1, Q)
+    return a[0] * t % Q, -a[1] * t % Q
+
+
+def test_fq2_matches_python_ints():
+    rng = np.random.default_rng(2)
+    vals = fq_values(rng, 40)
+    a = list(zip(vals, reversed(vals))) + [(0, 0), (1, 0), (0, 1), (Q - 1, Q - 1), (0, Q - 1)]
+    b = a[7:] + a[:7]
+    mont = lambda xs: limbs([v * R % Q for x in xs for v in x]).reshape(-1, 12)  # noqa: E731
+
+    def got(op, *args):
+        out = ints(twin.field_op("fq2", op, *args))
+        return [(x * pow(R, -1, Q) % Q, y * pow(R, -1, Q) % Q) for x, y in zip(out[::2], out[1::2])]
+
+    assert got("mul", mont(a), mont(b)) == [_fq2_mul(x, y) for x, y in zip(a, b)]
+    assert got("sqr", mont(a)) == [_fq2_mul(x, x) for x in a]
+    assert got("add", mont(a), mont(b)) == [((x[0] + y[0]) % Q, (x[1] + y[1]) % Q) for x, y in zip(a, b)]
+    assert got("sub", mont(a), mont(b)) == [((x[0] - y[0]) % Q, (x[1] - y[1]) % Q) for x, y in zip(a, b)]
+    assert got("neg", mont(a)) == [(-x[0] % Q, -x[1] % Q) for x in a]
+    assert got("inv", mont(a)) == [_fq2_inv(x) for x in a]
+    nonzero = [x for x in a if x != (0, 0)]
+    assert [_fq2_mul(x, y) for x, y in zip(nonzero, got("inv", mont(nonzero)))] == [(1, 0)] * len(nonzero)
+
+
+def test_canonical_scalars():
+    s = fr.from_ints([0, 1, P - 1, 1 << 254, 12345] + fr.to_ints(fr.random(20, np.random.default_rng(3))))
+    out = np.empty((len(s), 4), dtype=np.uint64)
+    twin.call("twin_canonical_scalars", s, np.uint64(len(s)), out)
+    assert np.array_equal(out.view(np.uint8).reshape(-1, 32), np.frombuffer(fr.to_bytes_le(s), np.uint8).reshape(-1, 32))
+
+
+# ---- XYZZ arithmetic against arkworks ----
+
+class Points:
+    """XYZZ points of one group on the twin, checked through their affine encoding."""
+
+    def __init__(self, group: str):
+        self.group, self.cls = group, curve.point_class(group)
+        self.w = pippenger.COORD_LIMBS[group]
+
+    def affine_mont(self, point) -> np.ndarray:
+        raw = np.frombuffer(point.to_xy_bytes_le(), dtype=np.uint64).copy()
+        EX.launch(f"to_montgomery_{self.group}", 1, raw, np.uint64(1))
+        return raw
+
+    def inf(self) -> np.ndarray:
+        return np.zeros(4 * self.w, dtype=np.uint64)
+
+    def madd(self, acc, point):
+        return twin.xyzz_op(self.group, "madd", acc, self.affine_mont(point))
+
+    def add(self, a, b):
+        return twin.xyzz_op(self.group, "add", a, b)
+
+    def dbl(self, a):
+        return twin.xyzz_op(self.group, "dbl", a)
+
+    def point(self, xyzz):
+        """The arkworks point of an XYZZ point, through the kernels' own affine conversion."""
+        xy = twin.xyzz_op(self.group, "affine", xyzz).tobytes()
+        return self.cls.identity() if not any(xy) else self.cls.from_xy_bytes_le(xy)  # on-curve checked
+
+    def is_inf(self, xyzz) -> bool:
+        return not xyzz[2 * self.w:3 * self.w].any()
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
+def test_xyzz_edge_cases(group):
+    pt = Points(group)
+    g = pt.cls()
+    p, q = g * curve.scalar(1234567), g * curve.scalar(P - 98765)
+    inf = pt.inf()
+    assert pt.is_inf(pt.dbl(inf)) and twin.xyzz_op(group, "affine", inf).tobytes() == bytes(2 * 48 * (pt.w // 6))
+    a = pt.madd(inf, p)  # from infinity: the point itself, zz = zzz = 1
+    assert pt.point(a) == p
+    b = pt.madd(a, q)
+    assert pt.point(b) == p + q
+    d = pt.dbl(b)
+    assert pt.point(d) == (p + q) * curve.scalar(2)
+    t = pt.add(d, b)  # 3(p + q), different zz on each side
+    assert pt.point(t) == (p + q) * curve.scalar(3)
+    six = (p + q) * curve.scalar(6)
+    assert pt.point(pt.madd(t, (p + q) * curve.scalar(3))) == six  # madd of the same point: doubling
+    assert pt.is_inf(pt.madd(t, -((p + q) * curve.scalar(3))))  # P + (-P)
+    assert pt.point(pt.add(t, t)) == six  # add of the same point: doubling
+    assert pt.point(pt.add(t, pt.madd(inf, (p + q) * curve.scalar(3)))) == six  # same point, other zz
+    assert pt.is_inf(pt.add(t, pt.madd(inf, -((p + q) * curve.scalar(3)))))
+    assert pt.point(pt.add(inf, t)) == pt.point(t) and pt.point(pt.add(t, inf)) == pt.point(t)
+    assert pt.point(pt.madd(inf, -p)) == -p
+    assert pt.point(pt.madd(pt.madd(inf, g), g)) == g * curve.scalar(2)
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
+def test_xyzz_random_sequences(group):
+    pt = Points(group)
+    rng = np.random.default_rng(10)
+    g = pt.cls()
+    acc, ref = pt.inf(), pt.cls.identity()
+    for step in range(60):
+        op = rng.integers(0, 3)
+        if op == 0:
+            k = curve.scalar(int(rng.integers(1, 1 << 62)))
+            acc, ref = pt.madd(acc, g * k), ref + g * k
+        elif op == 1:
+            other = pt.madd(pt.madd(pt.inf(), g * curve.scalar(step + 1)), g)
+            acc, ref = pt.add(acc, other), ref + g * curve.scalar(step + 2)
+        else:
+            acc, ref = pt.dbl(acc), ref * curve.scalar(2)
+        assert pt.point(acc) == ref
+
+
+# ---- the kernels' bodies on the twin: fixed-base and Pippenger ----
+
+EDGE_SCALARS = [0, 1, 2, P - 1, P - 2, (P - 1) // 2, 255, 256, 257, 1 << 8, (1 << 248) - 1, 1 << 254,
+                int("73" + "00" * 31, 16), int("ff" * 31, 16)]
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
+def test_fixed_base_matches_arkworks(group):
+    s = fr.from_ints(EDGE_SCALARS + fr.to_ints(fr.random(50, np.random.default_rng(20))))
+    got = fixed_base.multiples(EX, group, fixed_base.window_table(group), s, chunk=17)  # several launches
+    want = generator.fixed_base(group, s).xy
+    assert got.shape == want.shape and np.array_equal(got, want)
+    assert not got[0].any()  # 0 * G: infinity, all zero bytes
+
+
+def test_fixed_base_rejects_non_fr_vectors():
+    with pytest.raises(ValueError, match="Fr vector"):
+        fixed_base.multiples(EX, "g1", fixed_base.window_table("g1"), np.zeros((3, 2), dtype=np.uint64))
+
+
+def _table(group: str, n: int, rng) -> curve.PointTable:
+    """n random points with infinity, a repeated point and a point and its negation."""
+    g = curve.point_class(group)()
+    pts = [g * curve.scalar(int(x)) for x in fr.to_ints(fr.random(n, rng))]
+    if n >= 8:
+        pts[1], pts[2], pts[4] = curve.point_class(group).identity(), pts[3], -pts[5]
+    return curve.PointTable.from_points(group, pts)
+
+
+def _twin_msm(table: curve.PointTable, s: np.ndarray, c=None, piece=pippenger.PIECE):
+    pts = np.ascontiguousarray(table.xy).view(np.uint64).reshape(len(table), -1).copy()
+    EX.launch(f"to_montgomery_{table.group}", len(table), pts, np.uint64(len(table)))
+    return pippenger.msm(EX, table.group, pts, s, c, piece)
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
+@pytest.mark.parametrize("n", [1, 2, 9, 100, 300])
+def test_msm_matches_arkworks(group, n):
+    rng = np.random.default_rng(30 + n)
+    table = _table(group, n, rng)
+    s = fr.random(n, rng)
+    assert _twin_msm(table, s) == curve.msm(table, s)
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
+@pytest.mark.parametrize("c", [4, 7, 13, 16])
+def test_msm_edge_scalars_every_window_width(group, c):
+    ints_ = [0, 1, P - 1, 2, P - 2, (P - 1) // 2, 1 << 254, (1 << c) - 1, 1 << (c - 1)] * 2
+    table = _table(group, len(ints_), np.random.default_rng(c))
+    s = fr.from_ints(ints_)
+    assert _twin_msm(table, s, c=c) == curve.msm(table, s)
+    same = curve.PointTable(group, np.repeat(table.xy[:1], len(ints_), axis=0))  # doublings, cancellations
+    assert _twin_msm(same, s, c=c) == curve.msm(same, s)
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
+def test_msm_skewed_scalars_split_and_merge(group):
+    """Mostly ones and twos with pieces of 4 entries: the big buckets are cut into many
+    pieces, merged GROUP at a time over several rounds."""
+    rng = np.random.default_rng(40)
+    n = 256
+    table = _table(group, n, rng)
+    vals = fr.to_ints(fr.random(n, rng))
+    s = fr.from_ints([int(k) if m else v for m, k, v in zip(rng.random(n) < 0.9, rng.integers(1, 3, n), vals)])
+    assert _twin_msm(table, s, piece=4) == curve.msm(table, s)
+    equal = fr.from_ints([vals[0]] * n)
+    assert _twin_msm(table, equal, piece=4) == curve.msm(table, equal)
+    zero = fr.zeros(n)
+    assert _twin_msm(table, zero) == curve.point_class(group).identity()
+
+
+# ---- setup with the twin's fixed-base: the same key bytes as the CPU path ----
+
+class TwinBackend(CpuBackend):
+    """The CPU backend with the twin's fixed-base kernels, as GpuBackend has the GPU's."""
+
+    def fixed_base(self, group, scalars, progress=None):
+        return curve.PointTable(group, fixed_base.multiples(EX, group, fixed_base.window_table(group), scalars, progress))
+
+
+def test_setup_with_kernel_fixed_base_writes_the_cpu_key(tmp_path):
+    from proofflow.prover.circuits import get_circuit
+    circuit = get_circuit("mimc", 8)
+    seen = []
+    generator.setup(circuit, 5, progress=lambda stage, done, total: seen.append((stage, done, total)),
+                    backend=TwinBackend()).save(tmp_path / "twin")
+    generator.setup(circuit, 5).save(tmp_path / "cpu")
+    names = sorted(p.name for p in (tmp_path / "cpu").iterdir())
+    assert names == sorted(p.name for p in (tmp_path / "twin").iterdir()) and "b_g2_query.npy" in names
+    for name in names:
+        assert (tmp_path / "twin" / name).read_bytes() == (tmp_path / "cpu" / name).read_bytes(), name
+    assert seen[-1][1] == seen[-1][2]  # progress reached the total
+
+
+# ---- the sources NVRTC compiles ----
+
+@pytest.mark.parametrize("name", ["ntt.cu", "msm.cu", "fixed_base.cu"])
+def test_kernel_sources_are_self_contained(name):
+    """NVRTC has no host headers and CuPy's cache keys on the text: every include inlined, once."""
+    text = kernels.source(name)
+    assert not re.search(r"^\s*#\s*include", text, re.MULTILINE)
+    assert text.count("#define PROOFFLOW_COMMON_CUH") == 1 and text.count("#define PROOFFLOW_FR_CUH") == 1
+    if name != "ntt.cu":
+        assert text.count("#define PROOFFLOW_CURVE_CUH") == 1
+
+
+def test_kernel_options():
+    assert kernels.options("mul32", "g2") == ("-std=c++17", "-DPF_GROUP_G2")
+    assert kernels.options("mul64") == ("-std=c++17", "-DFR_MUL64")
+    with pytest.raises(ValueError, match="group"):
+        kernels.options("mul32", "g3")
+    with pytest.raises(ValueError, match="variant"):
+        kernels.options("mul16")

@@ -1,0 +1,121 @@
+// The CPU twin of the curve kernels: proofflow/prover/device/msm.cu and fixed_base.cu compiled by a
+// host C++ compiler (common.cuh swaps the PTX field products for portable C++), so the
+// templates (Fq2, the XYZZ formulas, the affine conversion, the kernels' per-thread bodies
+// with their index arithmetic) run and are checked against arkworks without a GPU.
+//
+// twin_<kernel>(threads, <the kernel's arguments>) runs a kernel's body for each thread
+// index, as a launch would; the warp-level scalar sort (msm_count, msm_scatter) is done
+// serially from the same digit helpers. The twin_f* / twin_xyzz_* entry points expose
+// the field and point routines one operation at a time.
+#include "msm.cu"
+#include "fixed_base.cu"
+
+#define TWIN extern "C" __attribute__((visibility("default")))
+
+// ---- kernels ----
+
+template <class F> static void to_montgomery_all(u64 threads, u64* pts, u64 n) {
+    for (u64 i = 0; i < threads && i < n; i++) to_montgomery_body<F>(pts, i);
+}
+TWIN void twin_to_montgomery_g1(u64 threads, u64* pts, u64 n) { to_montgomery_all<fq_t>(threads, pts, n); }
+TWIN void twin_to_montgomery_g2(u64 threads, u64* pts, u64 n) { to_montgomery_all<fq2_t>(threads, pts, n); }
+
+TWIN void twin_msm_count(u64 /*threads: n*/, const u32* scalars, u64 n, int c, int nwin, u32* counts) {
+    int nb = 1 << (c - 1);
+    for (u64 i = 0; i < n; i++) {
+        u64 s[4];
+        canonical_scalar(scalars, i, s);
+        int carry = 0;
+        for (int w = 0; w < nwin; w++) {
+            u32 slot = digit_slot(w, window_digit(s, w, c, carry), nb);
+            if (slot != NO_SLOT) counts[slot]++;
+        }
+    }
+}
+
+TWIN void twin_msm_scatter(u64 /*threads: n*/, const u32* scalars, u64 n, int c, int nwin, u32* cursor, u32* entries) {
+    int nb = 1 << (c - 1);
+    for (u64 i = 0; i < n; i++) {
+        u64 s[4];
+        canonical_scalar(scalars, i, s);
+        int carry = 0;
+        for (int w = 0; w < nwin; w++) {
+            int d = window_digit(s, w, c, carry);
+            u32 slot = digit_slot(w, d, nb);
+            if (slot != NO_SLOT) entries[cursor[slot]++] = (u32)i | (d < 0 ? 0x80000000u : 0u);
+        }
+    }
+}
+
+#define TWIN_GROUP_KERNELS(G, F)                                                                       \
+    TWIN void twin_msm_accumulate_##G(u64 threads, const u64* pts, const u32* entries, const u32* offsets, \
+                                      const u32* counts, const u32* piece_seg, const u32* seg_first,     \
+                                      u32 npieces, u32 size, u64* out) {                                 \
+        for (u32 k = 0; k < threads && k < npieces; k++)                                                 \
+            accumulate_body<F>(pts, entries, offsets, counts, piece_seg, seg_first, size, k, out);       \
+    }                                                                                                    \
+    TWIN void twin_msm_combine_##G(u64 threads, const u64* in, const u32* start, const u32* len,         \
+                                   const u32* group_seg, const u32* seg_first, u32 ngroups, u32 size,    \
+                                   u64* out) {                                                           \
+        for (u32 k = 0; k < threads && k < ngroups; k++)                                                 \
+            combine_body<F>(in, start, len, group_seg, seg_first, size, k, out);                         \
+    }                                                                                                    \
+    TWIN void twin_msm_reduce_##G(u64 threads, const u64* parts, const u32* first, const u32* len, int nb, \
+                                  int nwin, int chunks, u64* out) {                                      \
+        for (int t = 0; (u64)t < threads && t < nwin * chunks; t++)                                      \
+            reduce_body<F>(parts, first, len, nb, chunks, t, out);                                       \
+    }                                                                                                    \
+    TWIN void twin_fixed_base_##G(u64 threads, const u64* table, const u32* scalars, u64 n, u64* out) {  \
+        for (u64 i = 0; i < threads && i < n; i++) fixed_base_body<F>(table, scalars, i, out);           \
+    }
+
+TWIN_GROUP_KERNELS(g1, fq_t)
+TWIN_GROUP_KERNELS(g2, fq2_t)
+
+// ---- single operations, element-wise over n inputs (u64 limbs, F::U64 an element) ----
+
+enum { OP_MUL, OP_SQR, OP_ADD, OP_SUB, OP_NEG, OP_INV, OP_TO_MONT, OP_FROM_MONT };
+
+template <class F> static void field_op(int op, const u64* a, const u64* b, u64* out, u64 n) {
+    for (u64 i = 0; i < n; i++) {
+        F x = f_load<F>(a + F::U64 * i), y = f_load<F>(b + F::U64 * i), r;
+        switch (op) {
+            case OP_MUL: r = f_mul(x, y); break;
+            case OP_SQR: r = f_sqr(x); break;
+            case OP_ADD: r = f_add(x, y); break;
+            case OP_SUB: r = f_sub(x, y); break;
+            case OP_NEG: r = f_neg(x); break;
+            case OP_INV: r = f_inv(x); break;
+            case OP_TO_MONT: r = f_to_mont(x); break;
+            default: r = f_from_mont(x); break;
+        }
+        f_store(out + F::U64 * i, r);
+    }
+}
+TWIN void twin_fq_op(int op, const u64* a, const u64* b, u64* out, u64 n) { field_op<fq_t>(op, a, b, out, n); }
+TWIN void twin_fq2_op(int op, const u64* a, const u64* b, u64* out, u64 n) { field_op<fq2_t>(op, a, b, out, n); }
+
+TWIN void twin_canonical_scalars(const u32* scalars, u64 n, u64* out) {
+    for (u64 i = 0; i < n; i++) canonical_scalar(scalars, i, out + 4 * i);
+}
+
+// XYZZ operations (points as 4 * F::U64 limbs, affine inputs as 2 * F::U64, Montgomery):
+// madd: out = a + affine b; add: out = a + b; dbl: out = 2a; affine: out = a as canonical xy.
+enum { XYZZ_MADD, XYZZ_ADD, XYZZ_DBL, XYZZ_AFFINE };
+
+template <class F> static void xyzz_op(int op, const u64* a, const u64* b, u64* out) {
+    xyzz_t<F> p = xyzz_load<F>(a);
+    switch (op) {
+        case XYZZ_MADD: xyzz_store(out, xyzz_add_affine(p, f_load<F>(b), f_load<F>(b + F::U64))); break;
+        case XYZZ_ADD: xyzz_store(out, xyzz_add(p, xyzz_load<F>(b))); break;
+        case XYZZ_DBL: xyzz_store(out, xyzz_dbl(p)); break;
+        default: {
+            F x, y;
+            xyzz_to_affine(p, x, y);
+            f_store(out, x);
+            f_store(out + F::U64, y);
+        }
+    }
+}
+TWIN void twin_xyzz_g1(int op, const u64* a, const u64* b, u64* out) { xyzz_op<fq_t>(op, a, b, out); }
+TWIN void twin_xyzz_g2(int op, const u64* a, const u64* b, u64* out) { xyzz_op<fq2_t>(op, a, b, out); }

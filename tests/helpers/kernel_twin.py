@@ -1,0 +1,108 @@
+"""The CPU twin of the curve kernels (tests/kernel_twin.cpp): built with the host's C++
+compiler on first use, cached like proofflow.prover.native's kernels (keyed by the hash of every
+source it compiles), loaded with ctypes.
+
+``TwinExecutor`` runs ``proofflow.prover.device.pippenger`` and ``proofflow.prover.device.fixed_base`` on it:
+numpy arrays instead of CuPy's, each kernel's per-thread body in a loop instead of a launch.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from proofflow.prover.native import cache_dir
+
+_TESTS = Path(__file__).resolve().parent
+_KERNELS = _TESTS.parents[1] / "proofflow" / "prover" / "device"
+SOURCES = [_TESTS / "kernel_twin.cpp"] + sorted(_KERNELS.glob("*.cuh")) + [_KERNELS / "msm.cu", _KERNELS / "fixed_base.cu"]
+
+FIELD_OPS = {"mul": 0, "sqr": 1, "add": 2, "sub": 3, "neg": 4, "inv": 5, "to_mont": 6, "from_mont": 7}
+XYZZ_OPS = {"madd": 0, "add": 1, "dbl": 2, "affine": 3}
+
+
+class TwinUnavailable(RuntimeError):
+    """No C++ compiler here, or it rejected the source."""
+
+
+def compiler() -> str | None:
+    for cand in (os.environ.get("CXX"), "g++", "c++", "clang++"):
+        if cand and shutil.which(cand):
+            return cand
+    return None
+
+
+@lru_cache(maxsize=1)
+def load() -> ctypes.CDLL:
+    cxx = compiler()
+    if cxx is None:
+        raise TwinUnavailable("no C++ compiler (g++, c++ or clang++; or set CXX)")
+    digest = hashlib.sha256(b"".join(p.name.encode() + p.read_bytes() for p in SOURCES)).hexdigest()[:16]
+    so = cache_dir() / f"kernel_twin-{platform.machine()}-{digest}.so"
+    if not so.exists():
+        so.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=so.name, suffix=".tmp", dir=so.parent)
+        os.close(fd)
+        try:
+            proc = subprocess.run([cxx, "-O2", "-std=c++17", "-shared", "-fPIC", "-Wno-unknown-pragmas",
+                                   f"-I{_KERNELS}", str(SOURCES[0]), "-o", tmp], capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise TwinUnavailable(f"compiling the kernel twin failed:\n{proc.stderr}")
+            os.replace(tmp, so)  # atomic: a concurrent test run never loads half a file
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    return ctypes.CDLL(str(so))
+
+
+def _arg(a):
+    if isinstance(a, np.ndarray):
+        if not a.flags.c_contiguous:
+            raise ValueError("twin kernels take C-contiguous arrays")
+        return ctypes.c_void_p(a.ctypes.data)
+    return {np.uint64: ctypes.c_uint64, np.uint32: ctypes.c_uint32, np.int32: ctypes.c_int32}[type(a)](int(a))
+
+
+def call(name: str, *args) -> None:
+    fn = getattr(load(), name)
+    fn.restype = None
+    fn(*map(_arg, args))
+
+
+class TwinExecutor:
+    """``proofflow.prover.device.pippenger.Executor`` on the CPU twin."""
+
+    xp = np
+
+    def launch(self, kernel: str, threads: int, *args) -> None:
+        call("twin_" + kernel, np.uint64(threads), *args)
+
+    def host(self, a) -> np.ndarray:
+        return np.asarray(a)
+
+
+def field_op(field: str, op: str, a: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
+    """Element-wise ``op`` on rows of u64 limbs (6 an Fq element, 12 an Fq2 element)."""
+    a = np.ascontiguousarray(a, dtype=np.uint64)
+    b = a if b is None else np.ascontiguousarray(b, dtype=np.uint64)
+    out = np.empty_like(a)
+    call(f"twin_{field}_op", np.int32(FIELD_OPS[op]), a, b, out, np.uint64(a.shape[0]))
+    return out
+
+
+def xyzz_op(group: str, op: str, a: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
+    """One XYZZ operation on a point of 4 coordinates (``b``: a second XYZZ point for add,
+    an affine Montgomery point for madd); affine returns the canonical xy limbs."""
+    a = np.ascontiguousarray(a, dtype=np.uint64)
+    b = a if b is None else np.ascontiguousarray(b, dtype=np.uint64)
+    out = np.empty(a.size // 2 if op == "affine" else a.size, dtype=np.uint64)
+    call(f"twin_xyzz_{group}", np.int32(XYZZ_OPS[op]), a, b, out)
+    return out

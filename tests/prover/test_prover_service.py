@@ -1,0 +1,119 @@
+"""The prover service on the CPU backend: real proofs through the socket, one device phase
+at a time, the stand-in's phase length, bad jobs refused with the service still serving,
+one service for concurrent first callers."""
+import threading
+
+import pytest
+
+from proofflow.prover.service.client import ServiceClient, ServiceError, least_busy
+from service_inputs import job as _job
+from service_inputs import partition as _partition
+from service_inputs import verifies as _verifies
+
+
+@pytest.fixture
+def service(tmp_path, monkeypatch):
+    monkeypatch.setenv("PROOFFLOW_RUNTIME", str(tmp_path / "rt"))
+    client = ServiceClient("cpu", 0, idle_s=60)
+    yield client
+    client.stop()
+
+
+def _spans(reply) -> dict:
+    return {p: (s, e) for p, s, e in reply["spans"]}
+
+
+def test_proofs_through_the_service_verify_and_report_their_phases(service, mimc8_key_dir, tmp_path):
+    started = service.ensure_running()
+    assert started is not None and started > 0
+    assert service.ensure_running() is None  # already running: nothing started
+    d, n, public = _partition(tmp_path, 0)
+    first = service.prove(_job(mimc8_key_dir, d, n))
+    assert _verifies(mimc8_key_dir, first, public)
+    sp = _spans(first)
+    assert {"key_load", "staging_wait", "prefetch", "mutex_wait", "h2d", "ntt", "msm", "assemble"} <= set(sp)
+    assert sp["prefetch"][1] <= sp["mutex_wait"][0] + 1e-6 and sp["mutex_wait"][1] <= sp["h2d"][0] + 1e-6
+    assert sp["h2d"][1] <= sp["ntt"][0] + 1e-6 and sp["ntt"][1] <= sp["msm"][0] + 1e-6
+    nbytes, ms, kind = first["transfers"]["h2d"]
+    assert nbytes == 3 * n * 32 and ms > 0 and kind == "pinned"
+    assert first["device"] == "cpu"
+    # a second job of the same key reuses it: no key_load, and another proof
+    d1, _, public1 = _partition(tmp_path, 1)
+    second = service.prove(_job(mimc8_key_dir, d1, n))
+    assert "key_load" not in _spans(second) and _verifies(mimc8_key_dir, second, public1)
+    st = service.status()
+    assert st["jobs_done"] == 2 and st["keys"] == [str(mimc8_key_dir)]
+    assert st["staging"]["pinned"]["in_use"] == 0  # buffers back in the pool
+
+
+def test_concurrent_jobs_hold_the_device_one_at_a_time(service, mimc8_key_dir, tmp_path):
+    service.ensure_running()
+    parts = [_partition(tmp_path, i) for i in range(4)]
+    replies = [None] * 4
+
+    def run(i):
+        d, n, _ = parts[i]
+        replies[i] = service.prove(_job(mimc8_key_dir, d, n, standin_s=0.25))
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    device = sorted((_spans(r)["h2d"][0], _spans(r)["msm"][1]) for r in replies)
+    for (s0, e0), (s1, e1) in zip(device, device[1:]):
+        assert s1 >= e0, "two device phases overlapped: the device thread is not a mutex"
+    for s, e in device:
+        assert e - s >= 0.25 - 1e-3, "the stand-in phase was shorter than asked"
+    waits = [_spans(r)["mutex_wait"] for r in replies]
+    assert max(e - s for s, e in waits) >= 0.25 * 2, "queued jobs must wait for the device"
+    assert all(_verifies(mimc8_key_dir, r, parts[i][2]) for i, r in enumerate(replies))
+
+
+def test_bad_jobs_are_refused_and_the_service_keeps_serving(service, mimc8_key_dir, tmp_path):
+    service.ensure_running()
+    d, n, public = _partition(tmp_path, 0)
+    with pytest.raises(ServiceError, match="abc_path"):
+        service.prove({**_job(mimc8_key_dir, d, n), "abc_path": 7})
+    with pytest.raises(ServiceError, match="circuit's domain"):
+        service.prove(_job(mimc8_key_dir, d, n // 2))  # a/b/c of the wrong size
+    (d / "short.staged").write_bytes((d / "abc.staged").read_bytes()[:1000])
+    with pytest.raises(ServiceError, match="bytes, expected"):
+        service.prove({**_job(mimc8_key_dir, d, n), "abc_path": str(d / "short.staged")})
+    with pytest.raises(ServiceError, match="no proving key"):
+        service.prove({**_job(mimc8_key_dir, d, n), "params_dir": str(tmp_path / "nowhere")})
+    with pytest.raises(ServiceError, match="standin_s"):
+        service.prove(_job(mimc8_key_dir, d, n, standin_s=-1))
+    assert _verifies(mimc8_key_dir, service.prove(_job(mimc8_key_dir, d, n)), public)
+    st = service.status()
+    assert st["jobs_failed"] == 5 and st["jobs_done"] == 1 and st["staging"]["pinned"]["in_use"] == 0
+
+
+def test_concurrent_first_callers_start_one_service(service):
+    pids, errors = [], []
+
+    def start():
+        try:
+            service.ensure_running()
+            pids.append(service.status()["pid"])
+        except Exception as exc:  # surfaced below
+            errors.append(exc)
+    threads = [threading.Thread(target=start) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors and len(set(pids)) == 1 and len(pids) == 4
+
+
+def test_stop_removes_the_socket_and_least_busy_picks_an_idle_device(service):
+    service.ensure_running()
+    assert least_busy("cpu", [0, 1]) == 0  # both idle: round-robin from the preferred one
+    assert least_busy("cpu", [0, 1], prefer=1) == 1
+    service.stop()
+    for _ in range(100):
+        if not service.path.exists():
+            break
+        threading.Event().wait(0.1)
+    assert not service.path.exists()
+    with pytest.raises(ServiceError):
+        service.status()
