@@ -7,7 +7,6 @@ proof_run with parameters need no batch: trigger proof_run directly.
 from __future__ import annotations
 
 import datetime as dt
-import os
 
 from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
 from airflow.sdk import DAG, task
@@ -17,7 +16,7 @@ from proofflow import settings
 with DAG(
     dag_id="proof_batch",
     description="Trigger proof_run for each pending work file.",
-    schedule=os.environ.get("PROOFFLOW_BATCH_CRON", "*/15 * * * *"),
+    schedule=settings.batch_cron(),
     start_date=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc),
     catchup=False,
     max_active_runs=1,

@@ -14,21 +14,17 @@ imported here: the operators import ``prover`` when they run.
 from __future__ import annotations
 
 import datetime as dt
-import os
 
-from airflow.sdk import DAG, Param, task_group
+from airflow.sdk import DAG, task_group
 
 from proofflow import settings
-from proofflow.airflow.operators.check_h2d import CheckH2DOperator
 from proofflow.airflow.notifiers.run_state import RunStateNotifier
-from proofflow.airflow.operators.proof import (CleanupScratchOperator, FinalizePartitionOperator, FinalizeRunOperator, PrepareScratchOperator, ProveGpuOperator, SetupOperator, StageOperator, SynthesizeOperator, ValidateOperator)
-from proofflow.airflow.params import DEFAULTS, SCHEMA
+from proofflow.airflow.operators.check_h2d import CheckH2DOperator
+from proofflow.airflow.operators.proof import (CleanupScratchOperator, FinalizePartitionOperator, FinalizeRunOperator,
+                                               PrepareScratchOperator, ProveGpuOperator, SetupOperator, StageOperator,
+                                               SynthesizeOperator, ValidateOperator)
 from proofflow.airflow.operators.summary import PublishSummaryOperator
-
-RETRIES = int(os.environ.get("PROOFFLOW_RETRIES", "1"))
-# Synthesis is CPU- and memory-heavy at real sizes: at most this many partitions at once
-# per run (unset: no limit beyond the executor's parallelism).
-SYNTH_CONCURRENCY = int(os.environ["PROOFFLOW_SYNTH_CONCURRENCY"]) if os.environ.get("PROOFFLOW_SYNTH_CONCURRENCY") else None
+from proofflow.airflow.params import dag_params
 
 with DAG(
     dag_id="proof_run",
@@ -36,12 +32,12 @@ with DAG(
     schedule=None,
     start_date=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc),
     catchup=False,
-    max_active_runs=int(os.environ.get("PROOFFLOW_MAX_ACTIVE_RUNS", "4")),
-    params={name: Param(DEFAULTS[name], **schema) for name, schema in SCHEMA.items()},
+    max_active_runs=settings.max_active_runs(),
+    params=dag_params(),
     # weight_rule upstream: a partition further down its chain goes first, so the GPU is fed
     # as soon as one partition is staged while the others are still being synthesized.
     # queue: where the CeleryExecutor sends a task (prove_gpu overrides it with the GPU queue)
-    default_args={"retries": RETRIES, "retry_delay": dt.timedelta(seconds=2), "weight_rule": "upstream",
+    default_args={"retries": settings.retries(), "retry_delay": dt.timedelta(seconds=2), "weight_rule": "upstream",
                   "queue": settings.cpu_queue()},
     on_failure_callback=RunStateNotifier("failed"),
     tags=["proofflow"],
@@ -54,8 +50,10 @@ with DAG(
 
     @task_group(group_id="partition")
     def partition(p):
+        # Synthesis is CPU- and memory-heavy at real sizes: PROOFFLOW_SYNTH_CONCURRENCY bounds
+        # the partitions synthesized at once per run (unset: the executor's parallelism).
         synth = SynthesizeOperator(task_id="synthesize", config=config, partition=p,
-                                   max_active_tis_per_dagrun=SYNTH_CONCURRENCY)
+                                   max_active_tis_per_dagrun=settings.synth_concurrency())
         stage = StageOperator(task_id="stage", config=config, partition=p, synthesized=synth.output)
         prove = ProveGpuOperator(task_id="prove_gpu", config=config, partition=p, staged=stage.output,
                                  setup_result=setup.output, ready_after_task_id=stage.task_id)

@@ -22,7 +22,8 @@ import sys
 import time
 from pathlib import Path
 
-from proofflow.airflow.params import (BACKENDS, CIRCUITS, DEFAULTS, MAX_LOG2, MAX_PARTITIONS, MAX_SEED, MIN_LOG2, MIN_PARTITIONS, STAGING)
+from proofflow.spec import (BACKENDS, CIRCUITS, DEFAULTS, MAX_LOG2, MAX_PARTITIONS, MAX_SEED, MIN_LOG2,
+                            MIN_PARTITIONS, STAGING)
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -66,32 +67,6 @@ def _output_to(path: Path | None):
             os.close(saved[1])
 
 
-def summarize(store, dag_id: str, run_id: str) -> dict:
-    run = store.run(dag_id, run_id) or {}
-    phases = store.phase_summary(dag_id, run_id)
-    transfers = store.transfers(dag_id, run_id)
-    by_dir: dict[str, dict] = {}
-    for t in transfers:
-        d = by_dir.setdefault(t["direction"], {"count": 0, "bytes": 0, "seconds": 0.0, "memory_kind": t["memory_kind"]})
-        d["count"] += 1
-        d["bytes"] += t["bytes"]
-        d["seconds"] += t["duration_s"]
-    for d in by_dir.values():
-        d["gbps"] = round(d["bytes"] / d["seconds"] / 1e9, 3) if d["seconds"] > 0 else None
-        d["seconds"] = round(d["seconds"], 6)
-    return {
-        "dag_id": dag_id, "run_id": run_id, "state": run.get("state"),
-        "circuit": run.get("circuit"), "log2": run.get("log2"), "partitions": run.get("partitions"),
-        "backend": run.get("backend"), "staging": run.get("staging"), "seed": run.get("seed"),
-        "proofs_verified": run.get("proofs_verified") or 0, "wall_s": run.get("wall_s"),
-        "bundle_dir": run.get("bundle_dir"),
-        "phases": [{"task": p["task_id"], "phase": p["phase"], "count": p["count"],
-                    "total_s": round(p["total_s"], 6), "mean_s": round(p["mean_s"], 6), "max_s": round(p["max_s"], 6)}
-                   for p in phases],
-        "transfers": by_dir,
-    }
-
-
 def print_summary(s: dict) -> None:
     print(f"proof_run {s['run_id']}: {s['state']}")
     print(f"  {s['circuit']} 2^{s['log2']}, {s['partitions']} partition(s), backend {s['backend']}, "
@@ -111,47 +86,34 @@ def print_summary(s: dict) -> None:
 
 
 def cmd_run(args) -> int:
-    from proofflow.airflow import bootstrap as airflow_setup
-    from proofflow.airflow.params import InvalidParams, validate_params
+    from proofflow import spec
+    from proofflow.prover import device
     conf = {"circuit": args.circuit, "log2": args.log2, "partitions": args.partitions, "backend": args.backend,
             "staging": args.staging, "seed": args.seed}
-    try:
-        validate_params(conf)  # the DAG's validate task checks again; this gives the message without a run
-    except InvalidParams as exc:
+    try:  # the DAG's validate task checks again; this gives the message without a run
+        spec.validate_params(conf, gpu_available=device.available)
+    except spec.InvalidParams as exc:
         _say(f"error: {exc}")
         return EXIT_BAD_INPUT
-    home = Path(args.home) if args.home else airflow_setup.default_airflow_home()
-    airflow_setup.configure_env(home)
-    dags = Path(os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
-    if not (dags / "proof_run.py").exists():
-        _say(f"error: no proof_run.py in the dags folder {dags} (set PROOFFLOW_DAGS_FOLDER)")
-        return EXIT_BAD_INPUT
+    from proofflow.airflow import local
+    home = local.configure()
     logs = home / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     log_path = None if args.verbose else logs / f"proofflow-run-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.log"
     _say(f"proofflow: AIRFLOW_HOME={home}" + (f", log {log_path}" if log_path else ""))
     t0 = time.time()
-    with _output_to(log_path):
-        setup = airflow_setup.setup_all(log_path=log_path)
-        from airflow.dag_processing.dagbag import DagBag
-        bag = DagBag(str(dags))
-        dag = bag.get_dag("proof_run")
-        if dag is None:
-            err = bag.import_errors
-        else:
-            err = None
-            dr = dag.test(run_conf=conf)
-    if err is not None or dag is None:
-        _say(f"error: proof_run did not load from {dags}: {err}")
+    try:
+        with _output_to(log_path):
+            run = local.run_proof_run(conf, log_path)
+    except local.LocalRunError as exc:
+        _say(f"error: {exc}")
         return EXIT_FAILED
-    from proofflow.prover.service.client import stop_all
-    stop_all()  # the run's prover service: a one-off command leaves nothing running
-    from proofflow.timing.store import TimingStore
-    store = TimingStore(setup["timing_url"])
-    summary = summarize(store, "proof_run", dr.run_id)
-    summary["airflow_state"] = str(getattr(dr.state, "value", dr.state))
+    from proofflow.timing.store import open_store
+    from proofflow.timing.summary import summarize
+    summary = summarize(open_store(run.timing_url), "proof_run", run.run_id)
+    summary["airflow_state"] = run.state
     summary["command_s"] = round(time.time() - t0, 3)
-    summary["timing_db"] = _redact(setup["timing_url"])
+    summary["timing_db"] = _redact(run.timing_url)
     if log_path:
         summary["log"] = str(log_path)
     if args.json:
@@ -160,7 +122,7 @@ def cmd_run(args) -> int:
         print_summary(summary)
     ok = summary["airflow_state"] == "success" and summary["proofs_verified"] == args.partitions
     if not ok:
-        _say(f"proofflow: run {dr.run_id} {summary['airflow_state']}" + (f"; see {log_path}" if log_path else ""))
+        _say(f"proofflow: run {run.run_id} {summary['airflow_state']}" + (f"; see {log_path}" if log_path else ""))
     return EXIT_OK if ok else EXIT_FAILED
 
 
@@ -170,18 +132,17 @@ def _redact(url: str) -> str:
 
 
 def cmd_setup(args) -> int:
-    from proofflow.airflow import bootstrap as airflow_setup
-    info = airflow_setup.setup_all(slots=args.gpu_slots, migrate=not args.no_migrate)
+    from proofflow.airflow import bootstrap
+    info = bootstrap.setup_all(slots=args.gpu_slots, migrate=not args.no_migrate)
     info["timing_url"] = _redact(info["timing_url"])
     print(json.dumps(info))
     return EXIT_OK
 
 
 def cmd_summary(args) -> int:
-    from proofflow.airflow.hooks.timing import resolve_db_url
-    from proofflow.timing.store import TimingStore
-    store = TimingStore(resolve_db_url(use_connection=False))
-    s = summarize(store, args.dag_id, args.run_id)
+    from proofflow.timing.store import open_store
+    from proofflow.timing.summary import summarize
+    s = summarize(open_store(), args.dag_id, args.run_id)
     if s["state"] is None:
         _say(f"error: no run {args.run_id!r} of {args.dag_id} in the timing store")
         return EXIT_BAD_INPUT
@@ -194,6 +155,7 @@ def cmd_summary(args) -> int:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="proofflow", description="Batch Groth16 proving orchestrated by Airflow.")
+    p.add_argument("--home", help=HOME_HELP)
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     r = sub.add_parser("run", help="run one proof_run end to end on a local Airflow (SQLite, no services)",
                        description="Set up a local AIRFLOW_HOME, run proof_run with dag.test(), print its summary "
@@ -205,10 +167,10 @@ def parser() -> argparse.ArgumentParser:
                    default=DEFAULTS["partitions"],
                    help=f"partitions ({MIN_PARTITIONS}..{MAX_PARTITIONS}; default {DEFAULTS['partitions']})")
     r.add_argument("--backend", choices=BACKENDS, default=DEFAULTS["backend"], help="default auto (GPU if present)")
-    r.add_argument("--staging", choices=STAGING, default=DEFAULTS["staging"], help="default pinned")
+    r.add_argument("--staging", choices=STAGING, default=DEFAULTS["staging"],
+                   help="default pinned (the CPU backend has no page-locked memory: pageable there)")
     r.add_argument("--seed", type=_int_in(0, MAX_SEED, "seed"), default=DEFAULTS["seed"])
     r.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
-    r.add_argument("--home", help="AIRFLOW_HOME to set up and use (default ~/.proofflow/airflow)")
     r.add_argument("--verbose", action="store_true", help="Airflow's log on stderr instead of a log file")
     r.set_defaults(func=cmd_run)
     s = sub.add_parser("setup", help="create pool `gpu`, connection proofflow_timing and the timing tables",
@@ -225,11 +187,20 @@ def parser() -> argparse.ArgumentParser:
     from proofflow.timing import calibrate, report
     calibrate.add_parser(sub)
     report.add_parser(sub)
+    for command in sub.choices.values():  # --home before or after the command
+        command.add_argument("--home", default=argparse.SUPPRESS, help=HOME_HELP)
     return p
+
+
+HOME_HELP = ("the proofflow home: timing store, keys, bundles, and the embedded Airflow of `run` in its "
+             "airflow/ (default $PROOFFLOW_HOME, ~/.proofflow)")
 
 
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
+    if args.home:
+        from proofflow import settings
+        settings.set_home(Path(args.home).resolve())
     try:
         return args.func(args)
     except (ValueError, OSError) as exc:  # bad input, an unusable file or store: a message, not a traceback

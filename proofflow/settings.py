@@ -1,56 +1,90 @@
-"""Where proofflow keeps things, each from one setting (env var first, then a default).
+"""Every environment variable proofflow reads, in one place (read when asked, so a changed
+environment applies to the next call). No other module of the product reads the
+environment.
 
+Where things live:
+    PROOFFLOW_HOME          base of the defaults below (~/.proofflow; $AIRFLOW_HOME/proofflow
+                            when AIRFLOW_HOME is set, so each Airflow deployment has its own)
     PROOFFLOW_DB_URL        timing store URL (else the Airflow connection ``proofflow_timing``,
                             else SQLite at $PROOFFLOW_HOME/timing.db)
-    PROOFFLOW_HOME          base of the defaults below ($AIRFLOW_HOME/proofflow, or
-                            ~/airflow/proofflow when AIRFLOW_HOME is unset)
     PROOFFLOW_SCRATCH       run-scoped scratch dirs ($PROOFFLOW_HOME/scratch)
     PROOFFLOW_PARAMS_CACHE  proving keys, one dir per (circuit, log2, seed) ($PROOFFLOW_HOME/params)
     PROOFFLOW_BUNDLES       finished proof bundles ($PROOFFLOW_HOME/bundles)
+    PROOFFLOW_PENDING       proof_batch's pending work files ($PROOFFLOW_HOME/pending)
+    PROOFFLOW_REPORTS       check_h2d's results and data docs ($PROOFFLOW_HOME/reports)
+    PROOFFLOW_AIRFLOW_HOME  the embedded Airflow home of `proofflow run` ($PROOFFLOW_HOME/airflow)
+    PROOFFLOW_DAGS_FOLDER   the DAG files `proofflow run` loads (the source tree's dags/)
+    PROOFFLOW_CACHE         compiled CPU kernels ($XDG_CACHE_HOME/proofflow, ~/.cache/proofflow)
+    PROOFFLOW_RUNTIME       the prover services' sockets (/tmp/proofflow-<uid>/<digest of home>)
 
 How prove_gpu reaches the device:
     PROOFFLOW_GPU_SERVICE   1 (default): through the device's long-lived prover service
-                            (proofflow/prover/service); 0: in the task's own process (the naive design,
-                            kept for comparison)
+                            (proofflow/prover/service); 0: in the task's own process (the naive
+                            design, kept for comparison)
     PROOFFLOW_GPU_DEPTH     prove_gpu tasks in flight per device with the service (default 4:
                             one on the device, the next ones' inputs prefetched, enough to
                             cover Airflow's hand-off of ~1-2.5 s at a ~1 s device phase); the
                             pool `gpu` gets devices x depth slots (1 a device in-process)
+    PROOFFLOW_GPU_SLOTS     the pool's slots, overriding devices x depth (a deployment's sum)
     PROOFFLOW_GPU_DEVICES   device indices this worker proves on (e.g. "0,1"; default: one
                             per entry of CUDA_VISIBLE_DEVICES, else 0)
     PROOFFLOW_STANDIN_GPU_S stretch each proof's device phase to this many seconds (a
                             calibrated stand-in for a GPU phase, for the pipeline benchmark)
+    PROOFFLOW_STAGING_BUDGET / PROOFFLOW_STAGING_TIMEOUT
+                            a process's staging-pool byte budget (8 GiB) and how long a request
+                            waits for room in it before failing (600 s)
+    PROOFFLOW_SERVICE_IDLE_S / _START_TIMEOUT / _JOB_TIMEOUT
+                            a prover service stops after this long idle (600 s); a caller waits
+                            this long for one to start (600 s: a first compile) and for a job (3600 s)
+    PROOFFLOW_SETUP_WORKERS processes of the CPU setup's fixed-base multiplications (the cores)
 
-Where tasks run under the CeleryExecutor (LocalExecutor and dag.test() ignore queues):
-    PROOFFLOW_GPU_QUEUE     Celery queue of prove_gpu, served by the GPU workers (gpu)
-    PROOFFLOW_CPU_QUEUE     Celery queue of every other task (cpu)
+Where tasks run (CeleryExecutor; LocalExecutor and dag.test() ignore queues):
+    PROOFFLOW_GPU_QUEUE / PROOFFLOW_CPU_QUEUE   prove_gpu's queue (gpu), every other task's (cpu)
+    PROOFFLOW_WORKER_NAME   the host name a worker records (proofflow.airflow.worker)
+
+The DAGs: PROOFFLOW_RETRIES (1), PROOFFLOW_SYNTH_CONCURRENCY (no limit),
+PROOFFLOW_MAX_ACTIVE_RUNS (4), PROOFFLOW_BATCH_CRON (*/15 * * * *).
+
+Checks and alerts: PROOFFLOW_H2D_<NAME> (check_h2d's settings, proofflow.timing.h2d_check),
+PROOFFLOW_SMTP_CONN_ID (smtp_default), PROOFFLOW_ALERT_EMAIL.
 
 Faults:
     PROOFFLOW_DB_RETRY_S    how long the timing store retries a lost database connection (60)
-    PROOFFLOW_STAGING_BUDGET / PROOFFLOW_STAGING_TIMEOUT
-                            the staging pool's byte budget (8 GiB) and how long a request waits
-                            for room in it before failing (600 s)
-    PROOFFLOW_FAULT         fault injection for the reliability tests (proofflow/prover/faults.py); unset
-                            in operation
+    PROOFFLOW_FAULT         fault injection for the reliability tests (proofflow/prover/faults.py);
+                            unset in operation
 """
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
 TIMING_CONN_ID = "proofflow_timing"
+API_CONN_ID = "proofflow_airflow_api"
+WEBHOOK_CONN_ID = "proofflow_webhook"
 GPU_POOL = "gpu"
 
 
+def _get(name: str, default: str | None = None) -> str | None:
+    """The variable's value, or ``default`` when it is unset or empty."""
+    return os.environ.get(name) or default
+
+
+def _float(name: str, default: float) -> float:
+    return float(_get(name) or default)
+
+
+# -- where things live -----------------------------------------------------------------------
 def home() -> Path:
-    if os.environ.get("PROOFFLOW_HOME"):
-        return Path(os.environ["PROOFFLOW_HOME"])
-    airflow_home = os.environ.get("AIRFLOW_HOME") or os.path.expanduser("~/airflow")
-    return Path(airflow_home) / "proofflow"
+    if _get("PROOFFLOW_HOME"):
+        return Path(_get("PROOFFLOW_HOME"))
+    if _get("AIRFLOW_HOME"):
+        return Path(_get("AIRFLOW_HOME")) / "proofflow"
+    return Path.home() / ".proofflow"
 
 
 def _dir(env: str, default: str) -> Path:
-    return Path(os.environ[env]) if os.environ.get(env) else home() / default
+    return Path(_get(env)) if _get(env) else home() / default
 
 
 def scratch_root() -> Path:
@@ -65,41 +99,175 @@ def bundles_root() -> Path:
     return _dir("PROOFFLOW_BUNDLES", "bundles")
 
 
+def pending_dir() -> Path:
+    return _dir("PROOFFLOW_PENDING", "pending")
+
+
+def reports_root() -> Path:
+    return _dir("PROOFFLOW_REPORTS", "reports")
+
+
+def local_airflow_home() -> Path:
+    return _dir("PROOFFLOW_AIRFLOW_HOME", "airflow")
+
+
+def dags_folder() -> Path:
+    """The DAG files: PROOFFLOW_DAGS_FOLDER, else the source tree's dags/."""
+    return Path(_get("PROOFFLOW_DAGS_FOLDER")) if _get("PROOFFLOW_DAGS_FOLDER") else \
+        Path(__file__).resolve().parents[1] / "dags"
+
+
+def cache_root() -> Path:
+    if _get("PROOFFLOW_CACHE"):
+        return Path(_get("PROOFFLOW_CACHE"))
+    return Path(_get("XDG_CACHE_HOME") or Path.home() / ".cache") / "proofflow"
+
+
+def runtime_dir() -> Path:
+    """Short enough for a Unix socket path, private to the user, one per proofflow home."""
+    if _get("PROOFFLOW_RUNTIME"):
+        return Path(_get("PROOFFLOW_RUNTIME"))
+    digest = hashlib.sha256(str(home().absolute()).encode()).hexdigest()[:10]
+    return Path(f"/tmp/proofflow-{os.getuid()}") / digest
+
+
+def c_compiler() -> str | None:
+    return _get("CC")
+
+
+# -- the timing store --------------------------------------------------------------------
+def db_url() -> str | None:
+    """PROOFFLOW_DB_URL, or None (then the connection or the SQLite default)."""
+    return _get("PROOFFLOW_DB_URL")
+
+
 def default_db_url() -> str:
     return f"sqlite:///{home() / 'timing.db'}"
 
 
-def db_url_from_env() -> str | None:
-    return os.environ.get("PROOFFLOW_DB_URL") or None
+def db_retry_s() -> float:
+    return _float("PROOFFLOW_DB_RETRY_S", 60)
 
 
+# -- devices and the prover service ----------------------------------------------------------
 def gpu_service_enabled() -> bool:
-    return os.environ.get("PROOFFLOW_GPU_SERVICE", "1").strip().lower() not in ("0", "false", "no", "off")
+    return (_get("PROOFFLOW_GPU_SERVICE") or "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 def gpu_depth() -> int:
-    depth = int(os.environ.get("PROOFFLOW_GPU_DEPTH", "4"))
+    depth = int(_get("PROOFFLOW_GPU_DEPTH") or 4)
     if depth < 1:
         raise ValueError(f"PROOFFLOW_GPU_DEPTH must be >= 1, got {depth}")
     return depth
 
 
+def gpu_slots() -> int | None:
+    return max(1, int(_get("PROOFFLOW_GPU_SLOTS"))) if _get("PROOFFLOW_GPU_SLOTS") else None
+
+
+def cuda_visible_devices() -> str | None:
+    """CUDA_VISIBLE_DEVICES as set (None: unset; '' hides every device)."""
+    return os.environ.get("CUDA_VISIBLE_DEVICES")
+
+
 def gpu_devices() -> list[int]:
-    spec = os.environ.get("PROOFFLOW_GPU_DEVICES") or ""
+    spec = _get("PROOFFLOW_GPU_DEVICES") or ""
     if spec.strip():
         return [int(x) for x in spec.split(",") if x.strip()]
-    visible = [x for x in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if x.strip()]
+    visible = [x for x in (cuda_visible_devices() or "").split(",") if x.strip()]
     return list(range(len(visible))) or [0]
 
 
 def standin_gpu_s() -> float | None:
-    v = os.environ.get("PROOFFLOW_STANDIN_GPU_S")
+    v = _get("PROOFFLOW_STANDIN_GPU_S")
     return float(v) if v else None
 
 
+def staging_budget() -> int:
+    return int(_get("PROOFFLOW_STAGING_BUDGET") or 8 << 30)
+
+
+def staging_timeout_s() -> float:
+    return _float("PROOFFLOW_STAGING_TIMEOUT", 600)
+
+
+def service_idle_s() -> float:
+    return _float("PROOFFLOW_SERVICE_IDLE_S", 600)
+
+
+def service_start_timeout_s() -> float:
+    return _float("PROOFFLOW_SERVICE_START_TIMEOUT", 600)  # a first NVRTC compile included
+
+
+def service_job_timeout_s() -> float:
+    return _float("PROOFFLOW_SERVICE_JOB_TIMEOUT", 3600)
+
+
+def setup_workers() -> int:
+    return int(_get("PROOFFLOW_SETUP_WORKERS") or os.cpu_count() or 1)
+
+
+# -- Airflow ---------------------------------------------------------------------------------
 def gpu_queue() -> str:
-    return os.environ.get("PROOFFLOW_GPU_QUEUE") or "gpu"
+    return _get("PROOFFLOW_GPU_QUEUE", "gpu")
 
 
 def cpu_queue() -> str:
-    return os.environ.get("PROOFFLOW_CPU_QUEUE") or "cpu"
+    return _get("PROOFFLOW_CPU_QUEUE", "cpu")
+
+
+def worker_name() -> str | None:
+    return (_get("PROOFFLOW_WORKER_NAME") or "").strip() or None
+
+
+def retries() -> int:
+    return int(_get("PROOFFLOW_RETRIES") or 1)
+
+
+def synth_concurrency() -> int | None:
+    return int(_get("PROOFFLOW_SYNTH_CONCURRENCY")) if _get("PROOFFLOW_SYNTH_CONCURRENCY") else None
+
+
+def max_active_runs() -> int:
+    return int(_get("PROOFFLOW_MAX_ACTIVE_RUNS") or 4)
+
+
+def batch_cron() -> str:
+    return _get("PROOFFLOW_BATCH_CRON", "*/15 * * * *")
+
+
+def airflow(name: str) -> str | None:
+    """An Airflow setting from the environment (AIRFLOW_HOME, AIRFLOW__SECTION__KEY)."""
+    return _get(name)
+
+
+def configure_airflow(values: dict[str, str]) -> None:
+    """Set Airflow's settings for this process and its children (before Airflow is imported:
+    it reads its configuration at import time)."""
+    os.environ.update(values)
+
+
+def set_home(path: Path) -> None:
+    """Fix this process's (and its children's) proofflow home, e.g. before a command sets
+    AIRFLOW_HOME, so the home does not move with it."""
+    os.environ["PROOFFLOW_HOME"] = str(path)
+
+
+# -- checks, alerts, faults ----------------------------------------------------------------
+def h2d_check(name: str) -> str | None:
+    return _get(f"PROOFFLOW_H2D_{name.upper()}")
+
+
+def smtp_conn_id() -> str:
+    return _get("PROOFFLOW_SMTP_CONN_ID", "smtp_default")
+
+
+def alert_email() -> str | None:
+    return _get("PROOFFLOW_ALERT_EMAIL")
+
+
+FAULT_ENV = "PROOFFLOW_FAULT"
+
+
+def fault_specs() -> str:
+    return _get(FAULT_ENV, "")

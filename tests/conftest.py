@@ -112,9 +112,9 @@ def _remove_test_airflow_home():
 @pytest.fixture(scope="session")
 def airflow_home():
     """The session's AIRFLOW_HOME with its metadata DB migrated and pool `gpu` created."""
-    from proofflow.airflow import bootstrap as airflow_setup
-    airflow_setup.migrate_metadata_db(_AIRFLOW_HOME / "migrate.log")
-    airflow_setup.ensure_pool(1)
+    from proofflow.airflow import bootstrap
+    bootstrap.migrate_metadata_db(_AIRFLOW_HOME / "migrate.log")
+    bootstrap.ensure_pool(1)
     return _AIRFLOW_HOME
 
 

@@ -7,7 +7,6 @@ import time.
 """
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,28 +17,20 @@ POOL_DESCRIPTION = ("prove_gpu slots: per GPU, one (in-process: the GPU mutex) o
                     "service: the service holds the device); created by proofflow setup")
 
 
-def repo_dags_folder() -> Path:
-    if os.environ.get("PROOFFLOW_DAGS_FOLDER"):
-        return Path(os.environ["PROOFFLOW_DAGS_FOLDER"])
-    return Path(__file__).resolve().parents[2] / "dags"
-
-
-def default_airflow_home() -> Path:
-    return Path(os.environ.get("PROOFFLOW_AIRFLOW_HOME") or Path.home() / ".proofflow" / "airflow")
-
-
-def configure_env(home: Path, dags_folder: Path | None = None) -> dict:
-    """Point Airflow at a local home (SQLite metadata DB inside it) and the repo's dags/."""
-    home = Path(home).resolve()
+def configure_env() -> dict:
+    """Point Airflow at the embedded home (``settings.local_airflow_home()``, SQLite metadata
+    DB inside it) and the DAG files. The proofflow home is fixed first: setting AIRFLOW_HOME
+    must not move it from where a plain shell finds it (``proofflow report`` after ``run``)."""
+    settings.set_home(settings.home())
+    home = settings.local_airflow_home().resolve()
     home.mkdir(parents=True, exist_ok=True)
     env = {
         "AIRFLOW_HOME": str(home),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(dags_folder or repo_dags_folder()),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(settings.dags_folder()),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
     }
-    os.environ.update(env)
-    os.environ.setdefault("PROOFFLOW_HOME", str(home / "proofflow"))
+    settings.configure_airflow(env)
     return env
 
 
@@ -48,9 +39,9 @@ def migrate_metadata_db(log_path: Path | None = None) -> None:
     when this home was already migrated by this Airflow version."""
     import importlib.metadata
     version = importlib.metadata.version("apache-airflow-core")
-    home = Path(os.environ["AIRFLOW_HOME"])
-    marker = home / ".proofflow-db-migrated"
-    stamp = f"{version} {os.environ.get('AIRFLOW__DATABASE__SQL_ALCHEMY_CONN', '')}"
+    from airflow.configuration import AIRFLOW_HOME, conf
+    marker = Path(AIRFLOW_HOME) / ".proofflow-db-migrated"
+    stamp = f"{version} {conf.get('database', 'sql_alchemy_conn')}"
     if marker.exists() and marker.read_text() == stamp:
         return
     log = open(log_path, "ab") if log_path else subprocess.DEVNULL
@@ -65,22 +56,15 @@ def migrate_metadata_db(log_path: Path | None = None) -> None:
     marker.write_text(stamp)
 
 
-def gpu_count() -> int:
-    try:
-        import cupy
-        return max(1, cupy.cuda.runtime.getDeviceCount())
-    except Exception:
-        return 1  # no GPU: the CPU backend still proves in the pool, one device's worth
-
-
 def default_slots() -> int:
     """Slots of pool ``gpu``: PROOFFLOW_GPU_SLOTS, else per device one (in-process: the pool
     is the mutex) or PROOFFLOW_GPU_DEPTH (the prover service holds the device; the pool
     bounds the partitions in flight per device)."""
-    if os.environ.get("PROOFFLOW_GPU_SLOTS"):
-        return max(1, int(os.environ["PROOFFLOW_GPU_SLOTS"]))
+    if settings.gpu_slots():
+        return settings.gpu_slots()
+    from proofflow.prover import device
     per_device = settings.gpu_depth() if settings.gpu_service_enabled() else 1
-    return gpu_count() * per_device
+    return max(1, device.count()) * per_device  # no GPU: the CPU backend proves, one device's worth
 
 
 def ensure_pool(slots: int | None = None) -> int:
@@ -117,16 +101,12 @@ def ensure_connection(url: str) -> None:
             conn.set_extra(json.dumps({"url": url}))
 
 
-def timing_url() -> str:
-    return settings.db_url_from_env() or settings.default_db_url()
-
-
 def setup_all(slots: int | None = None, migrate: bool = True, log_path: Path | None = None) -> dict:
     if migrate:
         migrate_metadata_db(log_path)
     slots = ensure_pool(slots)
-    url = timing_url()
+    from proofflow.timing.store import TimingStore, resolve_url
+    url = resolve_url()  # what the connection will name: PROOFFLOW_DB_URL or the default
     ensure_connection(url)
-    from proofflow.timing.store import TimingStore
     TimingStore(url).dispose()  # timing tables at Alembic head
     return {"pool": settings.GPU_POOL, "slots": slots, "timing_url": url}

@@ -1,16 +1,10 @@
-"""The proof-run parameters: their JSON schema (for the DAG's Params and the trigger form)
-and the checks the ``validate`` task makes before any work. Light: no ``prover`` import at
-module level (a test checks CIRCUITS against ``proofflow.prover.circuits.CIRCUITS``)."""
+"""proof_run's Params: the JSON schema of each parameter (the DAG's Params, which build the
+UI's trigger form), from the domains in ``proofflow.spec``; the ``validate`` task checks the
+same domains again with ``spec.validate_params``."""
 from __future__ import annotations
 
-CIRCUITS = ("mimc",)
-MIN_LOG2, MAX_LOG2 = 8, 24
-MIN_PARTITIONS, MAX_PARTITIONS = 1, 64
-BACKENDS = ("auto", "cpu", "gpu")
-STAGING = ("pinned", "pageable")
-MAX_SEED = (1 << 63) - 1  # the timing store keeps it in a 64-bit column
-
-DEFAULTS = {"circuit": "mimc", "log2": 10, "partitions": 4, "backend": "auto", "staging": "pinned", "seed": 0}
+from proofflow.spec import (BACKENDS, CIRCUITS, DEFAULTS, MAX_LOG2, MAX_PARTITIONS, MAX_SEED, MIN_LOG2,
+                            MIN_PARTITIONS, STAGING)
 
 
 def _range(lo: int, hi: int | None = None) -> dict:
@@ -37,65 +31,14 @@ SCHEMA = {
     "staging": dict(type="string", enum=list(STAGING), title="Staging memory",
                     values_display={"pinned": "pinned: page-locked, fast DMA",
                                     "pageable": "pageable: plain memory, for comparison"},
-                    description="Host memory for the a/b/c vectors uploaded to the GPU."),
+                    description="Host memory for the a/b/c vectors uploaded to the GPU (the CPU backend has no "
+                                "page-locked memory: its runs are pageable, and recorded so)."),
     "seed": dict(type="integer", **_range(0, MAX_SEED), title="Seed",
                  description="Seed of the test-only proving key and of the partitions' inputs: an integer in 0..2^63-1."),
 }
 
 
-class InvalidParams(ValueError):
-    pass
-
-
-def _int(name, value, lo=None, hi=None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidParams(f"{name} must be an integer, got {value!r}")
-    if (lo is not None and value < lo) or (hi is not None and value > hi):
-        rng = f"{lo}..{hi}" if hi is not None else f">= {lo}"
-        raise InvalidParams(f"{name} must be in {rng}, got {value}")
-    return value
-
-
-def validate_params(params: dict, gpu_available=None) -> dict:
-    """Checked, normalized config; raises InvalidParams with one clear message per problem.
-    ``gpu_available``: a callable (default ``proofflow.prover.backend.gpu_available``) used only when
-    the GPU backend is asked for or auto-selected."""
-    p = {**DEFAULTS, **{k: v for k, v in dict(params).items() if k in DEFAULTS}}
-    problems = []
-    unknown = sorted(str(k) for k in dict(params) if k not in DEFAULTS)
-    if unknown:  # a misspelt name would otherwise run with the default silently
-        problems.append(f"unknown parameter(s) {', '.join(map(repr, unknown))}: known are {', '.join(DEFAULTS)}")
-
-    def check(fn):
-        try:
-            fn()
-        except InvalidParams as exc:
-            problems.append(str(exc))
-
-    def circuit():
-        if p["circuit"] not in CIRCUITS:
-            raise InvalidParams(f"unknown circuit {p['circuit']!r}: known circuits are {', '.join(CIRCUITS)}")
-
-    def choice(name, options):
-        def fn():
-            if p[name] not in options:
-                raise InvalidParams(f"{name} must be one of {', '.join(options)}, got {p[name]!r}")
-        return fn
-
-    check(circuit)
-    check(lambda: _int("log2", p["log2"], MIN_LOG2, MAX_LOG2))
-    check(lambda: _int("partitions", p["partitions"], MIN_PARTITIONS, MAX_PARTITIONS))
-    check(lambda: _int("seed", p["seed"], 0, MAX_SEED))
-    check(choice("backend", BACKENDS))
-    check(choice("staging", STAGING))
-    if problems:
-        raise InvalidParams("invalid proof_run parameters: " + "; ".join(problems))
-    if gpu_available is None:
-        from proofflow.prover.backend import gpu_available
-    backend = p["backend"]
-    if backend == "gpu" and not gpu_available():
-        raise InvalidParams("backend 'gpu' asked for, but no GPU is visible on this worker (is CuPy installed "
-                            "and a device present?): trigger with backend 'cpu' or 'auto'")
-    resolved = "gpu" if backend == "gpu" or (backend == "auto" and gpu_available()) else "cpu"
-    return {**p, "backend_requested": backend, "backend": resolved,
-            "partition_ids": list(range(p["partitions"]))}
+def dag_params() -> dict:
+    """The Params of proof_run, one per parameter, with its default."""
+    from airflow.sdk import Param
+    return {name: Param(DEFAULTS[name], **schema) for name, schema in SCHEMA.items()}

@@ -11,14 +11,10 @@ from pathlib import Path
 from proofflow import settings
 
 
-def pending_dir() -> Path:
-    return Path(os.environ["PROOFFLOW_PENDING"]) if os.environ.get("PROOFFLOW_PENDING") else settings.home() / "pending"
-
-
 def claim(directory: Path | None = None, limit: int = 64) -> list[dict]:
     """Confs for proof_run, one per claimed file (oldest first)."""
-    from proofflow.airflow.params import InvalidParams, validate_params
-    d = Path(directory or pending_dir())
+    from proofflow.spec import InvalidParams, validate_params
+    d = Path(directory or settings.pending_dir())
     if not d.is_dir():
         return []
     (d / "claimed").mkdir(exist_ok=True)

@@ -12,13 +12,10 @@ callable here and naming themselves:
 """
 from __future__ import annotations
 
-import os
 
 
 def hostname() -> str:
-    """PROOFFLOW_WORKER_NAME when set, else Airflow's default (the FQDN)."""
-    name = os.environ.get("PROOFFLOW_WORKER_NAME", "").strip()
-    if name:
-        return name
-    from airflow.utils.net import getfqdn
-    return getfqdn()
+    """PROOFFLOW_WORKER_NAME when set, else Airflow's default (the FQDN): the name
+    ``proofflow calibrate`` stores its calibration under (``timing.calibrate.host_name``)."""
+    from proofflow.timing.calibrate import host_name
+    return host_name()

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from proofflow.prover.groth16 import verifier
-from proofflow.prover.groth16.data_structures import FORMAT, KeyFormatError, Proof, VerifyingKey, atomic_write
+from proofflow.prover import files
+from proofflow.prover.groth16.data_structures import FORMAT, KeyFormatError, Proof, VerifyingKey
 
 MANIFEST = "manifest.json"
 
@@ -36,7 +37,7 @@ def proof_name(partition: int) -> str:
 
 def write_proof(directory, partition: int, proof: Proof) -> Path:
     path = Path(directory) / proof_name(partition)
-    atomic_write(path, proof.to_bytes())
+    files.write_bytes(path, proof.to_bytes())
     return path
 
 
@@ -48,7 +49,7 @@ def write_manifest(directory, circuit: str, log2: int, vk: VerifyingKey, entries
                 "partitions": [{"partition": p, "public_inputs": [hex(x) for x in inputs], "proof": proof_name(p)}
                                for p, inputs in sorted(entries)]}
     path = directory / MANIFEST
-    atomic_write(path, json.dumps(manifest, indent=1).encode())
+    files.write_bytes(path, json.dumps(manifest, indent=1).encode())
     return path
 
 

@@ -7,12 +7,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from proofflow.prover.circuits import CIRCUITS, MAX_LOG2, MIN_LOG2, get_circuit
+from proofflow.spec import BACKENDS, CIRCUITS, MAX_LOG2, MIN_LOG2, STAGING, resolve_staging
 
 EXIT_OK, EXIT_INVALID, EXIT_BAD_INPUT = 0, 1, 2
-STAGING = ("auto", "pinned", "pageable")
-STAGING_HELP = ("memory synthesis writes a/b/c into: pinned (page-locked, full-rate uploads; needs a GPU), "
-                "pageable, or auto (pinned with the GPU backend; default)")
+STAGING_HELP = ("memory synthesis writes a/b/c into: pinned (page-locked, full-rate uploads; the default) or "
+                "pageable; the CPU backend has no page-locked memory, so it is pageable there")
 
 
 def _log2(text: str) -> int:
@@ -49,6 +48,7 @@ def _setup_progress(stage: str, done: int, total: int) -> None:
 
 
 def cmd_setup(args) -> int:
+    from proofflow.prover.circuits import get_circuit
     from proofflow.prover.groth16 import generator
     circuit = get_circuit(args.circuit, args.log2)
     backend = _backend(args.backend)
@@ -66,19 +66,20 @@ def _backend(name: str):
     return get_backend(name)
 
 
-def _staging_pool(mode: str, backend, circuit):
-    """A pool holding one partition's a/b/c: pinned for the GPU, else pageable."""
-    from proofflow.prover import batch
-    from proofflow.prover.backend import BackendUnavailable, gpu_available
-    from proofflow.prover.staging import StagingPool
-    pinned = mode == "pinned" or (mode == "auto" and backend.name == "gpu")
-    if pinned and not gpu_available():
-        raise BackendUnavailable("pinned staging needs CuPy and a visible GPU; use --staging pageable")
-    return StagingPool(StagingPool.block_size(batch.abc_bytes(circuit)), pinned=pinned)
+def _staging_pool(mode: str, backend):
+    """This process's staging pool: page-locked when the GPU backend can pin it."""
+    from proofflow.prover import pipeline
+    return pipeline.staging_pool(pinned=resolve_staging(mode, backend.name) == "pinned")
+
+
+def _key(pk, circuit):
+    from proofflow.prover.pipeline import Key
+    return Key(pk, circuit.constraint_system)
 
 
 def cmd_prove(args) -> int:
-    from proofflow.prover import batch
+    from proofflow.prover import pipeline
+    from proofflow.prover.circuits import get_circuit
     from proofflow.prover.groth16.data_structures import KeyFormatError, ProvingKey
     try:
         pk = ProvingKey.load(args.params)
@@ -89,11 +90,11 @@ def cmd_prove(args) -> int:
     backend = _backend(args.backend)
     _say(f"prove: {args.partitions} partition(s) of {circuit.name} 2^{circuit.log2}, backend {backend.name}")
 
-    def progress(r):
-        _say(f"  partition {r.partition + 1}/{args.partitions} proved in {sum(r.timer.totals().values()):.2f} s")
+    def progress(i, timer):
+        _say(f"  partition {i + 1}/{args.partitions} proved in {sum(timer.totals().values()):.2f} s")
 
-    pool = _staging_pool(args.staging, backend, circuit)
-    batch.prove_to_bundle(pk, circuit, args.partitions, args.seed, args.out, backend, progress, pool)
+    pipeline.prove_partitions(_key(pk, circuit), circuit, args.partitions, args.seed, args.out, backend,
+                              _staging_pool(args.staging, backend), progress)
     _say(f"prove: wrote {args.out}")
     return EXIT_OK
 
@@ -113,8 +114,9 @@ def cmd_verify(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    from proofflow.prover import batch
+    from proofflow.prover import pipeline
     from proofflow.prover.bundle import verify_bundle
+    from proofflow.prover.circuits import get_circuit
     from proofflow.prover.groth16 import generator
     from proofflow.prover.timing import PhaseTimer
     circuit = get_circuit(args.circuit, args.log2)
@@ -127,15 +129,14 @@ def cmd_demo(args) -> int:
         with timer.phase("setup"):
             pk = generator.setup(circuit, args.seed, progress=_setup_progress if args.log2 >= 14 else None,
                                  backend=backend)
-        reports = batch.prove_to_bundle(
-            pk, circuit, args.partitions, args.seed, out, backend,
-            lambda r: _say(f"  partition {r.partition + 1}/{args.partitions} proved"),
-            _staging_pool(args.staging, backend, circuit))
+        timers = pipeline.prove_partitions(
+            _key(pk, circuit), circuit, args.partitions, args.seed, out, backend,
+            _staging_pool(args.staging, backend), lambda i, _t: _say(f"  partition {i + 1}/{args.partitions} proved"))
         with timer.phase("verify"):
             results = verify_bundle(out)
     per_phase: dict[str, list[float]] = {}
-    for r in reports:
-        for phase, s in r.timer.totals().items():
+    for t in timers:
+        for phase, s in t.totals().items():
             per_phase.setdefault(phase, []).append(s)
     print(f"{'phase':<12}{'count':>6}{'total s':>10}{'mean s':>10}")
     rows = [("setup", [timer.totals()["setup"]])] + list(per_phase.items()) + [("verify", [timer.totals()["verify"]])]
@@ -158,7 +159,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--log2", type=_log2, required=True, help=f"log2 of the constraint count ({MIN_LOG2}..{MAX_LOG2})")
     s.add_argument("--out", required=True, help="directory to write the keys to")
     s.add_argument("--seed", type=_seed, default=0, help="seed of the toxic waste (default 0)")
-    s.add_argument("--backend", choices=("auto", "cpu", "gpu"), default="auto",
+    s.add_argument("--backend", choices=BACKENDS, default="auto",
                    help="where the key points are computed (default auto); every backend writes the same key")
     s.add_argument("--quiet", action="store_true", help="no progress output")
     s.set_defaults(func=cmd_setup)
@@ -170,8 +171,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--partitions", type=_positive, required=True, help="number of partitions (independent instances)")
     s.add_argument("--out", required=True, help="directory for the proof bundle")
     s.add_argument("--seed", type=_seed, default=0, help="seed of the partitions' inputs (default 0)")
-    s.add_argument("--backend", choices=("auto", "cpu", "gpu"), default="auto", help="compute backend (default auto)")
-    s.add_argument("--staging", choices=STAGING, default="auto", help=STAGING_HELP)
+    s.add_argument("--backend", choices=BACKENDS, default="auto", help="compute backend (default auto)")
+    s.add_argument("--staging", choices=STAGING, default="pinned", help=STAGING_HELP)
     s.set_defaults(func=cmd_prove)
 
     s = sub.add_parser("verify", help="verify every proof of a bundle",
@@ -186,8 +187,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--log2", type=_log2, default=10, help=f"log2 of the constraint count ({MIN_LOG2}..{MAX_LOG2}; default 10)")
     s.add_argument("--partitions", type=_positive, default=2, help="number of partitions (default 2)")
     s.add_argument("--seed", type=_seed, default=0, help="seed of keys and inputs (default 0)")
-    s.add_argument("--backend", choices=("auto", "cpu", "gpu"), default="auto", help="compute backend (default auto)")
-    s.add_argument("--staging", choices=STAGING, default="auto", help=STAGING_HELP)
+    s.add_argument("--backend", choices=BACKENDS, default="auto", help="compute backend (default auto)")
+    s.add_argument("--staging", choices=STAGING, default="pinned", help=STAGING_HELP)
     s.add_argument("--out", help="keep the proof bundle in this directory (default: a temporary one)")
     s.set_defaults(func=cmd_demo)
     return p

@@ -31,7 +31,9 @@ from __future__ import annotations
 import os
 import signal
 
-ENV = "PROOFFLOW_FAULT"
+from proofflow import settings
+
+ENV = settings.FAULT_ENV
 KINDS = ("kill", "kill_mid_write", "oom")
 
 
@@ -41,7 +43,7 @@ class DeviceOutOfMemory(MemoryError):
 
 def _specs() -> list[tuple[str, str, str]]:
     out = []
-    for spec in os.environ.get(ENV, "").split(","):
+    for spec in settings.fault_specs().split(","):
         parts = spec.strip().split(":", 2)
         if len(parts) == 3 and parts[0] in KINDS:
             out.append((parts[0], parts[1], parts[2]))
@@ -60,18 +62,16 @@ def _claim(marker: str) -> bool:
 
 def fires(kind: str, where: str) -> bool:
     """True once, for the first caller reaching a spec of this kind and place."""
-    if not os.environ.get(ENV):
+    if not settings.fault_specs():
         return False
     return any(k == kind and w == where and _claim(m) for k, w, m in _specs())
 
 
 def out_of_memory(nbytes: int = 1 << 34) -> MemoryError:
     """The exception a device allocation of ``nbytes`` raises when the device is full."""
-    try:
-        from cupy.cuda.memory import OutOfMemoryError
-    except ImportError:
-        return DeviceOutOfMemory(f"Out of memory allocating {nbytes:,} bytes (injected: {ENV})")
-    return OutOfMemoryError(nbytes, -1)
+    from proofflow.prover import device
+    return device.out_of_memory(nbytes) or DeviceOutOfMemory(
+        f"Out of memory allocating {nbytes:,} bytes (injected: {ENV})")
 
 
 def kill_self() -> None:
@@ -80,7 +80,7 @@ def kill_self() -> None:
 
 def point(where: str) -> None:
     """A named point of the code where a kill or an out-of-memory error can be injected."""
-    if not os.environ.get(ENV):
+    if not settings.fault_specs():
         return
     if fires("kill", where):
         kill_self()

@@ -19,6 +19,8 @@ from collections import defaultdict
 
 import numpy as np
 
+from proofflow.prover import device
+
 _ALIGN = 1 << 16  # sizes round up to 64 KiB, so near-equal requests share buffers
 
 
@@ -67,14 +69,6 @@ class Buffer:
         self.release()
 
 
-def _alloc_pinned(size: int):
-    import cupy  # only where pinned memory is asked for; the CPU path never needs CuPy
-
-    # PinnedMemory itself, not alloc_pinned_memory: that goes through CuPy's pinned pool,
-    # which would keep freed buffers pinned behind this pool's back and break the budget.
-    return cupy.cuda.PinnedMemoryPointer(cupy.cuda.PinnedMemory(size), 0)
-
-
 class StagingPool:
     def __init__(self, budget_bytes: int, pinned: bool = True):
         if budget_bytes <= 0:
@@ -94,7 +88,7 @@ class StagingPool:
         return max(_ALIGN, -(-nbytes // _ALIGN) * _ALIGN)
 
     def _alloc(self, size: int):
-        return _alloc_pinned(size) if self.pinned else np.empty(size, dtype=np.uint8)
+        return device.pinned(size) if self.pinned else np.empty(size, dtype=np.uint8)
 
     def _evict_for(self, size: int) -> None:
         """Free idle blocks (of other sizes) until ``size`` more bytes fit the budget."""

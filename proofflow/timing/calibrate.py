@@ -10,7 +10,7 @@ stored in table ``calibrations`` (one row per size, one batch per calibration):
   the sum of the three copies' bytes over the sum of their times.
 * CPU (``cpu``): the copy the CPU path records as its ``h2d``: three ``np.array(copy=True)``
   of a, b and c out of the staging buffer the CPU path uses (``StagingPool`` as configured
-  for staging ``pinned`` on the CPU backend, i.e. plain host memory: pinning needs CUDA),
+  on the CPU backend: plain (pageable) host memory, pinning needs CUDA),
   timed by the copying thread's CPU clock, as ``CpuBackend.upload`` times it.
 
 Each size is copied ``reps`` times after one warm-up copy; the median is the reference
@@ -25,13 +25,14 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
-import os
 import re
 import socket
 import statistics
 import sys
 import time
 import uuid
+
+from proofflow import settings
 
 FR_BYTES = 32
 DEFAULT_MIN_LOG2 = 8
@@ -55,15 +56,10 @@ def _fqdn() -> str:
 
 
 def host_name() -> str:
-    """The host name the proof-run tasks record: Airflow's hostname_callable (its default
-    computed here without importing Airflow, which would reconfigure the CLI's logging)."""
-    if "airflow.configuration" in sys.modules or os.environ.get("AIRFLOW__CORE__HOSTNAME_CALLABLE"):
-        try:
-            from airflow.utils.net import get_hostname
-            return get_hostname()
-        except Exception:
-            pass
-    return _fqdn()
+    """The host name the proof-run tasks record: PROOFFLOW_WORKER_NAME where a worker names
+    itself (Airflow's hostname_callable is then ``proofflow.airflow.worker.hostname``, which
+    returns this), else Airflow's default, the FQDN."""
+    return settings.worker_name() or _fqdn()
 
 
 def partition_bytes(log2: int) -> int:
@@ -71,11 +67,8 @@ def partition_bytes(log2: int) -> int:
 
 
 def default_device() -> str:
-    from proofflow.prover.backend import gpu_available
-    if gpu_available():
-        import cupy
-        return f"cuda:{cupy.cuda.Device().id}"
-    return "cpu"
+    from proofflow.prover import device
+    return f"cuda:{device.current()}" if device.available() else "cpu"
 
 
 def _pool(nbytes: int, pinned: bool):
@@ -86,6 +79,21 @@ def _pool(nbytes: int, pinned: bool):
 def _fill(view) -> None:
     import numpy as np
     view[...] = np.arange(view.size, dtype=np.uint64).reshape(view.shape)
+
+
+def measure_gpu(nbytes: int, reps: int, device: int = 0) -> list[float]:
+    """Seconds of each rep of prove_gpu's h2d: three CUDA-event-timed copies from pinned memory."""
+    import numpy as np
+    from proofflow.prover import device as gpu
+    from proofflow.prover.device.backend import timed_uploads
+    n = nbytes // (3 * FR_BYTES)
+    with gpu.using(device):
+        pool = _pool(nbytes, pinned=True)
+        with pool.acquire(nbytes) as buf:
+            view = buf.view(np.uint64, (3, n, 4))
+            _fill(view)
+            return timed_uploads([view[0], view[1], view[2]], reps)
+
 
 
 def measure_cpu(nbytes: int, reps: int) -> list[float]:
@@ -106,32 +114,6 @@ def measure_cpu(nbytes: int, reps: int) -> list[float]:
             del work
             if i:  # the first copy is the warm-up
                 times.append(t1 - t0)
-    return times
-
-
-def measure_gpu(nbytes: int, reps: int, device: int = 0) -> list[float]:
-    """Seconds of each rep of prove_gpu's h2d: three CUDA-event-timed copies from pinned memory."""
-    import cupy as cp
-    import numpy as np
-    from proofflow.prover.device import backend as gpu_mod
-    n = nbytes // (3 * FR_BYTES)
-    times = []
-    with cp.cuda.Device(device):
-        pool = _pool(nbytes, pinned=True)
-        with pool.acquire(nbytes) as buf:
-            view = buf.view(np.uint64, (3, n, 4))
-            _fill(view)
-            for i in range(reps + 1):
-                ms, kinds = 0.0, set()
-                for v in (view[0], view[1], view[2]):
-                    dv, tr = gpu_mod.h2d(np.ascontiguousarray(v))
-                    ms += tr.ms
-                    kinds.add(tr.kind)
-                    del dv
-                if kinds != {"pinned"}:
-                    raise RuntimeError(f"calibration copies came from {kinds} memory, not pinned")
-                if i:
-                    times.append(ms / 1e3)
     return times
 
 
@@ -156,7 +138,7 @@ def calibrate(device: str | None = None, min_log2: int = DEFAULT_MIN_LOG2, max_l
         else:
             times = measure_cpu(nbytes, reps)
         med = statistics.median(times)
-        rows.append(dict(host=host, device=device, memory_kind="pinned",
+        rows.append(dict(host=host, device=device, memory_kind="pinned" if gpu else "pageable",
                          method="cuda-h2d-3x" if gpu else "cpu-staging-copy-3x", bytes=nbytes, reps=reps,
                          median_ms=med * 1e3, best_ms=min(times) * 1e3,
                          gbps=nbytes / med / 1e9 if med > 0 else float("inf"), batch=batch, created_at=now))
@@ -213,9 +195,8 @@ def add_parser(sub) -> None:
 
 
 def cmd_calibrate(args) -> int:
-    from proofflow import settings
-    from proofflow.timing.store import TimingStore
-    from proofflow.airflow.params import MAX_LOG2
+    from proofflow.spec import MAX_LOG2
+    from proofflow.timing.store import open_store
     device = default_device() if args.device == "auto" else args.device
     if device != "cpu" and not re.fullmatch(r"cuda(:\d+)?", device):
         print(f"error: unknown device {device!r}: use auto, cpu or cuda:N", file=sys.stderr)
@@ -223,7 +204,7 @@ def cmd_calibrate(args) -> int:
     if not args.show and not 1 <= args.min_log2 <= (args.max_log2 or args.min_log2) <= MAX_LOG2:
         print(f"error: --min-log2 and --max-log2 must satisfy 1 <= min <= max <= {MAX_LOG2}", file=sys.stderr)
         return 2
-    store = TimingStore(settings.db_url_from_env() or settings.default_db_url())
+    store = open_store()
     if args.show:
         rows = store.calibration(args.host or host_name(), device)
     else:

@@ -45,10 +45,9 @@ import dataclasses
 import json
 import logging
 import math
-import os
 from pathlib import Path
 
-from proofflow.prover import scratch
+from proofflow.prover import files, layout
 from proofflow import settings
 
 log = logging.getLogger(__name__)
@@ -72,20 +71,17 @@ class H2DCheckConfig:
     auto_calibrate: bool = True
 
     @classmethod
-    def resolve(cls, use_variables: bool = True, **overrides) -> "H2DCheckConfig":
-        """Each field: the override if not None, else env PROOFFLOW_H2D_<NAME>, else the Airflow
-        Variable proofflow_h2d_<name>, else the default."""
+    def resolve(cls, variable=None, **overrides) -> "H2DCheckConfig":
+        """Each field: the override if not None, else env PROOFFLOW_H2D_<NAME>, else
+        ``variable(f"proofflow_h2d_{name}")`` (the check task passes Airflow's Variables), else
+        the default."""
         out = {}
         for f in dataclasses.fields(cls):
             v = overrides.get(f.name)
             if v is None:
-                v = os.environ.get(f"PROOFFLOW_H2D_{f.name.upper()}")
-            if v is None and use_variables:
-                try:
-                    from airflow.sdk import Variable
-                    v = Variable.get(f"proofflow_h2d_{f.name}", default=None)
-                except Exception:  # no Airflow context: env and defaults only
-                    v = None
+                v = settings.h2d_check(f.name)
+            if v is None and variable is not None:
+                v = variable(f"proofflow_h2d_{f.name}")
             if v is None or v == "":
                 continue
             out[f.name] = _truthy(v) if f.type in ("bool", bool) else float(v)
@@ -93,14 +89,6 @@ class H2DCheckConfig:
         if cfg.tol <= 0 or not 0 <= cfg.tol_low <= 1:
             raise ValueError(f"tolerances out of range: tol {cfg.tol} (> 0), tol_low {cfg.tol_low} (0..1)")
         return cfg
-
-
-def reports_root() -> Path:
-    return Path(os.environ["PROOFFLOW_REPORTS"]) if os.environ.get("PROOFFLOW_REPORTS") else settings.home() / "reports"
-
-
-def report_dir(dag_id: str, run_id: str) -> Path:
-    return reports_root() / scratch.safe_name(dag_id) / scratch.safe_name(run_id)
 
 
 # -- the tables ------------------------------------------------------------------------------
@@ -305,7 +293,7 @@ def check_run(store, dag_id: str, run_id: str, cfg: H2DCheckConfig | None = None
                                                   "start", "end", "duration_s"]),
         "partitions": pd.DataFrame(parts, columns=["partition", *(f"{t}_rows" for t in PARTITION_TASKS), "h2d_rows"]),
     }
-    out_dir = Path(out_dir) if out_dir else report_dir(dag_id, run_id)
+    out_dir = Path(out_dir) if out_dir else layout.report_dir(dag_id, run_id)
     out_dir.mkdir(parents=True, exist_ok=True)
     docs_dir = out_dir / "data_docs" if data_docs else None
     results = run_gx(frames, cfg, n, docs_dir)
@@ -339,8 +327,7 @@ def check_run(store, dag_id: str, run_id: str, cfg: H2DCheckConfig | None = None
            "flags": flags, "great_expectations": {name: res.describe_dict() for name, res in results.items()}}
     text = json.dumps(doc, default=str, indent=1)
     result_path = out_dir / "check_h2d.json"
-    with scratch.atomic_path(result_path) as tmp:
-        Path(tmp).write_text(text)
+    files.write_bytes(result_path, text.encode())
     index = docs_dir / "index.html" if docs_dir is not None else None
     store.record_check_result(dag_id=dag_id, run_id=run_id, check_name=CHECK_NAME, try_number=try_number,
                               success=success, evaluated=len(h2d), flagged=len(flags), result_json=text,

@@ -318,9 +318,8 @@ def add_parser(sub) -> None:
 
 
 def cmd_report(args) -> int:
-    from proofflow import settings
-    from proofflow.timing.store import TimingStore
-    store = TimingStore(settings.db_url_from_env() or settings.default_db_url())
+    from proofflow.timing.store import open_store
+    store = open_store()
     reps = []
     for label, run_id in (("A", args.run_id), ("B", args.compare)):
         if run_id is None:

@@ -20,11 +20,10 @@ import fcntl
 import functools
 import logging
 import math
-import os
 import threading
 import time
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from sqlalchemy import (BigInteger, DateTime, Engine, Float, Integer, String, Table, Text, create_engine, event, func,
                         select, text)
@@ -32,6 +31,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.schema import CreateIndex, CreateTable
 
+from proofflow import settings
 from proofflow.timing.models import (CHECK_RESULT_KEY, RUN_KEY, TIMING_KEY, TRANSFER_KEY, calibrations, check_results, h2d_flags, metadata, report_settings, runs, task_timings, transfers)
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
@@ -66,7 +66,7 @@ class StoreUnavailable(RuntimeError):
 
 
 def retry_window_s() -> float:
-    return float(os.environ.get("PROOFFLOW_DB_RETRY_S", 60))
+    return settings.db_retry_s()
 
 
 def _reconnecting(method):
@@ -195,6 +195,26 @@ def _sqlite_pragmas(dbapi_conn, _record):
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA busy_timeout=30000")
     cur.close()
+
+
+def resolve_url(from_connection: Callable[[], str | None] | None = None) -> str:
+    """The timing store's URL, the one order every caller uses: PROOFFLOW_DB_URL, else what
+    ``from_connection`` finds (the Airflow connection, looked up by the hooks of
+    ``proofflow.airflow``), else the SQLite file in the proofflow home."""
+    return settings.db_url() or (from_connection() if from_connection else None) or settings.default_db_url()
+
+
+_open: dict[str, "TimingStore"] = {}
+_open_lock = threading.Lock()
+
+
+def open_store(url: str | None = None) -> "TimingStore":
+    """This process's store for ``url`` (default: ``resolve_url()``), one engine per URL."""
+    url = url or resolve_url()
+    with _open_lock:
+        if url not in _open:
+            _open[url] = TimingStore(url)
+        return _open[url]
 
 
 class TimingStore:
@@ -413,8 +433,11 @@ class TimingStore:
             out.append(r)
         return self._upsert(calibrations, ("host", "device", "memory_kind", "batch", "bytes"), out)
 
-    def calibration(self, host: str, device: str, memory_kind: str = "pinned") -> list[dict]:
-        """The latest calibration batch of (host, device, memory kind): its rows by size."""
+    def calibration(self, host: str, device: str, memory_kind: str | None = None) -> list[dict]:
+        """The latest calibration batch of (host, device, memory kind): its rows by size. The
+        kind defaults to what the device's reference copy uses: pinned on a GPU, pageable on
+        the CPU (which has no page-locked memory)."""
+        memory_kind = memory_kind or ("pinned" if device.startswith("cuda") else "pageable")
         c = calibrations
         cond = (c.c.host == host, c.c.device == device, c.c.memory_kind == memory_kind)
         latest = (select(c.c.batch).where(*cond).order_by(c.c.created_at.desc(), c.c.id.desc()).limit(1))

@@ -133,3 +133,31 @@ staging {e(str(fig['staging']))}</p>
 <section id="proofflow-phases"><h3>Phases</h3>{phases}</section>
 </body></html>
 """
+
+
+def summarize(store, dag_id: str, run_id: str) -> dict:
+    """A run's row, its phase statistics and its transfers per direction (what `proofflow run`
+    and `proofflow summary` print)."""
+    run = store.run(dag_id, run_id) or {}
+    phases = store.phase_summary(dag_id, run_id)
+    transfers = store.transfers(dag_id, run_id)
+    by_dir: dict[str, dict] = {}
+    for t in transfers:
+        d = by_dir.setdefault(t["direction"], {"count": 0, "bytes": 0, "seconds": 0.0, "memory_kind": t["memory_kind"]})
+        d["count"] += 1
+        d["bytes"] += t["bytes"]
+        d["seconds"] += t["duration_s"]
+    for d in by_dir.values():
+        d["gbps"] = round(d["bytes"] / d["seconds"] / 1e9, 3) if d["seconds"] > 0 else None
+        d["seconds"] = round(d["seconds"], 6)
+    return {
+        "dag_id": dag_id, "run_id": run_id, "state": run.get("state"),
+        "circuit": run.get("circuit"), "log2": run.get("log2"), "partitions": run.get("partitions"),
+        "backend": run.get("backend"), "staging": run.get("staging"), "seed": run.get("seed"),
+        "proofs_verified": run.get("proofs_verified") or 0, "wall_s": run.get("wall_s"),
+        "bundle_dir": run.get("bundle_dir"),
+        "phases": [{"task": p["task_id"], "phase": p["phase"], "count": p["count"],
+                    "total_s": round(p["total_s"], 6), "mean_s": round(p["mean_s"], 6), "max_s": round(p["max_s"], 6)}
+                   for p in phases],
+        "transfers": by_dir,
+    }

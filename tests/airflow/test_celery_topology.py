@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from local_stack import Processes, airflow_env, api, free_port, run, run_service, wait
+from local_stack import Processes, airflow_env, api, api_connection_env, free_port, run, run_service, wait
 
 PARTITIONS = 16
 REDIS_URL = os.environ.get("PROOFFLOW_TEST_REDIS", "redis://127.0.0.1:6379")
@@ -63,7 +63,7 @@ def test_celery_topology_routes_prove_gpu_to_the_gpu_worker(tmp_path, pg_new_dat
         "PROOFFLOW_RUNTIME": str(runtime),
         "PROOFFLOW_SERVICE_IDLE_S": "60",
         "PROOFFLOW_DB_URL": timing_url,
-        "PROOFFLOW_AIRFLOW_API": f"http://127.0.0.1:{port}",
+        **api_connection_env(f"http://127.0.0.1:{port}"),
         # the topology's sizing: pool gpu of one slot, the GPU worker's concurrency to match
         "PROOFFLOW_GPU_SLOTS": "1",
         "PROOFFLOW_GPU_WORKER_SLOTS": "1",

@@ -11,22 +11,45 @@ import pytest
 PARTITIONS = 4
 
 
-def _env():
-    """A clean environment, as on a fresh clone: no Airflow or proofflow settings."""
+def _env(user_home=None):
+    """A clean environment, as on a fresh clone: no Airflow or proofflow settings (and, with
+    ``user_home``, a fresh user: HOME and PATH only)."""
+    if user_home is not None:
+        return {"HOME": str(user_home), "PATH": os.environ["PATH"], "PYTHONUNBUFFERED": "1"}
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "PROOFFLOW_"))}
     env["PYTHONUNBUFFERED"] = "1"
     return env
 
 
-def _proofflow(*args, timeout=300):
+def _proofflow(*args, timeout=300, user_home=None):
     exe = shutil.which("proofflow")
     cmd = [exe] if exe else [sys.executable, "-m", "proofflow.cli"]
-    return subprocess.run(cmd + list(args), capture_output=True, text=True, env=_env(), timeout=timeout)
+    return subprocess.run(cmd + list(args), capture_output=True, text=True, env=_env(user_home), timeout=timeout)
+
+
+@pytest.mark.slow
+def test_a_fresh_user_runs_then_reports_with_no_environment(tmp_path):
+    """What a new user types, in a fresh HOME with nothing set: every command finds the runs
+    that `proofflow run` made."""
+    user = tmp_path / "user"
+    user.mkdir()
+    out = _proofflow("run", "--log2", "8", "--partitions", "2", "--json", user_home=user)
+    assert out.returncode == 0, out.stderr[-4000:]
+    run_id = json.loads(out.stdout.strip().splitlines()[-1])["run_id"]
+    assert (user / ".proofflow" / "timing.db").exists() and (user / ".proofflow" / "airflow" / "airflow.db").exists()
+    report = _proofflow("report", run_id, user_home=user)
+    assert report.returncode == 0, report.stderr[-3000:]
+    assert run_id in report.stdout and "success" in report.stdout
+    summary = _proofflow("summary", run_id, "--json", user_home=user)
+    assert summary.returncode == 0, summary.stderr[-3000:]
+    s = json.loads(summary.stdout)
+    assert s["proofs_verified"] == 2 and s["staging"] == "pageable"  # the CPU backend pins nothing
+    assert {t["memory_kind"] for t in s["transfers"].values()} == {"pageable"}
 
 
 @pytest.mark.slow
 def test_run_json_then_table(tmp_path):
-    home = tmp_path / "airflow"
+    home = tmp_path / "pf"
     out = _proofflow("run", "--log2", "10", "--partitions", str(PARTITIONS), "--json", "--home", str(home))
     assert out.returncode == 0, out.stderr[-4000:]
     lines = [line for line in out.stdout.splitlines() if line.strip()]
@@ -39,13 +62,14 @@ def test_run_json_then_table(tmp_path):
     assert s["timing_db"].startswith("sqlite:///")  # the embedded default
     tasks = {p["task"] for p in s["phases"]}
     assert {"validate", "setup", "partition.synthesize", "partition.prove_gpu", "finalize_run"} <= tasks
-    assert (home / "airflow.db").exists() and (home / "proofflow" / "timing.db").exists()
+    assert (home / "airflow" / "airflow.db").exists() and (home / "timing.db").exists()
 
     # again in the same home: the proving key comes from the params cache, a table is printed
-    out = _proofflow("run", "--partitions", "2", "--home", str(home), "--staging", "pageable")
+    out = _proofflow("--home", str(home), "run", "--partitions", "2", "--staging", "pageable")
     assert out.returncode == 0, out.stderr[-4000:]
     assert "2/2 proofs verify" in out.stdout
     assert "load_cached" in out.stdout and "pool_wait" in out.stdout
+    assert _proofflow("summary", s["run_id"], "--home", str(home)).returncode == 0
 
 
 @pytest.mark.parametrize("args,msg", [
@@ -60,7 +84,7 @@ def test_bad_arguments_fail_fast(args, msg, tmp_path):
 
 
 def test_gpu_asked_for_but_absent(tmp_path):
-    from proofflow.prover.backend import gpu_available
+    from proofflow.prover.device import available as gpu_available
     if gpu_available():
         pytest.skip("a GPU is visible here")
     out = _proofflow("run", "--backend", "gpu", "--home", str(tmp_path / "h"), timeout=60)

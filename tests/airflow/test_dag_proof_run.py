@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from proofflow.airflow.params import CIRCUITS, MAX_LOG2, MIN_LOG2, InvalidParams, validate_params
+from proofflow.spec import CIRCUITS, MAX_LOG2, MIN_LOG2, InvalidParams, validate_params
 
 ROOT = Path(__file__).resolve().parents[2]
 DAG_ID = "proof_run"
@@ -99,14 +99,16 @@ def test_gpu_absent_is_a_clear_error():
     assert validate_params({"backend": "auto"}, gpu_available=lambda: False)["backend"] == "cpu"
 
 
-IN_PROCESS_PROVE = {"task", "pool_wait", "load_key", "load", "h2d", "ntt", "msm", "assemble", "finalize"}
+IN_PROCESS_PROVE = {"task", "pool_wait", "key_load", "staging_wait", "load", "h2d", "ntt", "msm", "assemble",
+                    "finalize"}
 
 
-def _check_run(store, dr, staging="pinned", prove_phases=None):
+def _check_run(store, dr, staging="pageable", prove_phases=None):
     from proofflow.prover.bundle import verify_bundle
     assert str(getattr(dr.state, "value", dr.state)) == "success"
     run = store.run(DAG_ID, dr.run_id)
     assert run["state"] == "success" and run["proofs_verified"] == PARTITIONS and run["wall_s"] > 0
+    assert run["staging"] == staging  # what really held a/b/c: the CPU backend pins nothing
     results = verify_bundle(run["bundle_dir"])
     assert len(results) == PARTITIONS and all(r.ok for r in results)
 
@@ -149,9 +151,9 @@ def _check_run(store, dr, staging="pinned", prove_phases=None):
         assert t["memory_kind"] == ("pageable" if t["direction"] == "h2s" else staging)
         assert t["bytes"] == (variables * 32 if t["direction"] == "h2d_witness" else 3 * n * 32)
 
-    from proofflow.prover import scratch
-    assert not scratch.run_dir(DAG_ID, dr.run_id).exists(), "scratch is removed when the run finishes"
-    assert scratch.stale_temporaries(Path(run["bundle_dir"])) == []
+    from proofflow.prover import files, layout
+    assert not layout.run_dir(DAG_ID, dr.run_id).exists(), "scratch is removed when the run finishes"
+    assert files.stale_temporaries(Path(run["bundle_dir"])) == []
     return rows
 
 
@@ -204,7 +206,7 @@ def test_schema_rejects_bad_conf_before_the_run(proof_run_dag):
 
 
 def test_gpu_absent_fails_in_validate_before_any_work(proof_run_dag, monkeypatch, tmp_path):
-    from proofflow.prover.backend import gpu_available
+    from proofflow.prover.device import available as gpu_available
     if gpu_available():
         pytest.skip("a GPU is visible here")
     from proofflow.timing import TimingStore
@@ -248,7 +250,7 @@ def test_proof_batch_schedule_from_env(airflow_home):
 def test_failed_run_is_cleaned_up_and_marked_failed(proof_run_dag, monkeypatch, tmp_path):
     """A partition that keeps failing: the run fails, the cleanup teardown still removes the
     scratch directory, and the timing store marks the run failed (with the failed attempt's rows)."""
-    from proofflow.prover import scratch
+    from proofflow.prover import layout
     from proofflow.airflow.operators import proof as ops
     from proofflow.timing import TimingStore
     url = f"sqlite:///{tmp_path / 'timing.db'}"
@@ -266,7 +268,7 @@ def test_failed_run_is_cleaned_up_and_marked_failed(proof_run_dag, monkeypatch, 
     assert states[("partition.stage", 1)] == "failed"
     assert states[("finalize_run", -1)] == "upstream_failed"
     assert states[("cleanup_scratch", -1)] == "success"
-    assert not scratch.run_dir("proof_run", dr.run_id).exists()
+    assert not layout.run_dir("proof_run", dr.run_id).exists()
     store = TimingStore(url)
     assert store.run("proof_run", dr.run_id)["state"] == "failed"
     # the summary still comes, after the cleanup recorded the failure, and fails nothing

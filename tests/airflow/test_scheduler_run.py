@@ -18,15 +18,15 @@ PARTITIONS = 8
 
 
 def test_sigkill_mid_write_leaves_no_partial_artifact(tmp_path):
-    from proofflow.prover import scratch
+    from proofflow.prover import files
     target = tmp_path / "abc.npy"
-    code = ("import sys, numpy as np; from proofflow.prover import scratch; "
-            "scratch.save_npy(sys.argv[1], np.arange(1 << 21, dtype=np.uint64))")
+    code = ("import sys, numpy as np; from proofflow.prover import files; "
+            "files.save_npy(sys.argv[1], np.arange(1 << 21, dtype=np.uint64))")
     env = {**os.environ, "PROOFFLOW_FAULT": f"kill_mid_write:abc.npy:{tmp_path / 'fired'}"}
     first = subprocess.run([sys.executable, "-c", code, str(target)], env=env, capture_output=True, timeout=60)
     assert first.returncode == -signal.SIGKILL
     assert not target.exists(), "a killed writer must not leave the artifact under its real name"
-    (tmp,) = scratch.stale_temporaries(tmp_path)  # the half-written file, under a name no reader uses
+    (tmp,) = files.stale_temporaries(tmp_path)  # the half-written file, under a name no reader uses
     assert 0 < tmp.stat().st_size < 8 << 21
     retry = subprocess.run([sys.executable, "-c", code, str(target)], env=env, capture_output=True, timeout=60)
     assert retry.returncode == 0, retry.stderr
@@ -64,7 +64,7 @@ def test_scheduler_rest_trigger_pool_mutex_and_sigkill_retry(tmp_path, pg_new_da
         # each device phase lasts 1 s (the stand-in), so prove_gpu outlasts the later
         # partitions' synthesis steps instead of racing them
         PROOFFLOW_STANDIN_GPU_S="1.0",
-        PROOFFLOW_AIRFLOW_API=f"http://127.0.0.1:{port}",  # prove_gpu reads its queued time there
+        **stack.api_connection_env(f"http://127.0.0.1:{port}"),  # prove_gpu reads its queued time there
         # the first partition to write its a/b/c dies half-way through the file (SIGKILL)
         PROOFFLOW_FAULT=f"kill_mid_write:abc.npy:{marker}",
     )

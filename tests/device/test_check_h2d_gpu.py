@@ -11,7 +11,7 @@ LOG2 = 22
 
 
 def test_pageable_h2d_is_flagged_against_the_pinned_calibration(sqlite_url, tmp_path):
-    from proofflow.prover.backend import gpu_available
+    from proofflow.prover.device import available as gpu_available
     if not gpu_available():
         pytest.skip("no GPU")
     import numpy as np

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from proofflow.prover.backend import gpu_available
+from proofflow.prover.device import available as gpu_available
 from proofflow.prover.backend.cpu import CpuBackend
 from proofflow.prover.field import fr
 from proofflow.prover.polynomial.domain import Radix2Domain

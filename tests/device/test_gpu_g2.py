@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from proofflow.prover import curve
-from proofflow.prover.backend import gpu_available
+from proofflow.prover.device import available as gpu_available
 from proofflow.prover.field import fr
 from proofflow.prover.groth16 import generator
 

@@ -11,7 +11,7 @@ LOG2 = 12
 
 @pytest.fixture(scope="module")
 def gpu():
-    from proofflow.prover.backend import gpu_available
+    from proofflow.prover.device import available as gpu_available
     if not gpu_available():
         pytest.skip("no GPU")
 

@@ -18,11 +18,10 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from proofflow.airflow import topology
+from proofflow.airflow.hooks.api import AirflowApi, AirflowApiError
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -76,13 +75,18 @@ def airflow_env(home: Path, meta_url: str, port: int, executor: str = "LocalExec
 
 def api(base: str, path: str, body=None, method: str | None = None, token: str | None = None,
         timeout: float = 10):
-    headers = {"Content-Type": "application/json"}
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    req = urllib.request.Request(base + path, method=method or ("POST" if body is not None else "GET"),
-                                 data=json.dumps(body).encode() if body is not None else None, headers=headers)
-    with urllib.request.urlopen(req, timeout=timeout) as r:
-        return json.loads(r.read() or b"null")
+    """One request through proofflow's REST client (``proofflow.airflow.hooks.api``)."""
+    return AirflowApi(base, token=token, timeout=timeout).call(method or ("POST" if body is not None else "GET"),
+                                                               path, body)
+
+
+def api_connection_env(base: str, login: str | None = None, password: str | None = None) -> dict:
+    """The environment entry defining the connection proofflow's tasks reach the REST API by."""
+    host, _, port = base.split("://", 1)[1].partition(":")
+    conn = {"conn_type": "http", "host": host, "port": int(port) if port else None, "schema": "http"}
+    if login:
+        conn.update(login=login, password=password)
+    return {"AIRFLOW_CONN_PROOFFLOW_AIRFLOW_API": json.dumps(conn)}
 
 
 def users_env(home: Path, users: dict[str, tuple[str, str]]) -> dict:
@@ -101,12 +105,10 @@ def request(base: str, path: str, body=None, token: str | None = None, method: s
     """(status, parsed body) of one request, error answers included."""
     try:
         return 200, api(base, path, body, method=method, token=token, timeout=timeout)
-    except urllib.error.HTTPError as exc:
-        raw = exc.read()
-        try:
-            return exc.code, json.loads(raw or b"null")
-        except ValueError:
-            return exc.code, raw.decode(errors="replace")
+    except AirflowApiError as exc:
+        if exc.status is None:
+            raise
+        return exc.status, exc.body
 
 
 def token(base: str, username: str, password: str) -> str:
@@ -125,7 +127,7 @@ def wait(what: str, fn, timeout: float, every: float = 1.0, procs: "Processes | 
             v = fn()
             if v:
                 return v
-        except (urllib.error.URLError, ConnectionError, OSError, ValueError) as exc:
+        except (AirflowApiError, ConnectionError, OSError, ValueError) as exc:
             last = exc
         time.sleep(every)
     raise TimeoutError(f"timed out waiting for {what} ({last})")
@@ -235,8 +237,8 @@ def trigger(base: str, dag_id: str, conf: dict | None = None, token: str | None 
     for attempt in range(attempts):
         try:
             return api(base, f"/api/v2/dags/{dag_id}/dagRuns", body, token=token)["dag_run_id"]
-        except urllib.error.HTTPError as exc:
-            if exc.code < 500 or attempt == attempts - 1:
+        except AirflowApiError as exc:
+            if exc.status is None or exc.status < 500 or attempt == attempts - 1:
                 raise
             time.sleep(2)
 

@@ -106,12 +106,12 @@ def build_operator(state: Path, run_id: str, task_id: str, map_index: int):
 
 def run_attempt(state: Path, run_id: str, task_id: str, map_index: int, try_number: int, conf: dict | None = None):
     """One attempt of one task, in this process; its return value goes to its try's XCom file."""
-    from proofflow.prover import scratch
+    from proofflow.prover import files
     op = build_operator(state, run_id, task_id, map_index)
     ti = _TI(run_id, task_id, map_index, try_number)
     context = {"ti": ti, "params": dict(conf or {}), "dag_run": _DagRun(ti.start_date)}
     out = op.execute(context)
-    scratch.write_json(_xcom_path(state, run_id, task_id, map_index, try_number), out)
+    files.write_json(_xcom_path(state, run_id, task_id, map_index, try_number), out)
     return out
 
 

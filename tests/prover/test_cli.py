@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from proofflow.prover.backend import gpu_available
+from proofflow.prover.device import available as gpu_available
 
 
 def run(*args, check_rc=None):

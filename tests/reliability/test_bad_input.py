@@ -104,8 +104,6 @@ ARG_CASES = {  # argv (KEY, OUT, FILE stand for paths) -> exit code, message on 
                             "invalid choice: 'tpu'"),
     "prove --seed -1": (["prove", "--params", "KEY", "--partitions", "1", "--out", "OUT", "--seed", "-1"], 2,
                         "must be at least 0"),
-    "prove --staging pinned without a GPU": (["prove", "--params", "KEY", "--partitions", "1", "--out", "OUT",
-                                              "--backend", "cpu", "--staging", "pinned"], 2, "pinned staging needs"),
     "prove --params nowhere": (["prove", "--params", "OUT/none", "--partitions", "1", "--out", "OUT"], 2,
                                "holds no readable proving key"),
     "prove --out is a file": (["prove", "--params", "KEY", "--partitions", "1", "--out", "FILE", "--backend", "cpu",
@@ -258,7 +256,7 @@ PARAM_CASES = {  # conf -> message (validate_params, as the validate task and pr
 
 @pytest.mark.parametrize("case", list(PARAM_CASES))
 def test_validate_names_each_bad_param(case):
-    from proofflow.airflow.params import InvalidParams, validate_params
+    from proofflow.spec import InvalidParams, validate_params
     conf, msg = PARAM_CASES[case]
     with pytest.raises(InvalidParams) as err:
         validate_params(conf, gpu_available=lambda: False)
@@ -287,7 +285,7 @@ def test_dag_test_refuses_conf_the_schema_rejects(case, proof_run_dag):
 
 
 def test_dag_test_fails_a_misspelt_param_in_validate_before_any_work(proof_run_dag, monkeypatch, tmp_path):
-    from proofflow.prover import scratch
+    from proofflow.prover import layout
     from proofflow.timing import TimingStore
     url = f"sqlite:///{tmp_path / 'timing.db'}"
     monkeypatch.setenv("PROOFFLOW_DB_URL", url)
@@ -297,7 +295,7 @@ def test_dag_test_fails_a_misspelt_param_in_validate_before_any_work(proof_run_d
     states = {ti.task_id: str(getattr(ti.state, "value", ti.state)) for ti in dr.get_task_instances()}
     assert states["validate"] == "failed" and states["setup"] == "upstream_failed"
     assert {r["task_id"] for r in TimingStore(url).timings("proof_run", dr.run_id)} <= {"validate", "cleanup_scratch"}
-    assert not scratch.run_dir("proof_run", dr.run_id).exists() and not (tmp_path / "bundles").exists()
+    assert not layout.run_dir("proof_run", dr.run_id).exists() and not (tmp_path / "bundles").exists()
     tried("proof_run params (dag.test, validate)")
 
 
@@ -336,7 +334,7 @@ SCRATCH_CASES = {  # mutation of partition 0's scratch files -> the message prov
     "a/b/c too long": (lambda d: (d / "abc.staged").write_bytes((d / "abc.staged").read_bytes() * 2),
                        "bytes, expected"),
     "a/b/c missing": (lambda d: (d / "abc.staged").unlink(), "staged a/b/c block"),
-    "witness missing": (lambda d: (d / "witness.npy").unlink(), "is missing from the run's scratch directory"),
+    "witness missing": (lambda d: (d / "witness.npy").unlink(), "is missing (removed by cleanup"),
     "witness not .npy": (lambda d: (d / "witness.npy").write_bytes(b"garbage" * 100), "cannot read the witness"),
     "witness of the wrong shape": (lambda d: np.save(d / "witness.npy", np.zeros((9, 4), np.uint64)), "expected ("),
     "witness of the wrong dtype": (lambda d: np.save(d / "witness.npy", np.zeros((7, 4), np.float32)), "float32"),
@@ -352,10 +350,10 @@ SCRATCH_CASES = {  # mutation of partition 0's scratch files -> the message prov
 def test_prove_gpu_refuses_bad_scratch_files_and_writes_no_proof(case, in_process, staged_run, monkeypatch):
     from airflow.sdk.exceptions import AirflowFailException
     from proof_tasks import run_attempt
-    from proofflow.prover import scratch
+    from proofflow.prover import layout
     if in_process:
         monkeypatch.setenv("PROOFFLOW_GPU_SERVICE", "0")
-    d = scratch.partition_dir("proof_run", "bad-scratch", 0)
+    d = layout.partition_dir("proof_run", "bad-scratch", 0)
     saved = {p.name: p.read_bytes() for p in d.iterdir() if p.is_file()}
     mutate, msg = SCRATCH_CASES[case]
     try:
@@ -381,12 +379,12 @@ PROOF_CASES = {  # mutation of a good proof.bin -> finalize_partition's message
 def test_finalize_partition_refuses_a_bad_proof_and_publishes_nothing(case, staged_run):
     from airflow.sdk.exceptions import AirflowFailException
     from proof_tasks import commit, run_attempt
-    from proofflow.prover import scratch
+    from proofflow.prover import layout
     from proofflow.airflow.operators.proof import bundle_dir
     for p in (0, 1):
         run_attempt(staged_run / "xcom", "bad-scratch", "partition.prove_gpu", p, 1)
         commit(staged_run / "xcom", "bad-scratch", "partition.prove_gpu", p, 1)
-    proof = scratch.partition_dir("proof_run", "bad-scratch", 0) / "proof.bin"
+    proof = layout.partition_dir("proof_run", "bad-scratch", 0) / "proof.bin"
     mutate, msg = PROOF_CASES[case]
     if mutate is None:
         shutil.copy(proof.parent.parent / "p0001" / "proof.bin", proof)
@@ -443,7 +441,7 @@ RAW_CASES = {  # bytes on the socket -> error type, message
     "an unknown op": (b'{"op": "format_disk"}\n', "ProtocolError", "unknown op 'format_disk'"),
 }
 
-JOB_CASES = {  # the job (from a good one) -> message (all refused as JobError)
+JOB_CASES = {  # the job (from a good one) -> message (all refused as InputError)
     "not an object": (lambda j, s: [j], "the job must be a JSON object"),
     "a field missing": (lambda j, s: {k: v for k, v in j.items() if k != "n"}, "job field 'n' must be a int"),
     "n a string": (lambda j, s: {**j, "n": str(j["n"])}, "job field 'n' must be a int"),
@@ -453,7 +451,7 @@ JOB_CASES = {  # the job (from a good one) -> message (all refused as JobError)
     "n of another size": (lambda j, s: {**j, "n": j["n"] * 2}, "the circuit's domain"),
     "log2 of another size": (lambda j, s: {**j, "log2": 9}, "is for mimc 2^8, the job is mimc 2^9"),
     "circuit of another kind": (lambda j, s: {**j, "circuit": "sha256"}, "is for mimc 2^8, the job is sha256"),
-    "staging unknown": (lambda j, s: {**j, "staging": "mapped"}, "staging must be pinned or pageable"),
+    "staging unknown": (lambda j, s: {**j, "staging": "mapped"}, "staging must be one of pinned, pageable"),
     "an unknown field": (lambda j, s: {**j, "priority": 9}, "unknown job field(s) 'priority'"),
     "standin_s a string": (lambda j, s: {**j, "standin_s": "1"}, "standin_s must be a positive number"),
     "standin_s negative": (lambda j, s: {**j, "standin_s": -1}, "standin_s must be a positive number"),
@@ -507,7 +505,7 @@ def test_service_refuses_bad_jobs_and_keeps_serving(case, svc, files):
     make, msg = JOB_CASES[case]
     with pytest.raises(ServiceError) as err:
         client.prove(make(good, svc))
-    assert err.value.error_type == "JobError", err.value
+    assert err.value.error_type == "InputError", err.value
     assert msg in str(err.value)
     st = client.status()
     assert st["staging"]["pinned"]["in_use"] == 0, "a refused job kept its staging buffer"

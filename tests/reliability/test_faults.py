@@ -10,7 +10,6 @@ import json
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -74,7 +73,7 @@ def _wait_gone(sock: Path) -> None:
 def _check_run(store, run_id: str, partitions: int, summary: dict, scratch_root: Path, succeeded: set):
     """Everything a finished run must show, whatever was killed on the way. ``succeeded``:
     the (task, map index, try) attempts that exited 0."""
-    from proofflow.prover import scratch
+    from proofflow.prover import files, layout
     from proofflow.prover.bundle import read_manifest, verify_bundle
     bundle = Path(summary["bundle_dir"])
     results = verify_bundle(bundle)
@@ -84,8 +83,8 @@ def _check_run(store, run_id: str, partitions: int, summary: dict, scratch_root:
     assert all(r.ok for r in results), [r for r in results if not r.ok]
     assert sorted(p.name for p in bundle.glob("*.proof")) == [f"partition-{i:04d}.proof" for i in range(partitions)]
     assert len(read_manifest(bundle)["partitions"]) == partitions
-    assert scratch.stale_temporaries(bundle) == [], "a killed writer's temporary file was left in the bundle"
-    assert not scratch.run_dir("proof_run", run_id, scratch_root).exists(), "the run's scratch was left behind"
+    assert files.stale_temporaries(bundle) == [], "a killed writer's temporary file was left in the bundle"
+    assert not layout.run_dir("proof_run", run_id, scratch_root).exists(), "the run's scratch was left behind"
     record = store.run("proof_run", run_id)
     assert record["state"] == "success" and record["proofs_verified"] == partitions
 
@@ -302,7 +301,7 @@ def test_out_of_memory_fails_one_job_frees_the_pools_and_the_retry_succeeds(back
     OutOfMemoryError on a GPU, its stand-in on the CPU) at the injection point: that job
     fails clearly, the service gives back its cached device memory and idle staging
     buffers, and the next job proves (its key tables uploaded again)."""
-    from proofflow.prover.backend import gpu_available
+    from proofflow.prover.device import available as gpu_available
     from proofflow.prover.service.client import ServiceClient, ServiceError
     from service_inputs import job, partition, verifies
     if backend == "gpu" and not gpu_available():
@@ -365,7 +364,7 @@ def test_a_full_staging_budget_makes_a_job_wait_then_fail_clearly(mimc8_key_dir,
     small.ensure_running()
     with pytest.raises(ServiceError, match="can never fit the staging budget") as err:
         small.prove(job(mimc8_key_dir, d, n))
-    assert err.value.error_type == "JobError"
+    assert err.value.error_type == "InputError"
     figures.add("faults injected: staging budget full (dedicated test)", 2)
 
 

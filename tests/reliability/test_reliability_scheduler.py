@@ -105,9 +105,9 @@ def stack(tmp_path_factory, isolated_pg, pg_new_database_module):
     try:
         s.start_api()
         token = s.login("operator", users["operator"][1])
-        s.start_workers({"PROOFFLOW_AIRFLOW_API": s.base, "PROOFFLOW_AIRFLOW_API_TOKEN": token})
+        s.start_workers(local_stack.api_connection_env(s.base, "operator", users["operator"][1]))
         yield {"stack": s, "users": users, "timing_url": timing_url, "markers": markers, "root": root,
-               "runtime": runtime, "pg": isolated_pg, "secrets": [isolated_pg.password, token]}
+               "runtime": runtime, "pg": isolated_pg, "secrets": [isolated_pg.password, token, users["operator"][1]]}
     finally:
         s.stop()
         stop_all(runtime)
@@ -167,7 +167,7 @@ REST_CASES = {  # conf -> (HTTP status, text of the error) for triggers the para
 
 
 def test_rest_trigger_refuses_bad_params(stack):
-    from proofflow.prover import scratch
+    from proofflow.prover import files, layout
     from proofflow.timing import TimingStore
     s = stack["stack"]
     before = {r["dag_run_id"] for r in s.api("/api/v2/dags/proof_run/dagRuns?limit=100")["dag_runs"]}
@@ -186,9 +186,9 @@ def test_rest_trigger_refuses_bad_params(stack):
     assert tis["validate"]["state"] == "failed" and tis["setup"]["state"] == "upstream_failed"
     log = s.api(f"/api/v2/dags/proof_run/dagRuns/{rid}/taskInstances/validate/logs/1?full_content=true")
     assert "unknown parameter(s) 'partitons'" in json.dumps(log)
-    assert not scratch.run_dir("proof_run", rid, stack["root"] / "proofflow" / "scratch").exists()
+    assert not layout.run_dir("proof_run", rid, stack["root"] / "proofflow" / "scratch").exists()
     bundles = stack["root"] / "proofflow" / "bundles"
-    assert not (bundles / scratch.safe_name("proof_run") / scratch.safe_name(rid)).exists()
+    assert not (bundles / files.safe_name("proof_run") / files.safe_name(rid)).exists()
     assert {r["task_id"] for r in TimingStore(stack["timing_url"]).timings("proof_run", rid)} <= {"validate",
                                                                                                     "cleanup_scratch"}
     after = {r["dag_run_id"] for r in s.api("/api/v2/dags/proof_run/dagRuns?limit=100")["dag_runs"]}
@@ -222,7 +222,7 @@ def _check_rows(store, run_id: str, tis: list[dict]):
 
 
 def test_soak_with_kills_and_a_timing_database_outage(stack, soak):
-    from proofflow.prover import scratch
+    from proofflow.prover import files
     from proofflow.timing import TimingStore
     from proofflow.prover.bundle import verify_bundle
     from proofflow.prover.service.client import ServiceClient
@@ -259,7 +259,7 @@ def test_soak_with_kills_and_a_timing_database_outage(stack, soak):
                 figures.count_proofs(n, results)
                 assert sorted(r.partition for r in results) == list(range(n)) and all(r.ok for r in results)
                 assert len(list(Path(record["bundle_dir"]).glob("*.proof"))) == n
-                assert scratch.stale_temporaries(Path(record["bundle_dir"])) == []
+                assert files.stale_temporaries(Path(record["bundle_dir"])) == []
                 _check_rows(store, rid, tis)
                 done.append(rid)
             samples.append(_samples(s, client))

@@ -165,8 +165,8 @@ def test_cli_summary_of_an_injection_looking_run_id(tmp_path, monkeypatch, capsy
 
 @pytest.mark.parametrize("run_id", ["../../../etc", "/etc/passwd", "a/../../b", "..", ".", "x/" * 200, "\x00", ""])
 def test_run_ids_cannot_escape_the_scratch_root(run_id, tmp_path):
-    from proofflow.prover import scratch
-    d = scratch.run_dir("proof_run", run_id, tmp_path)
+    from proofflow.prover import layout
+    d = layout.run_dir("proof_run", run_id, tmp_path)
     assert d.resolve().parent.parent == tmp_path.resolve() and len(d.name) < 100
-    assert scratch.run_dir("proof_run", run_id + "x", tmp_path) != d
+    assert layout.run_dir("proof_run", run_id + "x", tmp_path) != d
     figures.add("path-traversal run ids kept inside the scratch root")

@@ -12,7 +12,7 @@ def test_cpu_calibration_is_stored_per_size(sqlite_url):
     assert [r["bytes"] for r in rows] == [partition_bytes(k) for k in range(8, 12)] == [24576, 49152, 98304, 196608]
     for r in rows:
         assert r["median_ms"] > 0 and r["gbps"] == pytest.approx(r["bytes"] / r["median_ms"] / 1e6)
-        assert (r["device"], r["memory_kind"], r["method"], r["reps"]) == ("cpu", "pinned", "cpu-staging-copy-3x", 3)
+        assert (r["device"], r["memory_kind"], r["method"], r["reps"]) == ("cpu", "pageable", "cpu-staging-copy-3x", 3)
     stored = store.calibration("test-host", "cpu")
     assert [r["bytes"] for r in stored] == [r["bytes"] for r in rows]
     newer = calibrate("cpu", 8, 9, reps=2, host="test-host", store=store)
@@ -30,7 +30,7 @@ def test_reference_rate_interpolates_in_log_size():
 
 @pytest.mark.gpu
 def test_gpu_calibration_is_pinned_h2d():
-    from proofflow.prover.backend import gpu_available
+    from proofflow.prover.device import available as gpu_available
     if not gpu_available():
         pytest.skip("no GPU")
     rows = calibrate("cuda:0", 16, 22, reps=3, host="gpu-host")

@@ -78,9 +78,9 @@ def test_pageable_memory_flagged_when_pinned_is_required(store, tmp_path):
 
 def test_config_from_env_then_variables_then_defaults(monkeypatch):
     monkeypatch.setenv("PROOFFLOW_H2D_TOL", "3.5")
-    monkeypatch.setenv("AIRFLOW_VAR_PROOFFLOW_H2D_TOL_LOW", "0.2")
     monkeypatch.setenv("PROOFFLOW_H2D_REQUIRE_PINNED", "yes")
-    cfg = H2DCheckConfig.resolve()
+    variables = {"proofflow_h2d_tol_low": "0.2", "proofflow_h2d_tol": "9"}  # the env wins over a variable
+    cfg = H2DCheckConfig.resolve(variable=variables.get)
     assert (cfg.tol, cfg.tol_low, cfg.require_pinned, cfg.slack_ms) == (3.5, 0.2, True, 2.0)
     assert H2DCheckConfig.resolve(tol=1.5).tol == 1.5
     monkeypatch.setenv("PROOFFLOW_H2D_TOL_LOW", "2")

@@ -26,11 +26,11 @@ def test_calibrate_run_report(tmp_path):
     home = tmp_path / "airflow"
     out = _proofflow(home, "calibrate", "--device", "cpu", "--max-log2", "10", "--reps", "3")
     assert out.returncode == 0, out.stderr[-3000:]
-    assert "device cpu, pinned memory, method cpu-staging-copy-3x" in out.stdout and "98304" in out.stdout
+    assert "device cpu, pageable memory, method cpu-staging-copy-3x" in out.stdout and "98304" in out.stdout
     out = _proofflow(home, "calibrate", "--device", "cpu", "--show", "--json")
     assert out.returncode == 0 and [r["bytes"] for r in json.loads(out.stdout)] == [24576, 49152, 98304]
 
-    out = _proofflow(home, "run", "--log2", "8", "--partitions", "2", "--json", "--home", str(home))
+    out = _proofflow(home, "run", "--log2", "8", "--partitions", "2", "--json")
     assert out.returncode == 0, out.stderr[-4000:]
     run_id = json.loads(out.stdout.strip().splitlines()[-1])["run_id"]
 
@@ -49,4 +49,4 @@ def test_calibrate_run_report(tmp_path):
     doc = json.loads(out.stdout)
     a = doc["runs"]["A"]
     assert a["summary"]["proofs_verified"] == 2 and a["summary"]["flagged_partitions"] == 0
-    assert [h["partition"] for h in a["h2d"]] == [0, 1] and all(h["memory_kind"] == "pinned" for h in a["h2d"])
+    assert [h["partition"] for h in a["h2d"]] == [0, 1] and all(h["memory_kind"] == "pageable" for h in a["h2d"])

@@ -108,19 +108,6 @@ def test_runs_upsert_merges_fields(store_url):
     store.dispose()
 
 
-def test_db_url_setting_order(monkeypatch, tmp_path):
-    from proofflow.airflow.hooks.timing import resolve_db_url
-    monkeypatch.delenv("PROOFFLOW_DB_URL", raising=False)
-    monkeypatch.delenv("AIRFLOW_CONN_PROOFFLOW_TIMING", raising=False)
-    monkeypatch.setenv("PROOFFLOW_HOME", str(tmp_path))
-    assert resolve_db_url() == f"sqlite:///{tmp_path / 'timing.db'}"
-    monkeypatch.setenv("AIRFLOW_CONN_PROOFFLOW_TIMING",
-                       '{"conn_type": "postgres", "host": "db.example", "port": 5433, "login": "u", "schema": "timing"}')
-    assert resolve_db_url() == "postgresql+psycopg2://u@db.example:5433/timing"
-    monkeypatch.setenv("PROOFFLOW_DB_URL", "sqlite:///elsewhere.db")
-    assert resolve_db_url() == "sqlite:///elsewhere.db"
-
-
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 def test_concurrent_first_use_migrates_once(kind, tmp_path, request):
     """Several task processes opening a fresh store at once: the migration lock serializes

@@ -1,16 +1,17 @@
 """``TimingStoreHook``: the timing store from the one setting that names it.
 
-Order: env ``PROOFFLOW_DB_URL``; else the Airflow connection ``proofflow_timing`` (read
-through the task SDK's ``BaseHook``, so inside a task it comes from the API server, and
-outside one from ``AIRFLOW_CONN_PROOFFLOW_TIMING`` or a secrets backend); else SQLite under
-``$PROOFFLOW_HOME``. The connection may be of type ``postgres`` (host, port, login,
+Order (``proofflow.timing.store.resolve_url``): env ``PROOFFLOW_DB_URL``; else the Airflow
+connection ``proofflow_timing`` (inside a task read through the task SDK, i.e. from the API
+server; in the API server itself from its secrets backends and metadata DB); else SQLite
+under ``$PROOFFLOW_HOME``. The connection may be of type ``postgres`` (host, port, login,
 password, schema = database), ``sqlite`` (host = file path), or any type with
 ``extra = {"url": "<sqlalchemy url>"}``.
 """
 from __future__ import annotations
 
 import logging
-from urllib.parse import quote
+
+from airflow.sdk import BaseHook
 
 from proofflow import settings
 
@@ -33,48 +34,37 @@ def url_from_connection(conn) -> str:
                      "use type postgres or sqlite, or put a SQLAlchemy URL in its extra as {\"url\": ...}")
 
 
-def resolve_db_url(conn_id: str = settings.TIMING_CONN_ID, use_connection: bool = True) -> str:
-    url = settings.db_url_from_env()
-    if url:
-        return url
-    if use_connection:
-        try:
-            from airflow.sdk import BaseHook
-            conn = BaseHook.get_connection(conn_id)
-        except Exception as exc:  # not defined (AirflowNotFoundException) or no Airflow context: the default
-            log.debug("no connection %s (%s); using the default timing store", conn_id, exc)
-        else:
-            return url_from_connection(conn)
-    return settings.default_db_url()
-
-
-def _base():
-    try:
-        from airflow.sdk import BaseHook
-        return BaseHook
-    except ImportError:  # the store itself works without Airflow
-        return object
-
-
-class TimingStoreHook(_base()):
+class TimingStoreHook(BaseHook):
     conn_name_attr = "proofflow_conn_id"
     default_conn_name = settings.TIMING_CONN_ID
     conn_type = "proofflow_timing"
     hook_name = "proofflow timing store"
 
-    def __init__(self, proofflow_conn_id: str = settings.TIMING_CONN_ID, **kwargs):
+    def __init__(self, proofflow_conn_id: str = settings.TIMING_CONN_ID, in_api_server: bool = False, **kwargs):
+        """``in_api_server``: look the connection up as the API server does (secrets backends,
+        then the metadata DB), not through the task SDK."""
         super().__init__(**kwargs)
-        self.proofflow_conn_id = proofflow_conn_id
-        self._store = None
+        self.proofflow_conn_id, self.in_api_server = proofflow_conn_id, in_api_server
+
+    def _connection_url(self) -> str | None:
+        try:
+            if self.in_api_server:
+                from airflow.models.connection import Connection
+                conn = Connection.get_connection_from_secrets(self.proofflow_conn_id)
+            else:
+                conn = BaseHook.get_connection(self.proofflow_conn_id)
+        except Exception as exc:  # not defined (AirflowNotFoundException) or no Airflow context: the default
+            log.debug("no connection %s (%s); using the default timing store", self.proofflow_conn_id, exc)
+            return None
+        return url_from_connection(conn)
 
     def get_url(self) -> str:
-        return resolve_db_url(self.proofflow_conn_id)
+        from proofflow.timing.store import resolve_url
+        return resolve_url(self._connection_url)
 
     def get_store(self):
-        if self._store is None:
-            from proofflow.timing.store import TimingStore
-            self._store = TimingStore(self.get_url())
-        return self._store
+        from proofflow.timing.store import open_store
+        return open_store(self.get_url())
 
     def get_conn(self):
         return self.get_store().engine

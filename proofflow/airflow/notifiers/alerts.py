@@ -18,17 +18,16 @@ A notifier never raises: a failed delivery is logged (Airflow logs callbacks' er
 from __future__ import annotations
 
 import html
-import json
 import logging
-import os
-import urllib.request
 
 from airflow.sdk import BaseNotifier
 
+from proofflow import settings
+from proofflow.airflow.hooks.connections import optional_connection, variable
+from proofflow.airflow.hooks.webhook import WebhookHook
+
 log = logging.getLogger(__name__)
 
-SMTP_CONN_ID = os.environ.get("PROOFFLOW_SMTP_CONN_ID", "smtp_default")
-WEBHOOK_CONN_ID = "proofflow_webhook"
 
 
 def _run_ids(context) -> tuple[str, str]:
@@ -100,25 +99,6 @@ def alert_html(p: dict) -> str:
             f"<pre>{html.escape(alert_text(p))}</pre>")
 
 
-def _setting(env: str, variable: str) -> str | None:
-    if os.environ.get(env):
-        return os.environ[env]
-    try:
-        from airflow.sdk import Variable
-        return Variable.get(variable, default=None)
-    except Exception:
-        return None
-
-
-def _connection(conn_id: str):
-    try:
-        from airflow.sdk import BaseHook
-        return BaseHook.get_connection(conn_id)
-    except Exception as exc:
-        log.info("no connection %s (%s)", conn_id, exc)
-        return None
-
-
 class H2DEmailNotifier(BaseNotifier):
     """Mails the H2D alert through Airflow's SmtpNotifier."""
 
@@ -131,13 +111,13 @@ class H2DEmailNotifier(BaseNotifier):
 
     def notify(self, context):
         from airflow.providers.smtp.notifications.smtp import SmtpNotifier
-        conn_id = self.smtp_conn_id or SMTP_CONN_ID
+        conn_id = self.smtp_conn_id or settings.smtp_conn_id()
         dag_id, run_id = _run_ids(context)
         try:
-            conn = _connection(conn_id)
+            conn = optional_connection(conn_id)
             if conn is None:
                 return
-            to = self.to or _setting("PROOFFLOW_ALERT_EMAIL", "proofflow_alert_email") or \
+            to = self.to or settings.alert_email() or variable("proofflow_alert_email") or \
                 (conn.extra_dejson or {}).get("to")
             if not to:
                 log.warning("H2D alert for %s not mailed: no recipients (PROOFFLOW_ALERT_EMAIL, Variable "
@@ -153,46 +133,25 @@ class H2DEmailNotifier(BaseNotifier):
             log.exception("H2D alert for %s could not be mailed through %s", run_id, conn_id)
 
 
-def webhook_url(conn) -> str:
-    extra = conn.extra_dejson or {}
-    if extra.get("url"):
-        return extra["url"]
-    host = conn.host or ""
-    if "://" not in host:
-        host = f"{conn.schema or 'http'}://{host}"
-    if conn.port:
-        host = f"{host.rstrip('/')}:{conn.port}"
-    endpoint = extra.get("endpoint", "")
-    return host.rstrip("/") + ("/" + endpoint.lstrip("/") if endpoint else "")
-
-
 class H2DWebhookNotifier(BaseNotifier):
     """POSTs the H2D alert as JSON to the URL of an http connection."""
 
     template_fields = ()
 
-    def __init__(self, http_conn_id: str = WEBHOOK_CONN_ID, timeout: float = 10.0):
+    def __init__(self, http_conn_id: str = settings.WEBHOOK_CONN_ID, timeout: float = 10.0):
         super().__init__()
         self.http_conn_id, self.timeout = http_conn_id, timeout
 
     def notify(self, context):
         dag_id, run_id = _run_ids(context)
+        hook = WebhookHook(self.http_conn_id, self.timeout)
         try:
-            conn = _connection(self.http_conn_id)
-            if conn is None:
+            if not hook.configured():
                 return
-            url = webhook_url(conn)
             payload = alert_payload(_store(), dag_id, run_id)
             payload["text"] = alert_text(payload)
-            headers = {"Content-Type": "application/json", **((conn.extra_dejson or {}).get("headers") or {})}
-            if conn.login or conn.password:
-                import base64
-                token = base64.b64encode(f"{conn.login or ''}:{conn.password or ''}".encode()).decode()
-                headers["Authorization"] = f"Basic {token}"
-            req = urllib.request.Request(url, data=json.dumps(payload, default=str).encode(), headers=headers,
-                                         method="POST")
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                log.info("H2D alert for %s posted to %s: HTTP %s", run_id, url, resp.status)
+            url, status = hook.post(payload)
+            log.info("H2D alert for %s posted to %s: HTTP %s", run_id, url, status)
         except Exception:
             log.exception("H2D alert for %s could not be posted through %s", run_id, self.http_conn_id)
 

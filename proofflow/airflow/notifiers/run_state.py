@@ -20,12 +20,12 @@ class RunStateNotifier(BaseNotifier):
 
     def notify(self, context):
         import time
-        from proofflow.airflow.operators.recorder import get_store
+        from proofflow.airflow.hooks.timing import TimingStoreHook
         dag_run = context.get("dag_run")
         dag_id = getattr(dag_run, "dag_id", None) or context["dag"].dag_id
         run_id = getattr(dag_run, "run_id", None) or context.get("run_id")
         try:
-            store = get_store()
+            store = TimingStoreHook().get_store()
             row = store.run(dag_id, run_id) or {}
             if row.get("state") == "success" and self.state == "failed":
                 # finalize_run verified and published every proof; what failed after it is a

@@ -14,6 +14,8 @@ import math
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
+from proofflow.airflow.hooks.connections import variable
+
 log = logging.getLogger(__name__)
 
 
@@ -25,8 +27,8 @@ def auto_calibrator(store):
             log.warning("no calibration for host %s and it is not this host (%s): not calibrating", host, host_name())
             return []
         if device.startswith("cuda"):
-            from proofflow.prover.backend import gpu_available
-            if not gpu_available():
+            from proofflow.prover import device
+            if not device.available():
                 return []
         elif device != "cpu":
             return []
@@ -57,7 +59,7 @@ class CheckH2DOperator(BaseOperator):
         from proofflow.airflow.hooks.timing import TimingStoreHook
         ti = context["ti"]
         store = TimingStoreHook().get_store()
-        cfg = H2DCheckConfig.resolve(tol=self.tol, tol_low=self.tol_low, floor_gbps=self.floor_gbps,
+        cfg = H2DCheckConfig.resolve(variable=variable, tol=self.tol, tol_low=self.tol_low, floor_gbps=self.floor_gbps,
                                      floor_fraction=self.floor_fraction, slack_ms=self.slack_ms,
                                      require_pinned=self.require_pinned, auto_calibrate=self.auto_calibrate)
         out = check_run(store, ti.dag_id, ti.run_id, cfg, try_number=int(ti.try_number or 1),

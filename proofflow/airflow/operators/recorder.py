@@ -7,18 +7,6 @@ import time
 from contextlib import contextmanager
 
 log = logging.getLogger(__name__)
-_stores: dict[str, object] = {}
-
-
-def get_store():
-    """The timing store for this process (one engine per URL)."""
-    from proofflow.airflow.hooks.timing import TimingStoreHook
-    hook = TimingStoreHook()
-    url = hook.get_url()
-    if url not in _stores:
-        from proofflow.timing.store import TimingStore
-        _stores[url] = TimingStore(url)
-    return _stores[url]
 
 
 class Recorder:
@@ -61,10 +49,9 @@ class Recorder:
                                        start=start, duration_s=duration_s,
                                        gbps=(nbytes / duration_s / 1e9) if duration_s > 0 else None))
 
-    def flush(self, store=None) -> None:
+    def flush(self, store) -> None:
         for r in self.rows:  # an attempt runs on one device, known by its end (prove_gpu learns it late)
             r["device"] = self.device
-        store = store or get_store()
         self._fault_point("flush")
         store.record_attempt(self.rows, self.transfer_rows)  # one transaction: all of them or none
         self._fault_point("flushed")

@@ -10,7 +10,8 @@ from urllib.parse import urlparse
 
 from airflow.sdk import BaseOperator
 
-from proofflow.airflow.hooks.api import API_CONN_ID, AirflowApi
+from proofflow import settings
+from proofflow.airflow.hooks.api import AirflowApiHook
 
 log = logging.getLogger(__name__)
 
@@ -18,7 +19,7 @@ log = logging.getLogger(__name__)
 class PublishSummaryOperator(BaseOperator):
     ui_color = "#e6f4ea"
 
-    def __init__(self, *, api_conn_id: str = API_CONN_ID, **kwargs):
+    def __init__(self, *, api_conn_id: str = settings.API_CONN_ID, **kwargs):
         kwargs.setdefault("retries", 0)
         super().__init__(**kwargs)
         self.api_conn_id = api_conn_id
@@ -37,7 +38,7 @@ class PublishSummaryOperator(BaseOperator):
             return None
         fig.pop("report")
         try:
-            api = AirflowApi.from_connection(self.api_conn_id)
+            api = AirflowApiHook(self.api_conn_id).get_conn()
         except Exception as exc:  # AirflowNotFoundException when the connection is not defined
             api = None
             log.warning("connection %s not usable (%s): the run's note is not written", self.api_conn_id, exc)

@@ -7,7 +7,7 @@ Both need read access to the dag's runs, checked by Airflow's own auth dependenc
 session cookie or a bearer token). The page inlines its PNG: the UI shows it in a sandboxed
 iframe, whose own requests carry no cookie. The timing store is named as for the CLI:
 PROOFFLOW_DB_URL, else the connection proofflow_timing, else the SQLite default (the API
-server may read the metadata DB, so the connection comes from there).
+server may read the metadata DB, so the connection comes from there: ``TimingStoreHook``).
 """
 from __future__ import annotations
 
@@ -16,24 +16,11 @@ import io
 import threading
 
 _render_lock = threading.Lock()  # pyplot keeps global state: one figure at a time
-_stores: dict[str, object] = {}
 
 
 def _store():
-    from proofflow import settings
-    from proofflow.airflow.hooks.timing import url_from_connection
-    url = settings.db_url_from_env()
-    if not url:
-        from airflow.exceptions import AirflowNotFoundException
-        from airflow.models.connection import Connection
-        try:
-            url = url_from_connection(Connection.get_connection_from_secrets(settings.TIMING_CONN_ID))
-        except AirflowNotFoundException:
-            url = settings.default_db_url()
-    if url not in _stores:
-        from proofflow.timing.store import TimingStore
-        _stores[url] = TimingStore(url)
-    return _stores[url]
+    from proofflow.airflow.hooks.timing import TimingStoreHook
+    return TimingStoreHook(in_api_server=True).get_store()
 
 
 def _png(fig: dict) -> bytes:

@@ -3,3 +3,71 @@ time by NVRTC through CuPy, ``source.py``) next to their host drivers (``backend
 GPU backend with its NTTs; ``msm.py`` and ``pippenger.py``: the MSMs; ``fixed_base.py``: the
 setup's multiplications), page-locked host memory and timed copies. No module outside
 this package imports CuPy; importing this package does not either."""
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+
+def available() -> bool:
+    """True when CuPy is installed and sees a device."""
+    try:
+        import cupy
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # no CuPy, no driver, or no device: all mean "no GPU"
+        return False
+
+
+def count() -> int:
+    """Visible devices (0 without CuPy or a driver)."""
+    return _cupy().cuda.runtime.getDeviceCount() if available() else 0
+
+
+def current() -> int:
+    """The calling thread's current device."""
+    return _cupy().cuda.Device().id
+
+
+def use(index: int) -> None:
+    """Make ``index`` the calling thread's current device."""
+    _cupy().cuda.Device(index).use()
+
+
+@contextmanager
+def using(index: int):
+    """``index`` as the current device for the block."""
+    with _cupy().cuda.Device(index):
+        yield
+
+
+def out_of_memory(nbytes: int) -> MemoryError | None:
+    """The exception a device allocation of ``nbytes`` raises when the device is full
+    (CuPy's OutOfMemoryError, a MemoryError), or None without CuPy."""
+    try:
+        from cupy.cuda.memory import OutOfMemoryError
+    except ImportError:
+        return None
+    return OutOfMemoryError(nbytes, -1)
+
+
+def pool_bytes() -> int:
+    """Device memory CuPy's pool holds on the current device (in use and cached)."""
+    return _cupy().get_default_memory_pool().total_bytes()
+
+
+def free_pools() -> None:
+    """Give back what CuPy's device and pinned pools cache (after an out-of-memory error)."""
+    cp = _cupy()
+    cp.get_default_memory_pool().free_all_blocks()
+    cp.get_default_pinned_memory_pool().free_all_blocks()
+
+
+def pinned(size: int):
+    """``size`` bytes of page-locked host memory, a buffer that frees when dropped. Not from
+    CuPy's pinned pool: it would keep freed blocks pinned behind a staging pool's budget."""
+    cp = _cupy()
+    return cp.cuda.PinnedMemoryPointer(cp.cuda.PinnedMemory(size), 0)
+
+
+def _cupy():
+    import cupy
+    return cupy

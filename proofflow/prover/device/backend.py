@@ -9,7 +9,6 @@ resident. Twiddle and coset tables are generated on the device, once per size.
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -274,6 +273,24 @@ def h2d(host: np.ndarray, out: cp.ndarray | None = None) -> tuple[cp.ndarray, Tr
         raise ValueError("h2d needs a C-contiguous host array (a copy would add a host pass)")
     out = cp.empty(host.shape, dtype=host.dtype) if out is None else out
     return out, _timed(lambda s: out.set(host, stream=s), host.nbytes, memory_kind(host))
+
+
+def timed_uploads(vectors: list[np.ndarray], reps: int) -> list[float]:
+    """Seconds of each of ``reps`` rounds of copying ``vectors`` (page-locked host arrays, as
+    prove_gpu uploads a/b/c) to the device, CUDA-event timed, after one warm-up round."""
+    times = []
+    for i in range(reps + 1):
+        ms, kinds = 0.0, set()
+        for v in vectors:
+            dv, tr = h2d(np.ascontiguousarray(v))
+            ms += tr.ms
+            kinds.add(tr.kind)
+            del dv
+        if kinds != {"pinned"}:
+            raise RuntimeError(f"calibration copies came from {kinds} memory, not pinned")
+        if i:
+            times.append(ms / 1e3)
+    return times
 
 
 def d2h(dev: cp.ndarray, out: np.ndarray | None = None) -> tuple[np.ndarray, Transfer]:

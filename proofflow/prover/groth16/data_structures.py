@@ -9,16 +9,13 @@ temporary name and renamed into place, so a crash never leaves a half-written ar
 """
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from proofflow.prover import curve
+from proofflow.prover import curve, files
 from proofflow.prover.curve import PointTable
 
 PROOF_BYTES = 192
@@ -30,43 +27,6 @@ PK_TABLES = {"a_query": "g1", "b_g1_query": "g1", "b_g2_query": "g2", "h_query":
 
 class KeyFormatError(ValueError):
     """A key or proof file is missing, truncated, corrupted or of another format."""
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def _atomic_save_npy(path: Path, array: np.ndarray) -> str:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.save(f, array, allow_pickle=False)
-        digest = _sha256_file(tmp)
-        os.replace(tmp, path)
-        return digest
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def _sha256_file(path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _hex(point) -> str:
@@ -110,7 +70,7 @@ class VerifyingKey:
             raise KeyFormatError(f"malformed verifying key: {exc!r}") from exc
 
     def save(self, path) -> None:
-        atomic_write(Path(path), json.dumps(self.to_json(), indent=1).encode())
+        files.write_bytes(path, json.dumps(self.to_json(), indent=1).encode())
 
     @classmethod
     def load(cls, path) -> "VerifyingKey":
@@ -138,12 +98,13 @@ class ProvingKey:
         """Write the tables, then params.json last: a directory with params.json is complete."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        digests = {name: _atomic_save_npy(directory / f"{name}.npy", getattr(self, name).xy) for name in PK_TABLES}
+        digests = {name: files.sha256_file(files.save_npy(directory / f"{name}.npy", getattr(self, name).xy))
+                   for name in PK_TABLES}
         self.vk.save(directory / "vk.json")
         params = {"format": FORMAT, "warning": TOXIC_WASTE_LABEL, "circuit": self.circuit, "log2": self.log2,
                   "beta_g1": _hex(self.beta_g1), "delta_g1": _hex(self.delta_g1),
                   "tables": {name: {"sha256": digests[name], "points": len(getattr(self, name))} for name in PK_TABLES}}
-        atomic_write(directory / "params.json", json.dumps(params, indent=1).encode())
+        files.write_bytes(directory / "params.json", json.dumps(params, indent=1).encode())
 
     @classmethod
     def load(cls, directory, verify_digests: bool = True) -> "ProvingKey":
@@ -165,7 +126,7 @@ class ProvingKey:
         for name, group in PK_TABLES.items():
             path = directory / f"{name}.npy"
             digest, points = metas[name]
-            if verify_digests and (not path.exists() or _sha256_file(path) != digest):
+            if verify_digests and (not path.exists() or files.sha256_file(path) != digest):
                 raise KeyFormatError(f"{path} is missing or does not match its digest in params.json")
             try:
                 xy = np.load(path, mmap_mode="r", allow_pickle=False)

@@ -8,12 +8,12 @@ of worker processes. Both give the same bytes, so a seed gives the same key file
 """
 from __future__ import annotations
 
-import os
 from concurrent.futures import ProcessPoolExecutor
 from typing import Callable
 
 import numpy as np
 
+from proofflow import settings
 from proofflow.prover import curve
 from proofflow.prover.backend import get_backend
 from proofflow.prover.backend.base import Backend
@@ -42,7 +42,7 @@ def fixed_base(group: str, scalars: np.ndarray, progress: Callable[[int], None] 
     raw = fr.to_bytes_le(scalars)
     step = 32 * _CHUNK
     jobs = [(group, raw[i:i + step]) for i in range(0, len(raw), step)]
-    workers = workers or int(os.environ.get("PROOFFLOW_SETUP_WORKERS", os.cpu_count() or 1))
+    workers = workers or settings.setup_workers()
     parts = []
     if len(scalars) < _SERIAL_BELOW or workers <= 1:
         results = map(_generator_multiples, jobs)

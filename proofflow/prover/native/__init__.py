@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
-import os
 import platform
 import shutil
 import subprocess
-import tempfile
 from functools import lru_cache
 from pathlib import Path
+
+from proofflow import settings
+from proofflow.prover import files
 
 _SRC_DIR = Path(__file__).resolve().parent
 
@@ -25,13 +26,11 @@ class NativeBuildError(RuntimeError):
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("PROOFFLOW_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "proofflow")
-    return Path(root) / "native"
+    return settings.cache_root() / "native"
 
 
 def _compiler() -> str:
-    for cand in (os.environ.get("CC"), "cc", "gcc", "clang"):
+    for cand in (settings.c_compiler(), "cc", "gcc", "clang"):
         if cand and shutil.which(cand):
             return cand
     raise NativeBuildError("no C compiler found (set CC, or install gcc): the CPU field kernels need one")
@@ -40,20 +39,13 @@ def _compiler() -> str:
 def _build(src: Path, out: Path) -> None:
     cc = _compiler()
     base = [cc, "-O3", "-fPIC", "-shared", "-std=c11", str(src)]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=out.name, suffix=".tmp", dir=out.parent)
-    os.close(fd)
-    try:
+    with files.atomic_path(out) as tmp:
         # OpenMP spreads the array loops over the cores; fall back to one thread without it.
         for extra in (["-fopenmp"], []):
-            proc = subprocess.run(base + extra + ["-o", tmp], capture_output=True, text=True)
+            proc = subprocess.run(base + extra + ["-o", str(tmp)], capture_output=True, text=True)
             if proc.returncode == 0:
-                os.replace(tmp, out)
                 return
         raise NativeBuildError(f"compiling {src.name} failed:\n{proc.stderr}")
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 @lru_cache(maxsize=None)

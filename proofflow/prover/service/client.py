@@ -11,19 +11,16 @@ file, so concurrent first callers start exactly one.
 from __future__ import annotations
 
 import fcntl
-import hashlib
-import os
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from proofflow import settings
 from proofflow.prover import faults
 from proofflow.prover.service import protocol
 
-START_TIMEOUT_S = float(os.environ.get("PROOFFLOW_SERVICE_START_TIMEOUT", 600))  # first NVRTC compile included
-JOB_TIMEOUT_S = float(os.environ.get("PROOFFLOW_SERVICE_JOB_TIMEOUT", 3600))
 
 
 class ServiceError(RuntimeError):
@@ -38,23 +35,16 @@ class ServiceUnavailable(ServiceError):
     pass
 
 
-def runtime_dir() -> Path:
-    if os.environ.get("PROOFFLOW_RUNTIME"):
-        return Path(os.environ["PROOFFLOW_RUNTIME"])
-    home = os.environ.get("PROOFFLOW_HOME") or os.environ.get("AIRFLOW_HOME") or str(Path.home())
-    digest = hashlib.sha256(os.path.abspath(home).encode()).hexdigest()[:10]
-    return Path(f"/tmp/proofflow-{os.getuid()}") / digest
-
-
 def socket_path(backend: str, device: int) -> Path:
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "all").replace(",", "_").replace("/", "_") or "none"
-    return runtime_dir() / f"{backend}-{visible}-{device}.sock"
+    visible = settings.cuda_visible_devices()
+    visible = "all" if visible is None else (visible.replace(",", "_").replace("/", "_") or "none")
+    return settings.runtime_dir() / f"{backend}-{visible}-{device}.sock"
 
 
 class ServiceClient:
     def __init__(self, backend: str = "cpu", device: int = 0, idle_s: float | None = None):
         self.backend, self.device = backend, int(device)
-        self.idle_s = idle_s if idle_s is not None else float(os.environ.get("PROOFFLOW_SERVICE_IDLE_S", 600))
+        self.idle_s = idle_s if idle_s is not None else settings.service_idle_s()
         self.path = socket_path(backend, device)
 
     def _request(self, req: dict, timeout: float) -> dict:
@@ -109,7 +99,8 @@ class ServiceClient:
                  "--device", str(self.device), "--idle-timeout", str(self.idle_s)],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True)
             log.close()
-            deadline = t0 + START_TIMEOUT_S
+            start_timeout = settings.service_start_timeout_s()
+            deadline = t0 + start_timeout
             while time.time() < deadline:
                 if proc.poll() is not None:
                     try:  # a service started by a caller killed while it waited here came up first
@@ -125,11 +116,11 @@ class ServiceClient:
                 except ServiceUnavailable:
                     time.sleep(0.05)
             proc.kill()
-            raise ServiceUnavailable(f"the prover service did not start within {START_TIMEOUT_S:.0f} s; "
+            raise ServiceUnavailable(f"the prover service did not start within {start_timeout:.0f} s; "
                                      f"see {self.path.with_suffix('.log')}")
 
-    def prove(self, job: dict, timeout: float = JOB_TIMEOUT_S) -> dict:
-        return self._request({"op": "prove", "job": job}, timeout)
+    def prove(self, job: dict, timeout: float | None = None) -> dict:
+        return self._request({"op": "prove", "job": job}, timeout or settings.service_job_timeout_s())
 
 
 def least_busy(backend: str, devices: list[int], prefer: int = 0) -> int:
@@ -147,7 +138,7 @@ def least_busy(backend: str, devices: list[int], prefer: int = 0) -> int:
 
 def stop_all(root: Path | None = None) -> int:
     """Stop every service with a socket under ``root`` (default: this home's runtime dir)."""
-    root = Path(root) if root else runtime_dir()
+    root = Path(root) if root else settings.runtime_dir()
     stopped = 0
     for sock in sorted(root.glob("*.sock")) if root.exists() else []:
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

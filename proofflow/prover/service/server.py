@@ -3,19 +3,19 @@
 Threads:
 * the accept loop (main thread) hands each connection to its own thread;
 * a connection thread validates its job, loads the proving key if it is not cached (once,
-  under a lock), takes a staging buffer (pinned for the GPU) within the budget and reads the
-  partition's a/b/c and witness into it: the *prefetch*, overlapping other proofs' device
-  work; it then queues the job and, when the device part is done, finishes the proof on the
-  host and replies;
+  under a lock), and loads the partition's a/b/c and witness into a staging buffer (pinned
+  for the GPU, within the budget): the *prefetch*, overlapping other proofs' device work
+  (``pipeline.load_for``); it then queues the job and, when the device part is done,
+  finishes the proof on the host (``pipeline.finish``) and replies;
 * the device thread takes queued jobs in order and runs their device part
-  (``proofflow.prover.groth16.prover.prove_device``): it is the fine-grained GPU mutex, held from a
-  proof's first upload to its last MSM. A job's wait for it is its ``mutex_wait``.
+  (``pipeline.prove_device``): it is the fine-grained GPU mutex, held from a proof's first
+  upload to its last MSM. A job's wait for it is its ``mutex_wait``.
 
 Every step is a span (epoch seconds) in the reply, so the caller records where the time went.
 The service stops after ``idle_s`` seconds without a job, on a ``stop`` request, or on SIGTERM.
 
 Failures stay per job: a bad job (fields, files, a witness that does not satisfy the circuit)
-is refused as ``JobError``; every proof is verified before it is returned; a device running
+is refused as ``pipeline.InputError``; every proof is verified before it is returned; a device running
 out of memory fails that job only, after the service gave back its cached device memory and
 idle staging buffers; a job whose caller died (a killed task) before its device turn is
 dropped, its staging buffer released. Fault-injection points: ``proofflow/prover/faults.py``.
@@ -33,32 +33,22 @@ import socket
 import sys
 import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 
-from proofflow.prover import faults
+from proofflow import spec
+from proofflow.prover import device, faults, pipeline
+from proofflow.prover.groth16.prover import ProofCheckFailed
+from proofflow.prover.pipeline import InputError
 from proofflow.prover.service import protocol
 from proofflow.prover.timing import PhaseTimer, Span
 
 log = logging.getLogger("proofflow.service")
 
-FR_BYTES = 32
 JOB_FIELDS = {"params_dir": str, "circuit": str, "log2": int, "abc_path": str, "n": int,
               "witness_path": str, "staging": str}
 OPTIONAL_FIELDS = {"standin_s", "job_id"}
-
-
-def staging_timeout_s() -> float:
-    """How long a job waits for room in the staging budget before it fails."""
-    return float(os.environ.get("PROOFFLOW_STAGING_TIMEOUT", 600))
-
-
-class JobError(ValueError):
-    """A job the service refuses (bad fields, missing or mismatched files): retrying the
-    same job cannot help."""
 
 
 class CallerGone(RuntimeError):
@@ -90,11 +80,8 @@ def _rss_bytes() -> int:
 @dataclass
 class _Job:
     spec: dict
-    pk: object
-    cs: object
-    buf: object
-    abc: tuple
-    witness: np.ndarray
+    key: pipeline.Key
+    staged: pipeline.Staged
     timer: PhaseTimer
     ready_at: float = 0.0
     done: threading.Event = field(default_factory=threading.Event)
@@ -106,37 +93,34 @@ class _Job:
 
 def _validate(job) -> dict:
     if not isinstance(job, dict):
-        raise JobError("the job must be a JSON object")
+        raise InputError("the job must be a JSON object")
     unknown = sorted(set(job) - set(JOB_FIELDS) - OPTIONAL_FIELDS)
     if unknown:
-        raise JobError(f"unknown job field(s) {', '.join(map(repr, unknown))}")
+        raise InputError(f"unknown job field(s) {', '.join(map(repr, unknown))}")
     for name, kind in JOB_FIELDS.items():
         if not isinstance(job.get(name), kind) or isinstance(job.get(name), bool):
-            raise JobError(f"job field {name!r} must be a {kind.__name__}, got {job.get(name)!r}")
-    if job["staging"] not in ("pinned", "pageable"):
-        raise JobError(f"staging must be pinned or pageable, got {job['staging']!r}")
+            raise InputError(f"job field {name!r} must be a {kind.__name__}, got {job.get(name)!r}")
+    if job["staging"] not in spec.STAGING:
+        raise InputError(f"staging must be one of {', '.join(spec.STAGING)}, got {job['staging']!r}")
     if job["n"] <= 0 or job["n"] & (job["n"] - 1):
-        raise JobError(f"n must be a power of two, got {job['n']}")
+        raise InputError(f"n must be a power of two, got {job['n']}")
     standin = job.get("standin_s")
     if standin is not None and (not isinstance(standin, (int, float)) or isinstance(standin, bool) or standin <= 0):
-        raise JobError(f"standin_s must be a positive number, got {standin!r}")
+        raise InputError(f"standin_s must be a positive number, got {standin!r}")
     return job
 
 
 class ProverService:
     def __init__(self, socket_path: str | Path, backend: str = "cpu", device: int = 0, idle_s: float = 600.0,
-                 budget: int = 8 << 30, max_keys: int = 2):
+                 max_keys: int = 2):
         self.socket_path = Path(socket_path)
         self.backend_name, self.device, self.idle_s = backend, int(device), float(idle_s)
-        self.budget, self.max_keys = int(budget), int(max_keys)
         self.started_at = time.time()
         self.jobs_done = self.jobs_failed = self.jobs_cancelled = 0
         self.recoveries = 0
         self.last_error: str | None = None
         self._queue: queue.Queue = queue.Queue()
-        self._keys: OrderedDict = OrderedDict()  # params_dir -> (fingerprint, pk, cs)
-        self._prepared: set[int] = set()  # id() of keys resident on the device
-        self._key_lock = threading.Lock()
+        self.keys = pipeline.KeyCache(max_keys)
         self._state = threading.Lock()
         self._active = 0
         self._jobs_in_hand = 0  # prove jobs between their request and their reply
@@ -150,8 +134,7 @@ class ProverService:
     # ---- set-up -------------------------------------------------------------------------
     def _use_device(self) -> None:
         if self.backend_name == "gpu":
-            import cupy
-            cupy.cuda.Device(self.device).use()
+            device.use(self.device)
 
     @property
     def device_label(self) -> str:
@@ -164,107 +147,29 @@ class ProverService:
     def start(self) -> None:
         """Backend, staging pools and kernels ready before the socket accepts anything."""
         from proofflow.prover.backend import get_backend
-        from proofflow.prover.staging import StagingPool
         self._use_device()
         self.backend = get_backend(self.backend_name)
         self.backend.warm_up()
         gpu = self.backend_name == "gpu"
-        self.pools = {"pinned": StagingPool(self.budget, pinned=gpu), "pageable": StagingPool(self.budget, pinned=False)}
+        self.pools = {"pinned": pipeline.staging_pool(pinned=gpu), "pageable": pipeline.staging_pool(pinned=False)}
         threading.Thread(target=self._device_loop, name="proofflow-device", daemon=True).start()
-
-    # ---- keys ---------------------------------------------------------------------------
-    def _key(self, spec: dict, timer: PhaseTimer):
-        """The proving key and constraint system of a job, loaded once and reused while the
-        key's files are unchanged (fingerprint: params.json's size and mtime)."""
-        from proofflow.prover.circuits import get_circuit
-        from proofflow.prover.groth16.data_structures import KeyFormatError, ProvingKey
-        d = Path(spec["params_dir"])
-        try:
-            st = (d / "params.json").stat()
-        except OSError:
-            raise JobError(f"no proving key at {d} (params.json missing)") from None
-        fp = (st.st_size, st.st_mtime_ns, spec["circuit"], spec["log2"])
-        with self._key_lock:
-            hit = self._keys.get(str(d))
-            if hit and hit[0] == fp:
-                self._keys.move_to_end(str(d))
-                return hit[1], hit[2]
-            with timer.phase("key_load"):
-                try:
-                    pk = ProvingKey.load(d, verify_digests=False)  # the setup task checked them
-                except KeyFormatError as exc:
-                    raise JobError(f"proving key {d} is unusable: {exc}") from None
-                if (pk.circuit, pk.log2) != (spec["circuit"], spec["log2"]):
-                    raise JobError(f"proving key {d} is for {pk.circuit} 2^{pk.log2}, the job is "
-                                   f"{spec['circuit']} 2^{spec['log2']}")
-                cs = get_circuit(spec["circuit"], spec["log2"]).constraint_system
-            self._keys[str(d)] = (fp, pk, cs)
-            while len(self._keys) > self.max_keys:
-                _, (_, old, _) = self._keys.popitem(last=False)
-                self._prepared.discard(id(old))
-            return pk, cs
-
-    def _refuse_corrupt_key(self, spec: dict) -> None:
-        """After a failed proof: the key is loaded without its digests checked (the setup
-        task checked them), so check them now; a corrupted key is a JobError, and dropped."""
-        from proofflow.prover.groth16.data_structures import KeyFormatError, ProvingKey
-        try:
-            ProvingKey.load(spec["params_dir"], verify_digests=True)
-        except KeyFormatError as exc:
-            with self._key_lock:
-                dropped = self._keys.pop(str(Path(spec["params_dir"])), None)
-                if dropped:
-                    self._prepared.discard(id(dropped[1]))
-            raise JobError(f"the proving key is corrupted: {exc}; run the setup task again") from None
 
     # ---- prefetch (connection thread) -----------------------------------------------------
     def _prefetch(self, spec: dict, timer: PhaseTimer, conn: socket.socket | None = None) -> _Job:
-        pk, cs = self._key(spec, timer)
-        n, m = spec["n"], cs.num_variables
-        from proofflow.prover.groth16 import r1cs_to_qap
-        size = r1cs_to_qap.domain_for(cs).size
-        if size != n:
-            raise JobError(f"the job's a/b/c have {n} points, the circuit's domain {size}")
-        abc_bytes, w_bytes = 3 * n * FR_BYTES, m * FR_BYTES
-        pool = self.pools[spec["staging"]]
-        with timer.phase("staging_wait"):
-            try:
-                buf = pool.acquire(abc_bytes + w_bytes, timeout=staging_timeout_s())
-            except ValueError as exc:  # can never fit: no retry would help
-                raise JobError(f"{exc} (PROOFFLOW_STAGING_BUDGET of the prover service)") from None
-        try:
+        key = self.keys.get(spec["params_dir"], spec["circuit"], spec["log2"], timer)
+
+        def before_read():
             if _caller_gone(conn):
                 raise CallerGone("the caller left while its job waited for staging memory")
             faults.point("service.prefetch")
-            with timer.phase("prefetch"):
-                block = buf.array[:abc_bytes].view(np.uint64).reshape(3, n, 4)
-                try:
-                    with open(spec["abc_path"], "rb") as f:
-                        got = os.fstat(f.fileno()).st_size
-                        if got == abc_bytes:
-                            got = f.readinto(memoryview(block).cast("B"))
-                except OSError as exc:
-                    raise JobError(f"cannot read the a/b/c block {spec['abc_path']}: {exc.strerror or exc}") from None
-                if got != abc_bytes:
-                    raise JobError(f"{spec['abc_path']}: {got} bytes, expected {abc_bytes} (3 x {n} Fr elements)")
-                witness = buf.array[abc_bytes:abc_bytes + w_bytes].view(np.uint64).reshape(m, 4)
-                try:
-                    src = np.load(spec["witness_path"], mmap_mode="r", allow_pickle=False)
-                except (OSError, ValueError, EOFError) as exc:
-                    raise JobError(f"cannot read the witness {spec['witness_path']}: {exc}") from None
-                if not isinstance(src, np.ndarray) or src.shape != (m, 4) or src.dtype != np.uint64:
-                    raise JobError(f"{spec['witness_path']}: witness of {getattr(src, 'dtype', type(src).__name__)} "
-                                   f"{getattr(src, 'shape', '')}, expected ({m}, 4) uint64")
-                np.copyto(witness, src)
-        except BaseException:
-            buf.release()
-            raise
-        return _Job(spec, pk, cs, buf, (block[0], block[1], block[2]), witness, timer, conn=conn)
+
+        staged = pipeline.load_for(key, self.pools[spec["staging"]], spec["abc_path"], spec["witness_path"],
+                                   spec["n"], timer, phase="prefetch", before_read=before_read)
+        return _Job(spec, key, staged, timer, conn=conn)
 
     # ---- the device thread ------------------------------------------------------------------
     def _device_loop(self) -> None:
         from proofflow.prover.backend.standin import StandinBackend
-        from proofflow.prover.groth16.prover import prove_device
         self._use_device()
         while True:
             job = self._queue.get()
@@ -279,14 +184,13 @@ class ProverService:
                 if _caller_gone(job.conn):  # a killed task: its job would only waste the device
                     raise CallerGone("the caller left before its job reached the device")
                 faults.point("service.device")
-                if id(job.pk) not in self._prepared:
+                if not job.key.resident:
                     with job.timer.phase("key_upload"):
-                        self.backend.prepare(job.pk)
-                    self._prepared.add(id(job.pk))
+                        self.backend.prepare(job.key.pk)
+                    job.key.resident = True
                 standin = job.spec.get("standin_s")
                 backend = StandinBackend(self.backend, standin) if standin else self.backend
-                job.pending = prove_device(job.pk, job.cs, job.witness, backend, abc=job.abc, timer=job.timer,
-                                           transfers=job.transfers, memory_kind=job.spec["staging"])
+                job.pending = pipeline.prove_device(job.key, job.staged, backend, job.timer, job.transfers)
             except BaseException as exc:  # the job fails, the service goes on
                 job.error = exc
                 self._recover(exc)
@@ -306,18 +210,15 @@ class ProverService:
             self.last_error = f"{type(exc).__name__}: {exc}"
         if not isinstance(exc, MemoryError):
             return
-        with self._key_lock:
-            for _fp, pk, _cs in self._keys.values():
-                for name in ("a_query", "b_g1_query", "b_g2_query", "h_query", "l_query"):
-                    getattr(pk, name).device_cache.clear()
-            self._prepared.clear()
+        for key in self.keys.keys():
+            for name in ("a_query", "b_g1_query", "b_g2_query", "h_query", "l_query"):
+                getattr(key.pk, name).device_cache.clear()
+            key.resident = False
         for pool in self.pools.values():
             pool.trim()
         if self.backend_name == "gpu":
             try:
-                import cupy
-                cupy.get_default_memory_pool().free_all_blocks()
-                cupy.get_default_pinned_memory_pool().free_all_blocks()
+                device.free_pools()
             except Exception:
                 log.exception("could not free the device memory pools")
         with self._state:
@@ -325,19 +226,15 @@ class ProverService:
 
     # ---- connections ------------------------------------------------------------------------
     def status(self) -> dict:
-        device_pool = None
-        if self.backend_name == "gpu":
-            import cupy
-            device_pool = cupy.get_default_memory_pool().total_bytes()
+        device_pool = device.pool_bytes() if self.backend_name == "gpu" else None
         return {"ok": True, "pid": os.getpid(), "backend": self.backend_name, "device": self.device_label,
                 "started_at": self.started_at, "queued": self._queue.qsize(), "busy": self._busy,
                 "active": self._active, "jobs_in_hand": self._jobs_in_hand, "jobs_done": self.jobs_done, "jobs_failed": self.jobs_failed,
                 "jobs_cancelled": self.jobs_cancelled, "recoveries": self.recoveries, "last_error": self.last_error,
-                "rss_bytes": _rss_bytes(), "device_pool_bytes": device_pool, "keys": list(self._keys),
+                "rss_bytes": _rss_bytes(), "device_pool_bytes": device_pool, "keys": self.keys.directories(),
                 "staging": {k: p.stats() for k, p in self.pools.items()}}
 
     def _prove(self, spec, conn: socket.socket | None = None) -> dict:
-        from proofflow.prover.groth16.prover import ProofCheckFailed, check_proof
         timer = PhaseTimer()
         job = self._prefetch(_validate(spec), timer, conn)
         try:
@@ -350,16 +247,15 @@ class ProverService:
                                   "a retry can succeed") from job.error
             if job.error is not None:
                 if isinstance(job.error, (ValueError, ArithmeticError)):  # e.g. arkworks: a point off the curve
-                    self._refuse_corrupt_key(job.spec)
+                    self.keys.check_digests(job.spec["params_dir"])
                 raise job.error
-            proof = job.pending.finish(timer)
             try:  # before the buffer goes back: witness and a/b/c are views into it
-                check_proof(job.pk, job.cs, job.witness, proof, job.abc)
+                proof = pipeline.finish(job.pending, job.key, job.staged, timer)
             except ProofCheckFailed as exc:
-                self._refuse_corrupt_key(job.spec)
-                raise JobError(f"no proof returned: {exc}") from None
+                self.keys.check_digests(job.spec["params_dir"])
+                raise InputError(f"no proof returned: {exc}") from None
         finally:
-            job.buf.release()
+            job.staged.release()
             if isinstance(job.error, MemoryError):
                 self.pools[job.spec["staging"]].trim()  # this job's buffer too, now idle
         return {"ok": True, "proof": proof.to_bytes().hex(), "device": self.device_label, "pid": os.getpid(),
@@ -490,8 +386,6 @@ def main(argv=None) -> int:
     p.add_argument("--backend", choices=("cpu", "gpu"), default="cpu")
     p.add_argument("--device", type=int, default=0, help="device index (of those CUDA_VISIBLE_DEVICES shows)")
     p.add_argument("--idle-timeout", type=float, default=600.0, help="stop after this many seconds without a job")
-    p.add_argument("--budget", type=int, default=int(os.environ.get("PROOFFLOW_STAGING_BUDGET", 8 << 30)),
-                   help="staging-pool budget in bytes (env PROOFFLOW_STAGING_BUDGET)")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -499,7 +393,7 @@ def main(argv=None) -> int:
     # kernel launch released it) it should not wait out the 5 ms default switch interval
     # behind a connection thread's prefetch.
     sys.setswitchinterval(0.0005)
-    svc = ProverService(args.socket, args.backend, args.device, args.idle_timeout, args.budget)
+    svc = ProverService(args.socket, args.backend, args.device, args.idle_timeout)
     signal.signal(signal.SIGTERM, lambda *_: svc._stop.set())
     try:
         svc.serve_forever()

@@ -1,0 +1,35 @@
+"""Where a proofflow home keeps each run's files (the roots come from ``proofflow.settings``):
+
+    params/<circuit>-log2_<k>-seed<s>/     a proving key, shared by every run of that circuit
+    scratch/<dag>/<run>/p0000/             a partition's intermediate files, removed with the run
+    bundles/<dag>/<run>/                   the run's proofs, manifest and verifying key
+    reports/<dag>/<run>/                   check_h2d's result and data docs
+
+Dag and run ids become directory names through ``files.safe_name`` (no traversal, no
+collisions)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from proofflow import settings
+from proofflow.prover.files import safe_name
+
+
+def params_dir(circuit: str, log2: int, seed: int) -> Path:
+    return settings.params_cache() / f"{circuit}-log2_{log2}-seed{seed}"
+
+
+def run_dir(dag_id: str, run_id: str, root: Path | None = None) -> Path:
+    return Path(root or settings.scratch_root()) / safe_name(dag_id) / safe_name(run_id)
+
+
+def partition_dir(dag_id: str, run_id: str, partition: int, root: Path | None = None) -> Path:
+    return run_dir(dag_id, run_id, root) / f"p{partition:04d}"
+
+
+def bundle_dir(dag_id: str, run_id: str) -> Path:
+    return settings.bundles_root() / safe_name(dag_id) / safe_name(run_id)
+
+
+def report_dir(dag_id: str, run_id: str) -> Path:
+    return settings.reports_root() / safe_name(dag_id) / safe_name(run_id)
