@@ -1,5 +1,5 @@
 // The CPU twin of the curve kernels: proofflow/prover/device/msm.cu and fixed_base.cu compiled by a
-// host C++ compiler (common.cuh swaps the PTX field products for portable C++), so the
+// host C++ compiler (mont.cuh swaps its PTX carry chains for common.cuh's portable C++), so the
 // templates (Fq2, the XYZZ formulas, the affine conversion, the kernels' per-thread bodies
 // with their index arithmetic) run and are checked against arkworks without a GPU.
 //

@@ -1,9 +1,8 @@
 // What every kernel header shares: word types, qualifiers, and the few CUDA builtins the
 // field and curve code uses, so that the same headers compile for the GPU (NVRTC, nvcc)
 // and for the host (g++: the CPU twin that tests/kernel_twin.cpp builds). On the GPU the
-// field products are PTX carry chains; on the host each field header swaps in portable
-// C++ on 32-bit words (below), computing the same values. No host header is included:
-// NVRTC has none.
+// field arithmetic (mont.cuh) is PTX carry chains; on the host it is the portable C++ on
+// 32-bit words below, computing the same values. No host header is included: NVRTC has none.
 #ifndef PROOFFLOW_COMMON_CUH
 #define PROOFFLOW_COMMON_CUH
 
@@ -52,8 +51,8 @@ PF_INLINE int pf_min(int a, int b) { return a < b ? a : b; }
 PF_INLINE int pf_max(int a, int b) { return a > b ? a : b; }
 
 #ifndef PF_GPU
-// Portable multiword arithmetic on N little-endian 32-bit words (the host build of the
-// field headers). Carries go through 64-bit sums.
+// Portable multiword arithmetic on N little-endian 32-bit words (the host build of
+// mont.cuh). Carries go through 64-bit sums.
 template <int N>
 inline u32 mp_add(u32* r, const u32* a, const u32* b) {  // r = a + b, returns the carry
     u64 c = 0;

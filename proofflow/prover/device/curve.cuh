@@ -10,15 +10,15 @@
 #include "fq2.cuh"
 
 // ---- the field interface of the templates: one overload set per field ----
-PF_INLINE bool f_is_zero(const fq_t& a) { return fq_is_zero(a); }
-PF_INLINE fq_t f_add(const fq_t& a, const fq_t& b) { return fq_add(a, b); }
-PF_INLINE fq_t f_sub(const fq_t& a, const fq_t& b) { return fq_sub(a, b); }
-PF_INLINE fq_t f_mul(const fq_t& a, const fq_t& b) { return fq_mul(a, b); }
-PF_INLINE fq_t f_sqr(const fq_t& a) { return fq_sqr(a); }
-PF_INLINE fq_t f_neg(const fq_t& a) { return fq_neg(a); }
+PF_INLINE bool f_is_zero(const fq_t& a) { return a.is_zero(); }
+PF_INLINE fq_t f_add(const fq_t& a, const fq_t& b) { return a + b; }
+PF_INLINE fq_t f_sub(const fq_t& a, const fq_t& b) { return a - b; }
+PF_INLINE fq_t f_mul(const fq_t& a, const fq_t& b) { return a * b; }
+PF_INLINE fq_t f_sqr(const fq_t& a) { return a.sqr(); }
+PF_INLINE fq_t f_neg(const fq_t& a) { return -a; }
 PF_INLINE fq_t f_inv(const fq_t& a) { return fq_inv(a); }
 PF_INLINE fq_t f_to_mont(const fq_t& a) { return fq_to_mont(a); }
-PF_INLINE fq_t f_from_mont(const fq_t& a) { return fq_from_mont(a); }
+PF_INLINE fq_t f_from_mont(const fq_t& a) { return a.from_mont(); }
 PF_INLINE void f_store(u64* v, const fq_t& a) { fq_store(v, a); }
 
 PF_INLINE bool f_is_zero(const fq2_t& a) { return fq2_is_zero(a); }
@@ -37,7 +37,7 @@ template <class F> PF_INLINE F f_one();
 template <class F> PF_INLINE F f_load(const u64* v);
 template <class F> PF_INLINE F f_from4(const uint4* v);  // an element from F::U64 / 2 uint4
 
-template <> PF_INLINE fq_t f_zero<fq_t>() { return fq_t{{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}}; }
+template <> PF_INLINE fq_t f_zero<fq_t>() { return fq_t{}; }
 template <> PF_INLINE fq_t f_one<fq_t>() { return fq_one(); }
 template <> PF_INLINE fq_t f_load<fq_t>(const u64* v) { return fq_load(v); }
 template <> PF_INLINE fq_t f_from4<fq_t>(const uint4* v) { return fq_from(v[0], v[1], v[2]); }

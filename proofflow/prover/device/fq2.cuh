@@ -10,38 +10,38 @@ struct fq2_t {
     static constexpr int U64 = 12;  // u64 limbs in memory
 };
 
-PF_INLINE bool fq2_is_zero(const fq2_t& a) { return fq_is_zero(a.c0) && fq_is_zero(a.c1); }
+PF_INLINE bool fq2_is_zero(const fq2_t& a) { return a.c0.is_zero() && a.c1.is_zero(); }
 
-PF_INLINE fq2_t fq2_add(const fq2_t& a, const fq2_t& b) { return fq2_t{fq_add(a.c0, b.c0), fq_add(a.c1, b.c1)}; }
+PF_INLINE fq2_t fq2_add(const fq2_t& a, const fq2_t& b) { return fq2_t{a.c0 + b.c0, a.c1 + b.c1}; }
 
-PF_INLINE fq2_t fq2_sub(const fq2_t& a, const fq2_t& b) { return fq2_t{fq_sub(a.c0, b.c0), fq_sub(a.c1, b.c1)}; }
+PF_INLINE fq2_t fq2_sub(const fq2_t& a, const fq2_t& b) { return fq2_t{a.c0 - b.c0, a.c1 - b.c1}; }
 
-PF_INLINE fq2_t fq2_neg(const fq2_t& a) { return fq2_t{fq_neg(a.c0), fq_neg(a.c1)}; }
+PF_INLINE fq2_t fq2_neg(const fq2_t& a) { return fq2_t{-a.c0, -a.c1}; }
 
 // Karatsuba: three Fq products. (a0 + a1 u)(b0 + b1 u) = a0 b0 - a1 b1 + (a0 b1 + a1 b0) u
 PF_INLINE fq2_t fq2_mul(const fq2_t& a, const fq2_t& b) {
-    fq_t v0 = fq_mul(a.c0, b.c0), v1 = fq_mul(a.c1, b.c1);
-    fq_t s = fq_mul(fq_add(a.c0, a.c1), fq_add(b.c0, b.c1));
-    return fq2_t{fq_sub(v0, v1), fq_sub(fq_sub(s, v0), v1)};
+    fq_t v0 = a.c0 * b.c0, v1 = a.c1 * b.c1;
+    fq_t s = (a.c0 + a.c1) * (b.c0 + b.c1);
+    return fq2_t{v0 - v1, s - v0 - v1};
 }
 
 // Two Fq products: (a0 + a1 u)^2 = (a0 + a1)(a0 - a1) + 2 a0 a1 u
 PF_INLINE fq2_t fq2_sqr(const fq2_t& a) {
-    fq_t t = fq_mul(a.c0, a.c1);
-    return fq2_t{fq_mul(fq_add(a.c0, a.c1), fq_sub(a.c0, a.c1)), fq_add(t, t)};
+    fq_t t = a.c0 * a.c1;
+    return fq2_t{(a.c0 + a.c1) * (a.c0 - a.c1), t + t};
 }
 
 // (a0 + a1 u)^-1 = (a0 - a1 u) / (a0^2 + a1^2): one Fq inversion (0 for 0).
 PF_HD inline fq2_t fq2_inv(const fq2_t& a) {
-    fq_t t = fq_inv(fq_add(fq_sqr(a.c0), fq_sqr(a.c1)));
-    return fq2_t{fq_mul(a.c0, t), fq_neg(fq_mul(a.c1, t))};
+    fq_t t = fq_inv(a.c0.sqr() + a.c1.sqr());
+    return fq2_t{a.c0 * t, -(a.c1 * t)};
 }
 
-PF_INLINE fq2_t fq2_one() { return fq2_t{fq_one(), fq_t{{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}}}; }
+PF_INLINE fq2_t fq2_one() { return fq2_t{fq_one(), fq_t{}}; }
 
 PF_INLINE fq2_t fq2_to_mont(const fq2_t& a) { return fq2_t{fq_to_mont(a.c0), fq_to_mont(a.c1)}; }
 
-PF_INLINE fq2_t fq2_from_mont(const fq2_t& a) { return fq2_t{fq_from_mont(a.c0), fq_from_mont(a.c1)}; }
+PF_INLINE fq2_t fq2_from_mont(const fq2_t& a) { return fq2_t{a.c0.from_mont(), a.c1.from_mont()}; }
 
 PF_INLINE fq2_t fq2_load(const u64* v) { return fq2_t{fq_load(v), fq_load(v + 6)}; }
 

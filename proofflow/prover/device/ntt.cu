@@ -46,7 +46,7 @@ extern "C" __global__ void bitrev_h(const u32* a, const u32* b, const u32* c, u3
     for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
         u32 r = bitrev(i, log_n);
         fr_t ab = fr_mul(fr_load(a, r), fr_load(b, r));
-        fr_store(out, i, fr_mul(fr_sub(ab, fr_load(c, r)), z));
+        fr_store(out, i, fr_mul(ab - fr_load(c, r), z));
     }
 }
 
@@ -86,7 +86,7 @@ ntt_pass(u32* x, const u32* tw, int log_n, int s0, int S, int log_l, const u32* 
             // the butterfly's position within its stage-s block, over the whole vector
             u32 jg = (j << s0) + lo0 + c;
             v = fr_mul(v, fr_load(tw, (u64)jg << tw_shift));
-            fr_t sum = fr_add(u, v), dif = fr_sub(u, v);
+            fr_t sum = u + v, dif = u - v;
 #pragma unroll
             for (int k = 0; k < 8; k++) {
                 sh[k * TILE + eu] = sum.w[k];
@@ -123,12 +123,12 @@ extern "C" __global__ void fr_mul_vec(const u32* a, const u32* b, int b_stride, 
 
 extern "C" __global__ void fr_add_vec(const u32* a, const u32* b, u32* out, u32 n) {
     for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
-        fr_store(out, i, fr_add(fr_load(a, i), fr_load(b, i)));
+        fr_store(out, i, fr_load(a, i) + fr_load(b, i));
 }
 
 extern "C" __global__ void fr_sub_vec(const u32* a, const u32* b, u32* out, u32 n) {
     for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
-        fr_store(out, i, fr_sub(fr_load(a, i), fr_load(b, i)));
+        fr_store(out, i, fr_load(a, i) - fr_load(b, i));
 }
 
 // x[i] <- x[i]^(2^iters): a dependent chain of squarings, for the product rate alone.
