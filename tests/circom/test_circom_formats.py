@@ -139,7 +139,7 @@ def test_snarkjs_roots_come_from_the_smallest_non_residue():
     assert qap.SNARKJS_GENERATOR == 5
 
 
-@pytest.mark.parametrize("log_n", [0, 1, 3, 5])
+@pytest.mark.parametrize("log_n", [0, 1, 2, 4])
 def test_h_odd_coset_matches_a_direct_evaluation(log_n):
     """A·B − C at snarkjs's odd points, against interpolation and evaluation in Python ints."""
     n = 1 << log_n
