@@ -1,0 +1,20 @@
+"""circom circuits with snarkjs Groth16 keys on BLS12-381.
+
+Users bring a circuit's ``.r1cs``, a witness (``.wtns``) and a ``.zkey`` from a snarkjs
+ceremony (``-p bls12381``); proofs made here verify in ``snarkjs groth16 verify``, and
+snarkjs's proofs verify here. Readers for the binary files (``r1cs``, ``wtns``, ``zkey``,
+over their shared container ``binfile``) and the JSON files (``snarkjs_json``), the
+prover and the verifier. Bad input raises the ValueErrors of ``errors``.
+"""
+from proofflow.prover.circom.errors import CorruptFile, KeyMismatch, UnsatisfiedConstraint, WrongField
+from proofflow.prover.circom.prover import prove, public_signals
+from proofflow.prover.circom.r1cs import R1cs, read_r1cs
+from proofflow.prover.circom.snarkjs_json import (read_proof, read_public, read_verification_key, write_proof,
+                                                  write_public)
+from proofflow.prover.circom.verifier import verify, verify_files
+from proofflow.prover.circom.wtns import read_wtns
+from proofflow.prover.circom.zkey import ZKey, read_zkey
+
+__all__ = ["CorruptFile", "KeyMismatch", "R1cs", "UnsatisfiedConstraint", "WrongField", "ZKey", "prove",
+           "public_signals", "read_proof", "read_public", "read_r1cs", "read_verification_key", "read_wtns",
+           "read_zkey", "verify", "verify_files", "write_proof", "write_public"]

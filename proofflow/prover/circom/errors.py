@@ -1,0 +1,68 @@
+"""What can be wrong with a user's circom files, one exception type per kind.
+
+Every type is a ValueError, so callers that only tell good input from bad need not know
+them; ``UnsatisfiedConstraint`` is the engine's own (``proofflow.prover.r1cs``)."""
+from __future__ import annotations
+
+from proofflow.prover.field import fr
+from proofflow.prover.r1cs import UnsatisfiedConstraint
+
+__all__ = ["CircomFileError", "CorruptFile", "WrongField", "KeyMismatch", "UnsatisfiedConstraint"]
+
+BLS12_381_Q = int(
+    "1a0111ea397fe69a4b1ba7b6434bacd764774b84f38512bf6730d2a0f6b0f6241eabfffeb153ffffb9feffffffffaaab", 16)
+
+# Primes circom and snarkjs offer besides BLS12-381's, named in errors.
+_KNOWN_PRIMES = {
+    fr.MODULUS: "the BLS12-381 scalar field",
+    BLS12_381_Q: "the BLS12-381 base field",
+    0x30644E72E131A029B85045B68181585D2833E84879B9709143E1F593F0000001: "the bn128 (BN254) scalar field",
+    0x30644E72E131A029B85045B68181585D97816A916871CA8D3C208C16D87CFD47: "the bn128 (BN254) base field",
+    0xFFFFFFFF00000001: "the Goldilocks field",
+}
+
+
+def describe_field(found: int | str | None) -> str:
+    """A prime by the field it defines, or a JSON file's curve name."""
+    if isinstance(found, int):
+        return _KNOWN_PRIMES.get(found, f"an unknown prime 0x{found:x}")
+    return f"the curve {found!r}"
+
+
+class CircomFileError(ValueError):
+    """Base of the file errors: ``path`` names the file."""
+
+    def __init__(self, path, message: str):
+        self.path = str(path)
+        super().__init__(f"{self.path}: {message}")
+
+
+class CorruptFile(CircomFileError):
+    """Truncated, corrupt, or not the kind of file expected; ``section`` names the part
+    (a section id of the binary container, or a JSON field) when one is to blame."""
+
+    def __init__(self, path, message: str, section: int | str | None = None):
+        self.section = section
+        where = "" if section is None else (f"section {section}: " if isinstance(section, int) else f"{section}: ")
+        super().__init__(path, where + message)
+
+
+class WrongField(CircomFileError):
+    """The file is for another curve than BLS12-381: ``found`` is the prime a binary file
+    names, or the curve a JSON file names."""
+
+    def __init__(self, path, found: int | str | None, expected: int | str | None = None):
+        if expected is None:
+            expected = fr.MODULUS if isinstance(found, int) else "bls12381"
+        self.found, self.expected = found, expected
+        super().__init__(path, f"made for {describe_field(found)}, not {describe_field(expected)} "
+                               "(compile with circom -p bls12381 and use a bls12381 ceremony)")
+
+
+class KeyMismatch(ValueError):
+    """A zkey that was not set up for this r1cs (or witness); ``what`` names the first
+    difference."""
+
+    def __init__(self, what: str, detail: str, against: str = "the r1cs"):
+        self.what = what
+        super().__init__(f"the zkey does not match {against}: {what} differs ({detail})")

@@ -1,0 +1,67 @@
+"""Groth16 proofs with a snarkjs zkey, on any backend.
+
+The steps are snarkjs's: a and b over the domain by the zkey's coefficients (its extra A
+rows included), c = a·b point by point, H in the zkey's odd-coset basis (qap.py), then the
+A, B1, B2, C and H MSMs and the engine's own assembly with fresh r, s. With the r1cs at
+hand, the key is checked against it and the witness against its constraints first, so a
+bad witness is named by its first failing constraint rather than by a proof that does
+not verify.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from proofflow.prover.backend import get_backend
+from proofflow.prover.backend.base import Backend
+from proofflow.prover.circom import qap
+from proofflow.prover.circom.errors import KeyMismatch
+from proofflow.prover.circom.r1cs import R1cs
+from proofflow.prover.circom.zkey import ZKey
+from proofflow.prover.field import fr
+from proofflow.prover.groth16 import verifier
+from proofflow.prover.groth16.data_structures import Proof
+from proofflow.prover.groth16.prover import PendingProof, ProofCheckFailed
+from proofflow.prover.polynomial.domain import Radix2Domain
+from proofflow.prover.timing import PhaseTimer
+
+
+def public_signals(zkey: ZKey, witness: np.ndarray) -> list[int]:
+    """What public.json lists: the witness's wires 1..nPublic (outputs, then public inputs)."""
+    return fr.to_ints(witness[1:zkey.n_public + 1])
+
+
+def prove(zkey: ZKey, witness: np.ndarray, backend: Backend | None = None, r1cs: R1cs | None = None,
+          rng: np.random.Generator | None = None, timer: PhaseTimer | None = None) -> Proof:
+    """A proof for ``witness`` (an Fr vector, e.g. from ``read_wtns``) that snarkjs accepts.
+    r, s come from the OS's CSPRNG, or from ``rng`` for reproducible tests. Raises
+    KeyMismatch or UnsatisfiedConstraint for inputs that do not fit, and ProofCheckFailed
+    should the finished proof not verify against the zkey's own verifying key."""
+    backend = backend or get_backend("cpu")
+    timer = timer if timer is not None else PhaseTimer()
+    if r1cs is not None:
+        zkey.check_matches(r1cs)
+    if witness.shape[0] != zkey.n_vars:
+        raise KeyMismatch("the number of signals", f"zkey {zkey.n_vars}, witness {witness.shape[0]}", "the witness")
+    pk, n = zkey.pk, zkey.domain_size
+    domain = Radix2Domain.for_size(n)
+    with timer.phase("witness_map"):
+        a, b = zkey.a.matvec(witness, fr.zeros(n)), zkey.b.matvec(witness, fr.zeros(n))
+        if r1cs is not None:
+            r1cs.cs.check(a, b, r1cs.cs.c.matvec(witness))
+    with timer.phase("ntt"):
+        h = qap.h_odd_coset(backend, domain, a, b)
+    with timer.phase("msm"):
+        accs = (backend.msm_g1(pk.a_query, witness), backend.msm_g1(pk.b_g1_query, witness),
+                backend.msm_g1(pk.l_query, np.ascontiguousarray(witness[zkey.n_public + 1:])),
+                backend.msm_g1(pk.h_query, h))
+        b2 = backend.msm_g2(pk.b_g2_query, witness)
+    proof = PendingProof(pk, accs, b2, rng).finish(timer)
+    with timer.phase("check"):
+        if not verifier.verify(pk.vk, public_signals(zkey, witness), proof):
+            if r1cs is None:
+                cause = "the witness does not satisfy the circuit, or the zkey is corrupt (pass the r1cs to tell which)"
+            else:
+                cause = ("the witness satisfies the r1cs, so the zkey's points are corrupt or were set up for a "
+                         "circuit that differs from this r1cs in C (which a zkey does not store)")
+            raise ProofCheckFailed(f"the proof does not verify against the zkey's verifying key: {cause}")
+    return proof

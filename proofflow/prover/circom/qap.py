@@ -1,0 +1,70 @@
+"""The H vector of a snarkjs proof, in the basis its zkey's H points use.
+
+A zkey's H points are the Lagrange basis of the 2n-point domain at its odd points
+x_i = ω_2n·ω_n^i, over δ (not τ^i·Z(τ)/δ as in arkworks). So the prover evaluates
+A·B − C there, with no division by Z: since x_i^n = −1, the result is −2·H(x_i), and the
+setup folded that factor into the points.
+
+snarkjs's roots of unity come from the generator 5, the engine's from 7. Both give
+primitive roots, so snarkjs's ω_n is ω_n^m of ours for an odd m: its j-th domain point is
+our (m·j mod n)-th. Relabelling the vectors by that permutation lets the computation use
+the backend's own NTTs (any backend's), with only the coset shift and products as Fr
+pointwise operations.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from proofflow.prover.backend.base import Backend
+from proofflow.prover.field import fr
+from proofflow.prover.polynomial.domain import MAX_LOG2, Radix2Domain, root_of_unity
+
+SNARKJS_GENERATOR = 5  # ffjavascript's roots of unity are powers of 5^((r-1)/2^32)
+
+
+def snarkjs_root_of_unity(log_n: int) -> int:
+    return pow(SNARKJS_GENERATOR, (fr.MODULUS - 1) >> log_n, fr.MODULUS)
+
+
+@lru_cache(maxsize=1)
+def _exponent() -> int:
+    """M with ω^M = ω' for our and snarkjs's roots of order 2^32 (Pohlig-Hellman: the
+    group is cyclic of order 2^32, so M comes out one bit at a time)."""
+    base, target, p = root_of_unity(MAX_LOG2), snarkjs_root_of_unity(MAX_LOG2), fr.MODULUS
+    m = 0
+    for bit in range(MAX_LOG2):
+        rest = target * pow(base, -m, p) % p
+        if pow(rest, 1 << (MAX_LOG2 - 1 - bit), p) != 1:
+            m |= 1 << bit
+    assert pow(base, m, p) == target
+    return m
+
+
+@lru_cache(maxsize=4)
+def _tables(log_n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(where snarkjs's j-th point sits in our domain, the odd-coset shift ω'_2n^i)."""
+    n = 1 << log_n
+    where = (_exponent() % n) * np.arange(n, dtype=np.int64) % n
+    shift = fr.powers(fr.constant(snarkjs_root_of_unity(log_n + 1)), n)
+    where.flags.writeable = shift.flags.writeable = False
+    return where, shift
+
+
+def h_odd_coset(backend: Backend, domain: Radix2Domain, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """A·B − C at snarkjs's odd points, in its order, from a and b over its domain
+    (c = a·b there). The inputs are not modified."""
+    where, shift = _tables(domain.log_n)
+    evals = []
+    for v in (a, b):
+        ours = np.empty_like(v)
+        ours[where] = v
+        evals.append(ours)
+    evals.append(fr.mul(*evals))
+    for i, v in enumerate(evals):
+        coeffs = backend.ntt(domain, v, inverse=True)
+        evals[i] = backend.ntt(domain, fr.mul(coeffs, shift, out=coeffs))
+    ea, eb, ec = evals
+    h = fr.sub(fr.mul(ea, eb, out=ea), ec, out=ea)
+    return np.ascontiguousarray(h[where])

@@ -1,0 +1,83 @@
+"""circom's .r1cs files as the engine's ConstraintSystem.
+
+Section 1 is the header: u32 n8, the prime, u32 nWires, nPubOut, nPubIn, nPrvIn, u64
+nLabels, u32 nConstraints. Section 2 holds the constraints, each three linear
+combinations A, B, C, each a u32 count and that many (u32 wire, n8-byte coefficient in
+standard form). Wire 0 is the constant one, then the public outputs, the public inputs,
+then the private wires: the engine's order (one, public, private) with the outputs
+counted as public.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from proofflow.prover.circom import binfile
+from proofflow.prover.circom.encoding import fr_from_standard
+from proofflow.prover.field import fr
+from proofflow.prover.r1cs import ConstraintSystem, SparseMatrix
+
+HEADER, CONSTRAINTS = 1, 2
+_TERM = 4 + fr.BYTES  # u32 wire + coefficient
+
+
+@dataclass(frozen=True)
+class R1cs:
+    n_wires: int
+    n_pub_out: int
+    n_pub_in: int
+    n_prv_in: int
+    n_labels: int
+    cs: ConstraintSystem
+
+    @property
+    def n_public(self) -> int:
+        """The public signals (outputs first, then public inputs), the constant one not counted."""
+        return self.n_pub_out + self.n_pub_in
+
+    @property
+    def n_constraints(self) -> int:
+        return self.cs.num_constraints
+
+
+def read_r1cs(path) -> R1cs:
+    f = binfile.read(path, "r1cs", max_version=1)
+    head = f.reader(HEADER, "header")
+    head.field()
+    n_wires, n_out, n_pub, n_prv = (head.u32() for _ in range(4))
+    n_labels, n_constraints = head.u64(), head.u32()
+    head.end()
+    if n_wires < 1 + n_out + n_pub + n_prv:
+        raise head.fail(f"{n_wires} wires cannot hold the one, {n_out} outputs and {n_pub + n_prv} inputs")
+    rows, cols, coeffs = _terms(f.reader(CONSTRAINTS, "constraints"), n_constraints, n_wires)
+    matrices = [SparseMatrix.from_triplets(n_constraints, n_wires, rows[m], cols[m], coeffs[m]) for m in range(3)]
+    cs = ConstraintSystem(n_out + n_pub, n_wires, *matrices)
+    return R1cs(n_wires, n_out, n_pub, n_prv, n_labels, cs)
+
+
+def _terms(sec: binfile.SectionReader, n_constraints: int, n_wires: int):
+    """Per matrix (A, B, C): the row, wire and Fr coefficient of every term."""
+    # The linear combinations vary in length, so one pass finds where each starts; the
+    # terms themselves are then gathered in bulk.
+    starts = np.empty(3 * n_constraints, dtype=np.int64)
+    counts = np.empty(3 * n_constraints, dtype=np.int64)
+    for i in range(3 * n_constraints):
+        counts[i] = sec.u32()
+        starts[i] = sec.pos
+        sec.take(_TERM * int(counts[i]))
+    sec.end()
+    data = np.frombuffer(sec.data, dtype=np.uint8)
+    lc = np.repeat(np.arange(3 * n_constraints), counts)
+    first = np.concatenate([[0], np.cumsum(counts)[:-1]]) if counts.size else counts
+    offsets = starts[lc] + _TERM * (np.arange(lc.size) - first[lc])
+    wires = data[offsets[:, None] + np.arange(4)].copy().view("<u4").ravel().astype(np.int64)
+    if wires.size and wires.max() >= n_wires:
+        bad = int(np.argmax(wires >= n_wires))
+        raise sec.fail(f"constraint {int(lc[bad]) // 3} uses wire {int(wires[bad])}, beyond the header's "
+                       f"{n_wires} wires")
+    raw = data[offsets[:, None] + 4 + np.arange(fr.BYTES)]
+    coeffs = fr_from_standard(raw.tobytes(), sec.owner.path, CONSTRAINTS, "coefficient")
+    rows, matrix = lc // 3, lc % 3
+    split = [np.flatnonzero(matrix == m) for m in range(3)]
+    return [rows[s] for s in split], [wires[s] for s in split], [np.ascontiguousarray(coeffs[s]) for s in split]

@@ -1,0 +1,126 @@
+"""snarkjs's JSON files: verification_key.json, proof.json and public.json.
+
+Numbers are decimal strings in standard form. A G1 point is [x, y, "1"], a G2 point
+[[x.c0, x.c1], [y.c0, y.c1], ["1", "0"]]; the point at infinity has z = 0 (G1 ["0", "1",
+"0"]). public.json lists the public signals, outputs first. snarkjs writes JSON with
+one-space indents, and so do the writers here.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from proofflow.prover import curve
+from proofflow.prover.circom.encoding import FQ_BYTES
+from proofflow.prover.circom.errors import BLS12_381_Q, CorruptFile, WrongField
+from proofflow.prover.groth16.data_structures import Proof, VerifyingKey, atomic_write
+
+CURVE = "bls12381"
+PROTOCOL = "groth16"
+_INFINITY = {"g1": ["0", "1", "0"], "g2": [["0", "0"], ["1", "0"], ["0", "0"]]}
+
+
+def _load(path) -> object:
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise CorruptFile(path, f"cannot read as JSON: {exc}") from exc
+
+
+def _number(path, field: str, text, below: int | None = None) -> int:
+    """A non-negative decimal string (or JSON integer), optionally checked below a bound."""
+    if isinstance(text, bool) or not (isinstance(text, int) or (isinstance(text, str) and text.isdigit())):
+        raise CorruptFile(path, f"{text!r} is not a non-negative decimal number", field)
+    value = int(text)
+    if value < 0 or (below is not None and value >= below):
+        raise CorruptFile(path, f"{value} is not below the base field's prime", field)
+    return value
+
+
+def point_from_json(path, field: str, group: str, obj):
+    """A G1 or G2 point from its snarkjs JSON, checked on the curve and in the subgroup."""
+    g2 = group == "g2"
+    try:
+        x, y, z = obj
+        coords = [*x, *y] if g2 else [x, y]
+        z = list(z) if g2 else [z]
+    except (TypeError, ValueError):
+        raise CorruptFile(path, f"is not a {group.upper()} point in snarkjs's JSON form", field) from None
+    if len(coords) != (4 if g2 else 2) or len(z) != (2 if g2 else 1):
+        raise CorruptFile(path, f"is not a {group.upper()} point in snarkjs's JSON form", field)
+    z = [_number(path, field, v) for v in z]
+    if z == [0] * len(z):
+        return curve.point_class(group).identity()
+    if z != [1] + [0] * (len(z) - 1):
+        raise CorruptFile(path, "is not in affine form (z must be 1)", field)
+    raw = b"".join(_number(path, field, v, BLS12_381_Q).to_bytes(FQ_BYTES, "little") for v in coords)
+    try:
+        return curve.from_xy(group, raw)
+    except ValueError as exc:
+        raise CorruptFile(path, f"is not a point of {group.upper()}: {exc}", field) from None
+
+
+def point_to_json(point, group: str) -> list:
+    raw = curve.to_xy(point)
+    if not any(raw):
+        return _INFINITY[group]
+    coords = [str(int.from_bytes(raw[i:i + FQ_BYTES], "little")) for i in range(0, len(raw), FQ_BYTES)]
+    return [coords[0:2], coords[2:4], ["1", "0"]] if group == "g2" else [*coords, "1"]
+
+
+def _header(path, d, kind: str) -> dict:
+    if not isinstance(d, dict):
+        raise CorruptFile(path, f"is not a snarkjs {kind} (a JSON object)")
+    if d.get("protocol") != PROTOCOL:
+        raise CorruptFile(path, f"protocol {d.get('protocol')!r} is not {PROTOCOL!r}", "protocol")
+    if d.get("curve") != CURVE:
+        raise WrongField(path, d.get("curve"))
+    return d
+
+
+def _field(path, d: dict, name: str):
+    if name not in d:
+        raise CorruptFile(path, "missing", name)
+    return d[name]
+
+
+def read_verification_key(path) -> VerifyingKey:
+    d = _header(path, _load(path), "verification key")
+    ic = _field(path, d, "IC")
+    if not isinstance(ic, list) or not ic:
+        raise CorruptFile(path, "is not a list of G1 points", "IC")
+    n_public = _field(path, d, "nPublic")
+    if n_public != len(ic) - 1:
+        raise CorruptFile(path, f"nPublic is {n_public!r} but IC holds {len(ic)} points (expected nPublic+1)", "IC")
+    return VerifyingKey(point_from_json(path, "vk_alpha_1", "g1", _field(path, d, "vk_alpha_1")),
+                        *(point_from_json(path, name, "g2", _field(path, d, name))
+                          for name in ("vk_beta_2", "vk_gamma_2", "vk_delta_2")),
+                        [point_from_json(path, f"IC[{i}]", "g1", p) for i, p in enumerate(ic)])
+
+
+def read_proof(path) -> Proof:
+    d = _header(path, _load(path), "proof")
+    return Proof(*(point_from_json(path, name, group, _field(path, d, name))
+                   for name, group in (("pi_a", "g1"), ("pi_b", "g2"), ("pi_c", "g1"))))
+
+
+def read_public(path) -> list[int]:
+    """The public signals as integers. Values at or above r are returned as they are: the
+    verifier rejects them, as snarkjs does."""
+    d = _load(path)
+    if not isinstance(d, list):
+        raise CorruptFile(path, "is not a JSON list of public signals")
+    return [_number(path, f"[{i}]", v) for i, v in enumerate(d)]
+
+
+def proof_to_json(proof: Proof) -> dict:
+    return {"pi_a": point_to_json(proof.a, "g1"), "pi_b": point_to_json(proof.b, "g2"),
+            "pi_c": point_to_json(proof.c, "g1"), "protocol": PROTOCOL, "curve": CURVE}
+
+
+def write_proof(path, proof: Proof) -> None:
+    atomic_write(Path(path), json.dumps(proof_to_json(proof), indent=1).encode())
+
+
+def write_public(path, public: list[int]) -> None:
+    atomic_write(Path(path), json.dumps([str(x) for x in public], indent=1).encode())
