@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import random
 
-import numpy as np
 import pytest
 
 import circom_files

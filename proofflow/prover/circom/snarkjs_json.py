@@ -13,7 +13,8 @@ from pathlib import Path
 from proofflow.prover import curve
 from proofflow.prover.circom.encoding import FQ_BYTES
 from proofflow.prover.circom.errors import BLS12_381_Q, CorruptFile, WrongField
-from proofflow.prover.groth16.data_structures import Proof, VerifyingKey, atomic_write
+from proofflow.prover import files
+from proofflow.prover.groth16.data_structures import Proof, VerifyingKey
 
 CURVE = "bls12381"
 PROTOCOL = "groth16"
@@ -119,8 +120,8 @@ def proof_to_json(proof: Proof) -> dict:
 
 
 def write_proof(path, proof: Proof) -> None:
-    atomic_write(Path(path), json.dumps(proof_to_json(proof), indent=1).encode())
+    files.write_bytes(path, json.dumps(proof_to_json(proof), indent=1).encode())
 
 
 def write_public(path, public: list[int]) -> None:
-    atomic_write(Path(path), json.dumps([str(x) for x in public], indent=1).encode())
+    files.write_bytes(path, json.dumps([str(x) for x in public], indent=1).encode())
