@@ -336,7 +336,7 @@ def bench_msm(args, rng) -> dict:
 
 
 def _msm_skewed(table, rng, repeats: int) -> dict:
-    """Median wall ms of the MSM under skewed scalars (correctness: tests/test_gpu_backend.py):
+    """Median wall ms of the MSM under skewed scalars (correctness: tests/device/test_gpu_backend.py):
     90% ones and twos, and all scalars equal (every window's entries in one bucket)."""
     from proofflow.prover.device import msm as gpu_msm
     n = len(table)

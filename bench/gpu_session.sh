@@ -11,8 +11,8 @@
 # and no py-arkworks-bls12381. Bring it as wheels in .whl/ (git-ignored): `bash bench/gpu_wheels.sh`
 # fetches it with Airflow, SQLAlchemy and Great Expectations for the operator tests;
 # run with .whl carried:   device run: command "bash bench/gpu_session.sh", carry [".whl"]
-# This script installs them into /tmp/site; the operator GPU tests (tests/test_calibrate.py,
-# tests/test_check_h2d_gpu.py) run only when those packages import.
+# This script installs them into /tmp/site; the operator GPU tests (tests/timing/test_calibrate.py,
+# tests/device/test_check_h2d_gpu.py) run only when those packages import.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}
@@ -43,9 +43,9 @@ step() {  # step NAME BUDGET LOG COMMAND...: run COMMAND under a time budget, lo
     SECS[$name]=$((SECONDS - t0))
 }
 
-TESTS="tests/test_gpu_backend.py tests/test_gpu_g2.py"
+TESTS="tests/device/test_gpu_backend.py tests/device/test_gpu_g2.py tests/device/test_kernel_twin.py"
 if python3 -c "import sqlalchemy, alembic, great_expectations, airflow.sdk" 2>/dev/null; then
-    TESTS="$TESTS tests/test_calibrate.py tests/test_check_h2d_gpu.py tests/test_gpu_service.py"
+    TESTS="$TESTS tests/timing/test_calibrate.py tests/device/test_check_h2d_gpu.py tests/device/test_gpu_service.py"
 else
     echo "note: airflow/sqlalchemy/alembic/great-expectations not importable: the operator GPU tests are left out"
 fi
