@@ -31,7 +31,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.schema import CreateIndex, CreateTable
 
-from proofflow import settings
+from proofflow import settings, spec
 from proofflow.timing.models import (CHECK_RESULT_KEY, RUN_KEY, TIMING_KEY, TRANSFER_KEY, calibrations, check_results, h2d_flags, metadata, report_settings, runs, task_timings, transfers)
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
@@ -45,7 +45,7 @@ log = logging.getLogger(__name__)
 
 INT64 = (-(1 << 63), (1 << 63) - 1)
 INT32 = (-(1 << 31), (1 << 31) - 1)
-MEMORY_KINDS = ("pinned", "pageable", "mixed")
+MEMORY_KINDS = (*spec.STAGING, "mixed")  # "mixed": a transfer summed over memories of both kinds
 RUN_STATES = ("running", "success", "failed")
 # Beyond the column types, what a value of the proof-run tables must also satisfy: a
 # minimum, or the allowed strings.

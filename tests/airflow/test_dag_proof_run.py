@@ -56,7 +56,8 @@ def test_every_dag_imports_without_errors_or_top_level_work(tmp_path):
 def test_params_schema_matches_prover_and_builds_the_form(proof_run_dag):
     from proofflow.prover import circuits
     assert set(CIRCUITS) == set(circuits.CIRCUITS)
-    assert (MIN_LOG2, MAX_LOG2) == (circuits.MIN_LOG2, circuits.MAX_LOG2)
+    with pytest.raises(ValueError, match=f"in {MIN_LOG2}..{MAX_LOG2}"):
+        circuits.get_circuit("mimc", MAX_LOG2 + 1)
     params = proof_run_dag.params
     assert set(params.keys()) == {"circuit", "log2", "partitions", "backend", "staging", "seed"}
     for name in params.keys():

@@ -1,19 +1,20 @@
 """Circuit families, chosen by name and sized by log2 of the constraint count."""
 from __future__ import annotations
 
+from proofflow import spec
 from proofflow.prover.circuits.base import Circuit, Instance
 from proofflow.prover.circuits.mimc import MimcChain
 
 CIRCUITS: dict[str, type[Circuit]] = {MimcChain.name: MimcChain}
-MIN_LOG2, MAX_LOG2 = 8, 24
+assert tuple(CIRCUITS) == spec.CIRCUITS, "spec.CIRCUITS names the circuit families registered here"
 
 
 def get_circuit(name: str, log2: int) -> Circuit:
     if name not in CIRCUITS:
         raise ValueError(f"unknown circuit {name!r}: known circuits are {', '.join(sorted(CIRCUITS))}")
-    if not isinstance(log2, int) or not MIN_LOG2 <= log2 <= MAX_LOG2:
-        raise ValueError(f"log2 must be an integer in {MIN_LOG2}..{MAX_LOG2}, got {log2!r}")
+    if not isinstance(log2, int) or not spec.MIN_LOG2 <= log2 <= spec.MAX_LOG2:
+        raise ValueError(f"log2 must be an integer in {spec.MIN_LOG2}..{spec.MAX_LOG2}, got {log2!r}")
     return CIRCUITS[name](log2)
 
 
-__all__ = ["CIRCUITS", "Circuit", "Instance", "get_circuit", "MIN_LOG2", "MAX_LOG2"]
+__all__ = ["CIRCUITS", "Circuit", "Instance", "get_circuit"]
