@@ -46,6 +46,13 @@ class Backend(abc.ABC):
         (deg H <= n - 2). The inputs are not modified.
         """
 
+    def compute_h_odd_coset(self, domain: Radix2Domain, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+        """A*B - C at the odd points of the 2n domain, in snarkjs's order, from a, b, c over
+        snarkjs's domain (its roots of unity, its order): the H vector of a snarkjs key
+        (``circom.qap``). ``domain.size`` entries; the inputs are not modified."""
+        from proofflow.prover.circom import qap
+        return qap.h_odd_coset(self, domain, a, b, c)
+
     @abc.abstractmethod
     def msm_g1(self, table: PointTable, scalars):
         """sum scalars[i] * table[i] in G1 (an arkworks G1Point); scalars host or resident."""
@@ -60,9 +67,10 @@ class Backend(abc.ABC):
         """Copy a host Fr vector to where this backend computes, timed. ``kind`` names the
         host memory where the backend cannot tell it itself."""
 
-    def compute_h_resident(self, domain: Radix2Domain, a, b, c):
-        """H from uploaded a, b, c, left where the backend computes (finished on return)."""
-        return self.compute_h(domain, a, b, c)
+    def compute_h_resident(self, domain: Radix2Domain, a, b, c, basis: str = "monomial"):
+        """H in ``basis`` (a key's ``h_basis``) from uploaded a, b, c, left where the backend
+        computes (finished on return)."""
+        return self.compute_h(domain, a, b, c) if basis == "monomial" else self.compute_h_odd_coset(domain, a, b, c)
 
     def device_phase(self):
         """A context around one proof's device work (uploads to the last MSM). A stand-in

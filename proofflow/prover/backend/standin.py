@@ -43,8 +43,11 @@ class StandinBackend(Backend):
     def compute_h(self, domain, a, b, c):
         return self.inner.compute_h(domain, a, b, c)
 
-    def compute_h_resident(self, domain, a, b, c):
-        return self.inner.compute_h_resident(domain, a, b, c)
+    def compute_h_odd_coset(self, domain, a, b, c):
+        return self.inner.compute_h_odd_coset(domain, a, b, c)
+
+    def compute_h_resident(self, domain, a, b, c, basis="monomial"):
+        return self.inner.compute_h_resident(domain, a, b, c, basis)
 
     def upload(self, host, kind=None):
         return self.inner.upload(host, kind)

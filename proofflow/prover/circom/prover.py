@@ -13,14 +13,14 @@ import numpy as np
 
 from proofflow.prover.backend import get_backend
 from proofflow.prover.backend.base import Backend
-from proofflow.prover.circom import qap
 from proofflow.prover.circom.errors import KeyMismatch
 from proofflow.prover.circom.r1cs import R1cs
 from proofflow.prover.circom.zkey import ZKey
 from proofflow.prover.field import fr
 from proofflow.prover.groth16 import verifier
 from proofflow.prover.groth16.data_structures import Proof
-from proofflow.prover.groth16.prover import PendingProof, ProofCheckFailed
+from proofflow.prover.groth16 import prover as groth16_prover
+from proofflow.prover.groth16.prover import ProofCheckFailed
 from proofflow.prover.polynomial.domain import Radix2Domain
 from proofflow.prover.timing import PhaseTimer
 
@@ -42,22 +42,17 @@ def prove(zkey: ZKey, witness: np.ndarray, backend: Backend | None = None, r1cs:
         zkey.check_matches(r1cs)
     if witness.shape[0] != zkey.n_vars:
         raise KeyMismatch("the number of signals", f"zkey {zkey.n_vars}, witness {witness.shape[0]}", "the witness")
-    pk, n = zkey.pk, zkey.domain_size
-    domain = Radix2Domain.for_size(n)
-    with timer.phase("witness_map"):
-        a, b = zkey.a.matvec(witness, fr.zeros(n)), zkey.b.matvec(witness, fr.zeros(n))
-        if r1cs is not None:
-            r1cs.cs.check(a, b, r1cs.cs.c.matvec(witness))
-    with timer.phase("ntt"):
-        h = qap.h_odd_coset(backend, domain, a, b)
-    with timer.phase("msm"):
-        accs = (backend.msm_g1(pk.a_query, witness), backend.msm_g1(pk.b_g1_query, witness),
-                backend.msm_g1(pk.l_query, np.ascontiguousarray(witness[zkey.n_public + 1:])),
-                backend.msm_g1(pk.h_query, h))
-        b2 = backend.msm_g2(pk.b_g2_query, witness)
-    proof = PendingProof(pk, accs, b2, rng).finish(timer)
+    if r1cs is not None:  # the engine's own path: a/b/c by the r1cs, each constraint checked
+        proof = groth16_prover.prove(zkey.pk, r1cs.cs, witness, backend, rng, timer=timer)
+    else:  # the zkey alone, as snarkjs: a and b by its coefficients, c = a·b
+        n = zkey.domain_size
+        with timer.phase("witness_map"):
+            a, b = zkey.a.matvec(witness, fr.zeros(n)), zkey.b.matvec(witness, fr.zeros(n))
+            abc = (a, b, fr.mul(a, b))
+        proof = groth16_prover.prove_qap(zkey.pk, Radix2Domain.for_size(n), zkey.n_public + 1, witness, abc,
+                                         backend, rng, timer).finish(timer)
     with timer.phase("check"):
-        if not verifier.verify(pk.vk, public_signals(zkey, witness), proof):
+        if not verifier.verify(zkey.vk, public_signals(zkey, witness), proof):
             if r1cs is None:
                 cause = "the witness does not satisfy the circuit, or the zkey is corrupt (pass the r1cs to tell which)"
             else:

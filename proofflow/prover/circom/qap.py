@@ -43,7 +43,7 @@ def _exponent() -> int:
 
 
 @lru_cache(maxsize=4)
-def _tables(log_n: int) -> tuple[np.ndarray, np.ndarray]:
+def tables(log_n: int) -> tuple[np.ndarray, np.ndarray]:
     """(where snarkjs's j-th point sits in our domain, the odd-coset shift ω'_2n^i)."""
     n = 1 << log_n
     where = (_exponent() % n) * np.arange(n, dtype=np.int64) % n
@@ -52,16 +52,18 @@ def _tables(log_n: int) -> tuple[np.ndarray, np.ndarray]:
     return where, shift
 
 
-def h_odd_coset(backend: Backend, domain: Radix2Domain, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """A·B − C at snarkjs's odd points, in its order, from a and b over its domain
-    (c = a·b there). The inputs are not modified."""
-    where, shift = _tables(domain.log_n)
+def h_odd_coset(backend: Backend, domain: Radix2Domain, a: np.ndarray, b: np.ndarray,
+                c: np.ndarray | None = None) -> np.ndarray:
+    """A·B − C at snarkjs's odd points, in its order, from a, b and c over its domain (by
+    default c = a·b there, which a satisfying witness gives). The inputs are not modified."""
+    where, shift = tables(domain.log_n)
     evals = []
-    for v in (a, b):
+    for v in (a, b) if c is None else (a, b, c):
         ours = np.empty_like(v)
         ours[where] = v
         evals.append(ours)
-    evals.append(fr.mul(*evals))
+    if c is None:
+        evals.append(fr.mul(*evals))
     for i, v in enumerate(evals):
         coeffs = backend.ntt(domain, v, inverse=True)
         evals[i] = backend.ntt(domain, fr.mul(coeffs, shift, out=coeffs))

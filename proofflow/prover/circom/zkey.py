@@ -135,7 +135,8 @@ def read_zkey(path, decode_points: bool = True) -> ZKey:
                   b_g2_query=points(B2, "B2", "g2", n_vars), l_query=points(C, "C", "g1", n_vars - n_public - 1),
                   h_query=points(H, "H", "g1", domain_size))
     vk = VerifyingKey(singles["alpha1"], singles["beta2"], singles["gamma2"], singles["delta2"], ic.points())
-    pk = ProvingKey(f.path.stem, domain_size.bit_length() - 1, vk, singles["beta1"], singles["delta1"], **tables)
+    pk = ProvingKey(f.path.stem, domain_size.bit_length() - 1, vk, singles["beta1"], singles["delta1"], **tables,
+                    h_basis="odd-coset")
     return ZKey(f.path, n_vars, n_public, domain_size, pk, a, b)
 
 

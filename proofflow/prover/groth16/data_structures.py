@@ -23,6 +23,10 @@ FORMAT = "proofflow-groth16-bls12-381/1"
 TOXIC_WASTE_LABEL = ("TEST ONLY: generated from a seed; anyone who knows the seed can forge "
                      "proofs. Never use these keys for anything of value.")
 PK_TABLES = {"a_query": "g1", "b_g1_query": "g1", "b_g2_query": "g2", "h_query": "g1", "l_query": "g1"}
+# The basis of the H points: "monomial" (tau^i Z(tau) / delta, n - 1 points: proofflow's own
+# keys, as arkworks) or "odd-coset" (the Lagrange basis of the 2n domain at its odd points,
+# over delta, n points: snarkjs keys; r1cs_to_qap says how the prover's H vector differs).
+H_BASES = {"monomial": -1, "odd-coset": 0}  # basis -> H points minus the domain size
 
 
 class KeyFormatError(ValueError):
@@ -93,6 +97,7 @@ class ProvingKey:
     b_g2_query: PointTable
     h_query: PointTable
     l_query: PointTable
+    h_basis: str = "monomial"
 
     def save(self, directory) -> None:
         """Write the tables, then params.json last: a directory with params.json is complete."""
@@ -102,6 +107,7 @@ class ProvingKey:
                    for name in PK_TABLES}
         self.vk.save(directory / "vk.json")
         params = {"format": FORMAT, "warning": TOXIC_WASTE_LABEL, "circuit": self.circuit, "log2": self.log2,
+                  "h_basis": self.h_basis,
                   "beta_g1": _hex(self.beta_g1), "delta_g1": _hex(self.delta_g1),
                   "tables": {name: {"sha256": digests[name], "points": len(getattr(self, name))} for name in PK_TABLES}}
         files.write_bytes(directory / "params.json", json.dumps(params, indent=1).encode())
@@ -120,6 +126,9 @@ class ProvingKey:
                      for name in PK_TABLES}
             circuit, log2 = str(params["circuit"]), int(params["log2"])
             beta_g1, delta_g1 = params["beta_g1"], params["delta_g1"]
+            h_basis = params.get("h_basis", "monomial")
+            if h_basis not in H_BASES:
+                raise ValueError(f"h_basis {h_basis!r}")
         except (KeyError, TypeError, ValueError) as exc:
             raise KeyFormatError(f"{directory}/params.json is malformed: missing or bad {exc}") from None
         tables = {}
@@ -136,7 +145,7 @@ class ProvingKey:
             if len(tables[name]) != points:
                 raise KeyFormatError(f"{path} has {len(tables[name])} points, params.json says {points}")
         return cls(circuit, log2, VerifyingKey.load(directory / "vk.json"), _point("g1", beta_g1),
-                   _point("g1", delta_g1), **tables)
+                   _point("g1", delta_g1), **tables, h_basis=h_basis)
 
 
 @dataclass

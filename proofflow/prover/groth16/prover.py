@@ -16,7 +16,7 @@ from proofflow.prover import curve
 from proofflow.prover.backend.base import Backend, Transfer
 from proofflow.prover.field import fr
 from proofflow.prover.groth16 import r1cs_to_qap
-from proofflow.prover.groth16.data_structures import Proof, ProvingKey
+from proofflow.prover.groth16.data_structures import H_BASES, Proof, ProvingKey
 from proofflow.prover.r1cs import ConstraintSystem, UnsatisfiedConstraint
 from proofflow.prover.timing import PhaseTimer
 
@@ -105,27 +105,39 @@ def prove_device(pk: ProvingKey, cs: ConstraintSystem, witness: np.ndarray, back
     its G2 MSM on the host."""
     timer = timer if timer is not None else PhaseTimer()
     domain = r1cs_to_qap.domain_for(cs)
-    if pk.a_query.xy.shape[0] != cs.num_variables or len(pk.h_query) != domain.size - 1:
+    if pk.a_query.xy.shape[0] != cs.num_variables:
         raise ValueError("the proving key does not match this constraint system "
-                         f"({len(pk.a_query)} variables and {len(pk.h_query) + 1} domain points in the key, "
-                         f"{cs.num_variables} and {domain.size} in the circuit)")
+                         f"({len(pk.a_query)} variables in the key, {cs.num_variables} in the circuit)")
     if abc is None:
         with timer.phase("witness_map"):
             abc = r1cs_to_qap.witness_map(cs, witness)
+    return prove_qap(pk, domain, cs.num_instance, witness, abc, backend, rng, timer, transfers, memory_kind)
+
+
+def prove_qap(pk: ProvingKey, domain, num_instance: int, witness: np.ndarray, abc, backend: Backend,
+              rng: np.random.Generator | None = None, timer: PhaseTimer | None = None,
+              transfers: dict | None = None, memory_kind: str | None = None) -> PendingProof:
+    """The device part from a/b/c already over the key's domain: uploads, H in the key's
+    basis, the A, B (G1, G2), L and H MSMs (L over the witness past its ``num_instance``
+    public variables, the constant one included)."""
+    timer = timer if timer is not None else PhaseTimer()
+    h_points = domain.size + H_BASES[pk.h_basis]
+    if len(pk.h_query) != h_points:
+        raise ValueError(f"the proving key has {len(pk.h_query)} H points, a domain of {domain.size} needs {h_points}")
     # A backend whose G2 MSM runs on the host (arkworks releases the GIL) starts it first,
     # so it overlaps the device's H and G1 work instead of following it.
     g2 = _host_thread().submit(backend.msm_g2, pk.b_g2_query, witness) if backend.g2_on_host else None
-    k = cs.num_instance
+    k = num_instance
     with contextlib.ExitStack() as device:
         device.enter_context(backend.device_phase())
         with timer.phase("h2d"):
             ups = [backend.upload(v, memory_kind) for v in (*abc, witness)]
         (a, _), (b, _), (c, _), (w, w_tr) = ups
         with timer.phase("ntt"):
-            h = backend.compute_h_resident(domain, a, b, c)
+            h = backend.compute_h_resident(domain, a, b, c, pk.h_basis)
         with timer.phase("msm"):
             accs = (backend.msm_g1(pk.a_query, w), backend.msm_g1(pk.b_g1_query, w),
-                    backend.msm_g1(pk.l_query, w[k:]), backend.msm_g1(pk.h_query, h[: domain.size - 1]))
+                    backend.msm_g1(pk.l_query, w[k:]), backend.msm_g1(pk.h_query, h[:h_points]))
             b2 = g2 if g2 else backend.msm_g2(pk.b_g2_query, w)
             device.close()  # the device phase ends with its last MSM
     if transfers is not None:
