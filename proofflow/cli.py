@@ -90,6 +90,9 @@ def cmd_run(args) -> int:
     from proofflow.prover import device
     conf = {"circuit": args.circuit, "log2": args.log2, "partitions": args.partitions, "backend": args.backend,
             "staging": args.staging, "seed": args.seed}
+    if args.inputs:
+        paths = [str(Path(p).resolve()) for p in args.inputs]
+        conf["inputs"] = paths[0] if len(paths) == 1 and Path(paths[0]).is_dir() else paths
     try:  # the DAG's validate task checks again; this gives the message without a run
         spec.validate_params(conf, gpu_available=device.available)
     except spec.InvalidParams as exc:
@@ -120,7 +123,7 @@ def cmd_run(args) -> int:
         print(json.dumps(summary, default=str))
     else:
         print_summary(summary)
-    ok = summary["airflow_state"] == "success" and summary["proofs_verified"] == args.partitions
+    ok = summary["airflow_state"] == "success" and summary["proofs_verified"] == summary["partitions"]
     if not ok:
         _say(f"proofflow: run {run.run_id} {summary['airflow_state']}" + (f"; see {log_path}" if log_path else ""))
     return EXIT_OK if ok else EXIT_FAILED
@@ -160,7 +163,12 @@ def parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="run one proof_run end to end on a local Airflow (SQLite, no services)",
                        description="Set up a local AIRFLOW_HOME, run proof_run with dag.test(), print its summary "
                                    "from the timing tables.")
-    r.add_argument("--circuit", choices=CIRCUITS, default=DEFAULTS["circuit"])
+    r.add_argument("--circuit", default=DEFAULTS["circuit"],
+                   help=f"a built-in family ({', '.join(CIRCUITS)}; default {DEFAULTS['circuit']}) or a circuit "
+                        "registered with `proofflow circuit add`")
+    r.add_argument("--inputs", nargs="+", metavar="PATH",
+                   help="a registered circuit's inputs, one per partition: input.json files or .wtns witnesses, or "
+                        "one directory of them (its size and the inputs replace --log2 and --partitions)")
     r.add_argument("--log2", type=_int_in(MIN_LOG2, MAX_LOG2, "log2"), default=DEFAULTS["log2"],
                    help=f"log2 of the constraint count ({MIN_LOG2}..{MAX_LOG2}; default {DEFAULTS['log2']})")
     r.add_argument("--partitions", type=_int_in(MIN_PARTITIONS, MAX_PARTITIONS, "partitions"),
@@ -184,9 +192,11 @@ def parser() -> argparse.ArgumentParser:
     m.add_argument("--dag-id", default="proof_run")
     m.add_argument("--json", action="store_true")
     m.set_defaults(func=cmd_summary)
+    from proofflow.prover.circom import cli as circuit_cli
     from proofflow.timing import calibrate, report
     calibrate.add_parser(sub)
     report.add_parser(sub)
+    circuit_cli.add_parser(sub)
     for command in sub.choices.values():  # --home before or after the command
         command.add_argument("--home", default=argparse.SUPPRESS, help=HOME_HELP)
     return p

@@ -9,6 +9,7 @@ Where things live:
                             else SQLite at $PROOFFLOW_HOME/timing.db)
     PROOFFLOW_SCRATCH       run-scoped scratch dirs ($PROOFFLOW_HOME/scratch)
     PROOFFLOW_PARAMS_CACHE  proving keys, one dir per (circuit, log2, seed) ($PROOFFLOW_HOME/params)
+    PROOFFLOW_CIRCUITS      registered circom circuits, one dir each ($PROOFFLOW_HOME/circuits)
     PROOFFLOW_BUNDLES       finished proof bundles ($PROOFFLOW_HOME/bundles)
     PROOFFLOW_PENDING       proof_batch's pending work files ($PROOFFLOW_HOME/pending)
     PROOFFLOW_REPORTS       check_h2d's results and data docs ($PROOFFLOW_HOME/reports)
@@ -93,6 +94,10 @@ def scratch_root() -> Path:
 
 def params_cache() -> Path:
     return _dir("PROOFFLOW_PARAMS_CACHE", "params")
+
+
+def circuits_dir() -> Path:
+    return _dir("PROOFFLOW_CIRCUITS", "circuits")
 
 
 def bundles_root() -> Path:

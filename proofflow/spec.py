@@ -1,7 +1,14 @@
 """The domains of a proof run's parameters, defined once: the command lines, the engine,
 the DAG's Params (trigger form) and its ``validate`` task all use these. Light: it imports
-nothing of the engine (the GPU check of ``validate`` is a callable passed in)."""
+nothing of the engine (the GPU check of ``validate`` is a callable passed in; registered
+circuits are read from their circuit.json files)."""
 from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from proofflow import settings
 
 CIRCUITS = ("mimc",)
 MIN_LOG2, MAX_LOG2 = 8, 24
@@ -10,7 +17,10 @@ BACKENDS = ("auto", "cpu", "gpu")
 STAGING = ("pinned", "pageable")
 MAX_SEED = (1 << 63) - 1  # the timing store keeps it in a 64-bit column
 
-DEFAULTS = {"circuit": "mimc", "log2": 10, "partitions": 4, "backend": "auto", "staging": "pinned", "seed": 0}
+DEFAULTS = {"circuit": "mimc", "log2": 10, "partitions": 4, "backend": "auto", "staging": "pinned", "seed": 0,
+            "inputs": None}
+CIRCUIT_NAME = re.compile(r"[a-z][a-z0-9_-]{0,62}")
+INPUT_SUFFIXES = (".json", ".wtns")  # an input.json for the circuit's .wasm, or a ready witness
 
 
 class InvalidParams(ValueError):
@@ -32,10 +42,62 @@ def check_choice(name: str, value, options) -> str:
     return value
 
 
+def registered_circuits() -> list[str]:
+    """Names of the circom circuits registered in this proofflow home."""
+    root = settings.circuits_dir()
+    return sorted(p.parent.name for p in root.glob("*/circuit.json")) if root.is_dir() else []
+
+
+def circuit_info(name: str) -> dict | None:
+    """A registered circuit's circuit.json (its size, signals, files), or None."""
+    if not isinstance(name, str) or not CIRCUIT_NAME.fullmatch(name) or name in CIRCUITS:
+        return None
+    try:
+        return json.loads((settings.circuits_dir() / name / "circuit.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
 def check_circuit(name) -> str:
-    if name not in CIRCUITS:
-        raise InvalidParams(f"unknown circuit {name!r}: known circuits are {', '.join(CIRCUITS)}")
+    if name not in CIRCUITS and circuit_info(name) is None:
+        known = ", ".join([*CIRCUITS, *registered_circuits()])
+        raise InvalidParams(f"unknown circuit {name!r}: known circuits are {known} (register one with "
+                            "`proofflow circuit add`)")
     return name
+
+
+def resolve_inputs(inputs, info: dict) -> list:
+    """A registered circuit's inputs, one per partition: inline input objects, or paths of
+    input files (.json for the circuit's .wasm, .wtns witnesses); a directory stands for its
+    input files in name order. Paths must be absolute and exist."""
+    if isinstance(inputs, str):
+        d = Path(inputs)
+        if not d.is_absolute() or not d.is_dir():
+            raise InvalidParams(f"inputs {inputs!r} must be an absolute path of a directory of input files, or a list")
+        inputs = [str(p) for p in sorted(d.iterdir()) if p.suffix in INPUT_SUFFIXES]
+        if not inputs:
+            raise InvalidParams(f"no input files ({', '.join(INPUT_SUFFIXES)}) in {d}")
+    if not isinstance(inputs, list) or not inputs:
+        raise InvalidParams(f"circuit {info['name']!r} needs inputs: one per partition, a list (input objects or file "
+                            "paths) or a directory of input files")
+    for i, item in enumerate(inputs):
+        if isinstance(item, dict):
+            if not info.get("wasm"):
+                raise InvalidParams(f"input {i} is an input object, but circuit {info['name']!r} was registered "
+                                    "without its .wasm: give .wtns witnesses, or register the .wasm")
+            continue
+        if not isinstance(item, str):
+            raise InvalidParams(f"input {i} must be an input object or a file path, got {item!r}")
+        p = Path(item)
+        if not p.is_absolute() or not p.is_file() or p.suffix not in INPUT_SUFFIXES:
+            raise InvalidParams(f"input {i} ({item}) must be an absolute path of an existing {' or '.join(INPUT_SUFFIXES)}"
+                                " file")
+        if p.suffix == ".json" and not info.get("wasm"):
+            raise InvalidParams(f"input {i} ({item}) is an input.json, but circuit {info['name']!r} was registered "
+                                "without its .wasm")
+    if len(inputs) > MAX_PARTITIONS:
+        raise InvalidParams(f"{len(inputs)} inputs: at most {MAX_PARTITIONS} partitions a run")
+    return inputs
 
 
 def resolve_backend(backend: str, gpu_available) -> str:
@@ -82,8 +144,18 @@ def validate_params(params: dict, gpu_available) -> dict:
             check()
         except InvalidParams as exc:
             problems.append(str(exc))
+    info = circuit_info(p["circuit"])
+    if info is not None:  # a registered circuit: its size and the inputs decide log2 and partitions
+        try:
+            p["inputs"] = resolve_inputs(p["inputs"], info)
+            p["log2"], p["partitions"] = int(info["log2"]), len(p["inputs"])
+        except InvalidParams as exc:
+            problems.append(str(exc))
+    elif p["inputs"] not in (None, []):
+        problems.append(f"inputs are for registered circom circuits; {p['circuit']!r} makes its own")
     if problems:
         raise InvalidParams("invalid proof_run parameters: " + "; ".join(problems))
     backend = resolve_backend(p["backend"], gpu_available)
-    return {**p, "backend_requested": p["backend"], "backend": backend, "staging_requested": p["staging"],
-            "staging": resolve_staging(p["staging"], backend), "partition_ids": list(range(p["partitions"]))}
+    return {**p, "circom": info is not None, "backend_requested": p["backend"], "backend": backend,
+            "staging_requested": p["staging"], "staging": resolve_staging(p["staging"], backend),
+            "partition_ids": list(range(p["partitions"]))}

@@ -3,8 +3,8 @@ UI's trigger form), from the domains in ``proofflow.spec``; the ``validate`` tas
 same domains again with ``spec.validate_params``."""
 from __future__ import annotations
 
-from proofflow.spec import (BACKENDS, CIRCUITS, DEFAULTS, MAX_LOG2, MAX_PARTITIONS, MAX_SEED, MIN_LOG2,
-                            MIN_PARTITIONS, STAGING)
+from proofflow.spec import (BACKENDS, CIRCUIT_NAME, CIRCUITS, DEFAULTS, MAX_LOG2, MAX_PARTITIONS, MAX_SEED,
+                            MIN_LOG2, MIN_PARTITIONS, STAGING, registered_circuits)
 
 
 def _range(lo: int, hi: int | None = None) -> dict:
@@ -16,9 +16,16 @@ def _range(lo: int, hi: int | None = None) -> dict:
     return {"allOf": [{"minimum": lo} if hi is None else {"minimum": lo, "maximum": hi}]}
 
 
+def schema() -> dict:
+    """The Params' schemas; the circuits offered are the built-in families and the circom
+    circuits registered when the DAG file is parsed (validate checks the name again)."""
+    return {"circuit": dict(type="string", pattern=f"^{CIRCUIT_NAME.pattern}$",
+                            examples=[*CIRCUITS, *registered_circuits()], title="Circuit",
+                            description="A built-in family (mimc: a MiMC-5 encryption chain) or a circom circuit "
+                                        "registered with `proofflow circuit add`."), **SCHEMA}
+
+
 SCHEMA = {
-    "circuit": dict(type="string", enum=list(CIRCUITS), title="Circuit",
-                    description="Circuit family to prove (MiMC-5 encryption chain)."),
     "log2": dict(type="integer", **_range(MIN_LOG2, MAX_LOG2), title="log2 constraints",
                  description=f"Circuit size: 2^log2 constraints, an integer in {MIN_LOG2}..{MAX_LOG2}."),
     "partitions": dict(type="integer", **_range(MIN_PARTITIONS, MAX_PARTITIONS), title="Partitions",
@@ -35,10 +42,15 @@ SCHEMA = {
                                 "page-locked memory: its runs are pageable, and recorded so)."),
     "seed": dict(type="integer", **_range(0, MAX_SEED), title="Seed",
                  description="Seed of the test-only proving key and of the partitions' inputs: an integer in 0..2^63-1."),
+    "inputs": dict(type=["null", "array", "string"], title="Inputs (circom circuits)",
+                   description="For a registered circom circuit, one input per partition: a list of input objects "
+                               "(input.json contents) or absolute paths of .json inputs or .wtns witnesses, or the "
+                               "absolute path of a directory of them. Its size and the number of inputs replace log2 "
+                               "and partitions. Empty for mimc."),
 }
 
 
 def dag_params() -> dict:
     """The Params of proof_run, one per parameter, with its default."""
     from airflow.sdk import Param
-    return {name: Param(DEFAULTS[name], **schema) for name, schema in SCHEMA.items()}
+    return {name: Param(DEFAULTS[name], **s) for name, s in schema().items()}

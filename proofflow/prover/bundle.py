@@ -6,6 +6,10 @@ verifying key, self-contained so ``python -m proofflow.prover verify DIR`` needs
     DIR/manifest.json           circuit, log2, and per partition its public inputs (hex)
                                 and proof file; written last, so its presence means
                                 the bundle is complete
+
+A circom circuit's bundle also holds snarkjs's files, for `snarkjs groth16 verify`:
+DIR/verification_key.json and, per partition, partition-0000.proof.json and
+partition-0000.public.json.
 """
 from __future__ import annotations
 
@@ -35,16 +39,26 @@ def proof_name(partition: int) -> str:
     return f"partition-{partition:04d}.proof"
 
 
-def write_proof(directory, partition: int, proof: Proof) -> Path:
+def write_proof(directory, partition: int, proof: Proof, snarkjs_public: list[int] | None = None) -> Path:
+    """The proof's 192 bytes; with ``snarkjs_public`` (a circom circuit's public signals),
+    also snarkjs's proof.json and public.json."""
     path = Path(directory) / proof_name(partition)
+    if snarkjs_public is not None:
+        from proofflow.prover.circom import snarkjs_json
+        snarkjs_json.write_proof(path.with_name(path.name + ".json"), proof)
+        snarkjs_json.write_public(path.with_name(f"partition-{partition:04d}.public.json"), snarkjs_public)
     files.write_bytes(path, proof.to_bytes())
     return path
 
 
-def write_manifest(directory, circuit: str, log2: int, vk: VerifyingKey, entries: list[tuple[int, list[int]]]) -> Path:
+def write_manifest(directory, circuit: str, log2: int, vk: VerifyingKey, entries: list[tuple[int, list[int]]],
+                   snarkjs: bool = False) -> Path:
     """``entries``: (partition, public inputs) for every proof already written."""
     directory = Path(directory)
     vk.save(directory / "vk.json")
+    if snarkjs:
+        from proofflow.prover.circom import snarkjs_json
+        snarkjs_json.write_verification_key(directory / "verification_key.json", vk, vk.num_public)
     manifest = {"format": FORMAT, "circuit": circuit, "log2": log2,
                 "partitions": [{"partition": p, "public_inputs": [hex(x) for x in inputs], "proof": proof_name(p)}
                                for p, inputs in sorted(entries)]}

@@ -1,6 +1,7 @@
 """Where a proofflow home keeps each run's files (the roots come from ``proofflow.settings``):
 
-    params/<circuit>-log2_<k>-seed<s>/     a proving key, shared by every run of that circuit
+    params/<circuit>-log2_<k>-seed<s>/     a built-in circuit's proving key, shared by its runs
+    circuits/<name>/key/                   a registered circuit's proving key (circom.registry)
     scratch/<dag>/<run>/p0000/             a partition's intermediate files, removed with the run
     bundles/<dag>/<run>/                   the run's proofs, manifest and verifying key
     reports/<dag>/<run>/                   check_h2d's result and data docs
@@ -11,11 +12,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from proofflow import settings
+from proofflow import settings, spec
 from proofflow.prover.files import safe_name
 
 
 def params_dir(circuit: str, log2: int, seed: int) -> Path:
+    """The proving key of a run's circuit: a built-in family's, generated per seed, or the
+    one a registered circuit came with."""
+    if circuit not in spec.CIRCUITS:
+        return settings.circuits_dir() / circuit / "key"
     return settings.params_cache() / f"{circuit}-log2_{log2}-seed{seed}"
 
 

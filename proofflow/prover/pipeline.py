@@ -30,14 +30,14 @@ from typing import Callable
 
 import numpy as np
 
-from proofflow import settings
+from proofflow import settings, spec
 from proofflow.prover import bundle, files
 from proofflow.prover.backend.base import Backend
 from proofflow.prover.circuits import Circuit, get_circuit
 from proofflow.prover.groth16 import prover as groth16_prover
 from proofflow.prover.groth16 import r1cs_to_qap, verifier
 from proofflow.prover.groth16.data_structures import KeyFormatError, Proof, ProvingKey, VerifyingKey
-from proofflow.prover.r1cs import ConstraintSystem
+from proofflow.prover.r1cs import ConstraintSystem, UnsatisfiedConstraint
 from proofflow.prover.staging import Buffer, StagingPool
 from proofflow.prover.timing import PhaseTimer
 
@@ -58,10 +58,19 @@ def ensure_key(directory: Path, circuit: str, log2: int, seed: int, backend="aut
     """The proving key of (circuit, log2, seed) in ``directory``: loaded and checked (every
     table's digest) when it is there, else generated and saved atomically. One process at a
     time per directory (a lock file), so concurrent first runs generate it once. Returns
-    True when a cached key was used."""
+    True when a cached key was used. A registered circuit's key came with it: it is only
+    checked here."""
     from proofflow.prover.groth16 import generator
     timer = _timer(timer)
     directory = Path(directory)
+    if circuit not in spec.CIRCUITS:
+        with timer.phase("load_cached"):
+            try:
+                ProvingKey.load(directory)
+            except KeyFormatError as exc:
+                raise InputError(f"circuit {circuit!r}: its proving key is unusable ({exc}); register the circuit "
+                                 "again with `proofflow circuit add --replace`") from None
+        return True
     directory.parent.mkdir(parents=True, exist_ok=True)
     with timer.phase("lock_wait"):
         lock = open(directory.parent / f".{directory.name}.lock", "w")
@@ -211,8 +220,18 @@ def _acquire(pool: StagingPool, nbytes: int, timer, timeout: float | None) -> Bu
 
 
 # -- synthesize ------------------------------------------------------------------------------
+def _instance(circuit: Circuit, seed: int, partition: int, input=None):
+    """A partition's witness; a bad input (one the circuit refuses, a witness violating a
+    constraint) is an InputError naming the input."""
+    try:
+        return circuit.instance(seed, partition, input)
+    except (ValueError, OSError) as exc:
+        where = f"input {input}" if isinstance(input, (str, Path)) else f"the input of partition {partition}"
+        raise InputError(f"{where}: {exc}") from None
+
+
 def synthesize(circuit: Circuit, seed: int, partition: int, pool: StagingPool, timer=None,
-               timeout: float | None = None) -> Staged:
+               timeout: float | None = None, input=None) -> Staged:
     """A partition's witness and a/b/c, the a/b/c written straight into a buffer of ``pool``
     (no host copy between synthesis and the upload). Raises UnsatisfiedConstraint naming the
     first failing row; the buffer goes back to the pool on any failure."""
@@ -222,7 +241,7 @@ def synthesize(circuit: Circuit, seed: int, partition: int, pool: StagingPool, t
     try:
         block = buf.view(np.uint64, (3, n, 4))
         with timer.phase("synthesis"):
-            inst = circuit.instance(seed, partition)
+            inst = _instance(circuit, seed, partition, input)
             abc = r1cs_to_qap.witness_map(circuit.constraint_system, inst.witness, out=(block[0], block[1], block[2]))
     except BaseException:
         buf.release()
@@ -230,15 +249,20 @@ def synthesize(circuit: Circuit, seed: int, partition: int, pool: StagingPool, t
     return Staged(abc, inst.witness, buf, inst.public_inputs)
 
 
-def synthesize_to(directory, circuit: Circuit, seed: int, partition: int, timer=None) -> dict:
+def synthesize_to(directory, circuit: Circuit, seed: int, partition: int, timer=None, input=None) -> dict:
     """A partition's witness (witness.npy), a/b/c (abc.npy, shape (3, n, 4)) and public
     inputs (public.json), written atomically to ``directory``. Returns what the next stages
-    need: the domain size and the public inputs (hex)."""
+    need: the domain size and the public inputs (hex). A witness that violates a
+    constraint is an InputError naming the first one."""
     timer = _timer(timer)
     with timer.phase("synthesis"):
-        inst = circuit.instance(seed, partition)
+        inst = _instance(circuit, seed, partition, input)
     with timer.phase("witness_map"):
-        abc = np.stack(r1cs_to_qap.witness_map(circuit.constraint_system, inst.witness))
+        try:
+            abc = np.stack(r1cs_to_qap.witness_map(circuit.constraint_system, inst.witness))
+        except UnsatisfiedConstraint as exc:
+            where = f"input {input}" if isinstance(input, (str, Path)) else f"partition {partition}"
+            raise InputError(f"{where}: the witness does not satisfy the circuit: {exc}") from None
     d = Path(directory)
     public = [hex(x) for x in inst.public_inputs]
     with timer.phase("write"):
@@ -390,23 +414,25 @@ def read_proof(path) -> Proof:
         raise InputError(f"{path} is not a proof ({exc})") from None
 
 
-def publish(proof: Proof, vk: VerifyingKey, public_inputs: list[int], bundle_dir, partition: int) -> Path:
+def publish(proof: Proof, vk: VerifyingKey, public_inputs: list[int], bundle_dir, partition: int,
+            snarkjs: bool = False) -> Path:
     """The proof checked against the verifying key and its public inputs, then written into
-    the bundle (InputError when it does not verify)."""
+    the bundle (InputError when it does not verify); with ``snarkjs``, also as snarkjs's
+    proof.json and public.json."""
     if not verifier.verify(vk, public_inputs, proof):
         raise InputError(f"partition {partition}: the proof does not verify")
     Path(bundle_dir).mkdir(parents=True, exist_ok=True)
-    return bundle.write_proof(bundle_dir, partition, proof)
+    return bundle.write_proof(bundle_dir, partition, proof, public_inputs if snarkjs else None)
 
 
 def complete_bundle(bundle_dir, circuit: str, log2: int, vk: VerifyingKey,
-                    entries: list[tuple[int, list[int]]], timer=None) -> list[bundle.PartitionResult]:
+                    entries: list[tuple[int, list[int]]], timer=None, snarkjs: bool = False) -> list[bundle.PartitionResult]:
     """The manifest written last (its presence marks the bundle complete, after removing
     temporaries of killed writers), then every proof of the bundle verified."""
     timer = _timer(timer)
     for tmp in files.stale_temporaries(bundle_dir):
         tmp.unlink(missing_ok=True)
     with timer.phase("manifest"):
-        bundle.write_manifest(bundle_dir, circuit, log2, vk, entries)
+        bundle.write_manifest(bundle_dir, circuit, log2, vk, entries, snarkjs)
     with timer.phase("verify"):
         return bundle.verify_bundle(bundle_dir)

@@ -59,7 +59,7 @@ def test_params_schema_matches_prover_and_builds_the_form(proof_run_dag):
     with pytest.raises(ValueError, match=f"in {MIN_LOG2}..{MAX_LOG2}"):
         circuits.get_circuit("mimc", MAX_LOG2 + 1)
     params = proof_run_dag.params
-    assert set(params.keys()) == {"circuit", "log2", "partitions", "backend", "staging", "seed"}
+    assert set(params.keys()) == {"circuit", "log2", "partitions", "backend", "staging", "seed", "inputs"}
     for name in params.keys():
         param = params.get_param(name)
         assert param.schema.get("title") and param.description, name
@@ -74,6 +74,8 @@ def test_params_schema_matches_prover_and_builds_the_form(proof_run_dag):
             param.resolve(bad)
         assert param.resolve(good) == good and shown in param.description
     assert params.get_param("backend").schema["enum"] == ["auto", "cpu", "gpu"]
+    assert "mimc" in params.get_param("circuit").schema["examples"]
+    assert params.get_param("inputs").resolve(None) is None
     assert set(params.get_param("staging").schema["values_display"]) == {"pinned", "pageable"}
     prove = proof_run_dag.get_task("partition.prove_gpu")
     assert prove.pool == "gpu"

@@ -159,14 +159,14 @@ def test_trigger_from_the_form_and_see_the_run_summary(airflow_ui, browser, tmp_
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as EC
 
-    from proofflow.airflow.params import SCHEMA
+    from proofflow.airflow.params import schema
     from proofflow.timing.summary import note_markdown, run_figures
     from proofflow.timing import TimingStore
     ui, driver = airflow_ui, browser
     form = _log_in_and_open_trigger_form(driver, ui)
     text = form.text
-    for name, schema in SCHEMA.items():  # every parameter with its title and description
-        assert schema["title"] in text and schema["description"] in text, name
+    for name, s in schema().items():  # every parameter with its title and description
+        assert s["title"] in text and s["description"] in text, name
     _type(driver, "log2", 8)
     _type(driver, "partitions", 2)
     _choose(driver, "backend", "cpu")

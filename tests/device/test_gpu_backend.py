@@ -83,6 +83,20 @@ def test_compute_h_matches_cpu(gpu, log_n):
     assert np.array_equal(gpu.compute_h(d, a, b, c), CPU.compute_h(d, a, b, c))
 
 
+@pytest.mark.parametrize("log_n", [1, 2, 8, 11, 13])
+def test_compute_h_odd_coset_matches_cpu(gpu, log_n):
+    """snarkjs's H basis (circom keys): relabelling, shift to the odd coset, products."""
+    rng = np.random.default_rng(300 + log_n)
+    d = Radix2Domain(log_n)
+    a, b, c = edge_vector(d.size, rng), fr.random(d.size, rng), fr.random(d.size, rng)
+    copies = [v.copy() for v in (a, b, c)]
+    h = gpu.compute_h_odd_coset(d, a, b, c)
+    assert np.array_equal(h, CPU.compute_h_odd_coset(d, a, b, c))
+    assert all(np.array_equal(v, w) for v, w in zip((a, b, c), copies))
+    resident = gpu.compute_h_resident(d, cp.asarray(a), cp.asarray(b), cp.asarray(c), "odd-coset")
+    assert isinstance(resident, cp.ndarray) and np.array_equal(resident.get(), h)
+
+
 def test_device_variants_stay_on_device(gpu):
     rng = np.random.default_rng(3)
     d = Radix2Domain(10)

@@ -156,7 +156,9 @@ class SynthesizeOperator(ProofflowOperator):
         from proofflow.prover import pipeline
         from proofflow.prover.circuits import get_circuit
         cfg, d = self.config, self.partition_scratch(context)
-        out = pipeline.synthesize_to(d, get_circuit(cfg["circuit"], cfg["log2"]), cfg["seed"], self.partition, rec)
+        input = cfg["inputs"][self.partition] if cfg.get("inputs") else None  # a registered circuit's
+        out = pipeline.synthesize_to(d, get_circuit(cfg["circuit"], cfg["log2"]), cfg["seed"], self.partition, rec,
+                                     input)
         return {"partition": self.partition, "dir": str(d), **out}
 
 
@@ -319,7 +321,8 @@ class FinalizePartitionOperator(ProofflowOperator):
             proof = pipeline.read_proof(self.proved["proof"])
             vk = VerifyingKey.load(Path(self.setup_result["params_dir"]) / "vk.json")
         with rec.phase("publish"):
-            path = pipeline.publish(proof, vk, inputs, bundle_dir(ti.dag_id, ti.run_id), self.partition)
+            path = pipeline.publish(proof, vk, inputs, bundle_dir(ti.dag_id, ti.run_id), self.partition,
+                                    snarkjs=bool(self.config.get("circom")))
         return {"partition": self.partition, "proof": str(path), "public_inputs": self.synthesized["public_inputs"],
                 "verified": True}
 
@@ -348,7 +351,7 @@ class FinalizeRunOperator(ProofflowOperator):
         out = bundle_dir(ti.dag_id, ti.run_id)
         vk = VerifyingKey.load(Path(self.setup_result["params_dir"]) / "vk.json")
         entries = [(x["partition"], [int(v, 16) for v in x["public_inputs"]]) for x in done]
-        results = pipeline.complete_bundle(out, cfg["circuit"], cfg["log2"], vk, entries, rec)
+        results = pipeline.complete_bundle(out, cfg["circuit"], cfg["log2"], vk, entries, rec, bool(cfg.get("circom")))
         verified = sum(r.ok for r in results)
         if verified != cfg["partitions"]:
             bad = [r.partition for r in results if not r.ok]

@@ -125,3 +125,11 @@ def write_proof(path, proof: Proof) -> None:
 
 def write_public(path, public: list[int]) -> None:
     files.write_bytes(path, json.dumps([str(x) for x in public], indent=1).encode())
+
+
+def write_verification_key(path, vk: VerifyingKey, n_public: int) -> None:
+    """verification_key.json as `snarkjs zkey export verificationkey` writes its fields."""
+    d = {"protocol": PROTOCOL, "curve": CURVE, "nPublic": n_public, "vk_alpha_1": point_to_json(vk.alpha_g1, "g1"),
+         "vk_beta_2": point_to_json(vk.beta_g2, "g2"), "vk_gamma_2": point_to_json(vk.gamma_g2, "g2"),
+         "vk_delta_2": point_to_json(vk.delta_g2, "g2"), "IC": [point_to_json(p, "g1") for p in vk.gamma_abc_g1]}
+    files.write_bytes(path, json.dumps(d, indent=1).encode())

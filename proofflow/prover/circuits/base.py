@@ -43,5 +43,6 @@ class Circuit(abc.ABC):
         """The constraint system; with its input constraints it fits 2^log2 rows."""
 
     @abc.abstractmethod
-    def instance(self, seed: int, partition: int) -> Instance:
-        """The witness of one partition, derived from the run's seed and its index."""
+    def instance(self, seed: int, partition: int, input=None) -> Instance:
+        """The witness of one partition: derived from the run's seed and its index by a
+        built-in family, computed from the partition's ``input`` by a registered circuit."""

@@ -87,7 +87,9 @@ class MimcChain(Circuit):
         trace.append((x + key) % p)
         return trace
 
-    def instance(self, seed: int, partition: int) -> Instance:
+    def instance(self, seed: int, partition: int, input=None) -> Instance:
+        if input is not None:
+            raise ValueError("the mimc family derives its inputs from the seed: it takes no input")
         k, x0 = self.key(seed), self.plaintext(seed, partition)
         trace = self.encrypt(k, x0)
         y = trace.pop()

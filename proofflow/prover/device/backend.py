@@ -145,6 +145,21 @@ class GpuBackend(Backend):
         self._kernel("bitrev_h")((_grid(n),), (_THREADS,), (ea, eb, ec, out, np.int32(log_n), t.z_inv))
         return self._passes(out, log_n, t.tw_inv, t.coset_inv_div_n, _SCALE_TABLE)
 
+    def compute_h_odd_coset_device(self, domain: Radix2Domain, a, b, c) -> cp.ndarray:
+        """A*B - C at snarkjs's odd points, in its order, all on the device (see
+        ``Backend.compute_h_odd_coset``): each vector relabelled from snarkjs's roots of
+        unity to ours (a gather), an iNTT with its 1/n and the odd-coset shift folded into
+        the last store, an NTT, the products, and the gather back."""
+        t, log_n = self.tables(domain), domain.log_n
+        where, to_ours, shift_div_n = _odd_coset_tables(cp.cuda.runtime.getDevice(), log_n)
+        evals = []
+        for v in (a, b, c):
+            v = self._check(domain, v)[to_ours]
+            coeffs = self._passes(self._bitrev(v, log_n), log_n, t.tw_inv, shift_div_n, _SCALE_TABLE)
+            evals.append(self._passes(self._bitrev(coeffs, log_n, out=v), log_n, t.tw))
+        ea, eb, ec = evals
+        return self.sub_device(self.mul_device(ea, eb), ec)[where]
+
     # ---- the Backend interface: host arrays in and out ----
     def ntt(self, domain, x, inverse=False):
         return cp.asnumpy(self.ntt_device(domain, x, inverse))
@@ -154,6 +169,9 @@ class GpuBackend(Backend):
 
     def compute_h(self, domain, a, b, c):
         return cp.asnumpy(self.compute_h_device(domain, a, b, c))
+
+    def compute_h_odd_coset(self, domain, a, b, c):
+        return cp.asnumpy(self.compute_h_odd_coset_device(domain, a, b, c))
 
     def warm_up(self):
         # compiled (or loaded from CuPy's on-disk cache) now, not inside a proof's device phase
@@ -171,8 +189,9 @@ class GpuBackend(Backend):
     def upload(self, host, kind=None):
         return h2d(np.ascontiguousarray(host))  # the memory kind is read from the pointer
 
-    def compute_h_resident(self, domain, a, b, c):
-        h = self.compute_h_device(domain, a, b, c)
+    def compute_h_resident(self, domain, a, b, c, basis="monomial"):
+        compute = self.compute_h_device if basis == "monomial" else self.compute_h_odd_coset_device
+        h = compute(domain, a, b, c)
         cp.cuda.get_current_stream().synchronize()  # the phase ends when the kernels do
         return h
 
@@ -244,6 +263,17 @@ def _tables(device: int, log_n: int) -> _Tables:
         n_inv=_scalar(d.size_inv),
         z_inv=_scalar(pow(d.vanishing_on_coset(), -1, p)),
     )
+
+
+@lru_cache(maxsize=4)
+def _odd_coset_tables(device: int, log_n: int) -> tuple[cp.ndarray, cp.ndarray, cp.ndarray]:
+    """snarkjs's order in ours (``where``), its inverse, and the odd-coset shift over n."""
+    from proofflow.prover.circom import qap
+    where, shift = qap.tables(log_n)
+    to_ours = np.empty_like(where)
+    to_ours[where] = np.arange(where.size)
+    n_inv = pow(1 << log_n, -1, fr.MODULUS)
+    return cp.asarray(where), cp.asarray(to_ours), cp.asarray(fr.mul(shift, fr.constant(n_inv)))
 
 
 # ---- host <-> device transfers, timed with CUDA events ----

@@ -1,0 +1,105 @@
+"""Circuits as a user registers them (``proofflow circuit add``): a circom circuit's files,
+checked once and kept under the proofflow home, so proof runs name the circuit alone.
+
+    $PROOFFLOW_HOME/circuits/<name>/
+      circuit.json             what it is: size, signals, and each file's SHA-256
+      circuit.r1cs             the constraints (witness checks, a/b/c)
+      circuit.wasm             the witness generator, when registered (inputs as input.json)
+      verification_key.json    snarkjs's form, for `snarkjs groth16 verify`
+      key/                     the zkey as a proofflow proving key (tables memory-mapped,
+                               H in snarkjs's odd-coset basis), so runs never parse the zkey
+
+The directory is written whole and renamed into place, so a registration killed half-way
+leaves nothing behind.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+from pathlib import Path
+
+from proofflow import settings, spec
+from proofflow.prover import files
+from proofflow.prover.circom import snarkjs_json
+from proofflow.prover.circom.errors import CorruptFile
+from proofflow.prover.circom.r1cs import read_r1cs
+from proofflow.prover.circom.zkey import read_zkey
+
+FORMAT = "proofflow-circuit/1"
+WASM_MAGIC = b"\0asm"
+
+
+class RegistrationError(ValueError):
+    """A circuit that cannot be registered under that name (taken, not a valid name)."""
+
+
+def circuit_dir(name: str) -> Path:
+    return settings.circuits_dir() / name
+
+
+def add(name: str, r1cs_path, zkey_path, wasm_path=None, replace: bool = False, progress=None) -> dict:
+    """Register ``name``: the r1cs and zkey read and checked against each other (CorruptFile,
+    WrongField, KeyMismatch name what is wrong), the wasm checked to be WebAssembly, then the
+    circuit's directory written. Returns its circuit.json."""
+    say = progress or (lambda msg: None)
+    if not spec.CIRCUIT_NAME.fullmatch(name or ""):
+        raise RegistrationError(f"circuit name {name!r}: use 1 to 63 lower-case letters, digits, '_' or '-', "
+                                "starting with a letter")
+    if name in spec.CIRCUITS:
+        raise RegistrationError(f"{name!r} is a built-in circuit; choose another name")
+    final = circuit_dir(name)
+    if (final / "circuit.json").exists() and not replace:
+        raise RegistrationError(f"circuit {name!r} is registered already ({final}); pass --replace to replace it")
+    r1cs_path, zkey_path = Path(r1cs_path), Path(zkey_path)
+    say(f"reading {r1cs_path}")
+    r1cs = read_r1cs(r1cs_path)
+    say(f"reading {zkey_path}")
+    zkey = read_zkey(zkey_path)
+    zkey.check_matches(r1cs)
+    if wasm_path is not None:
+        wasm_path = Path(wasm_path)
+        with open(wasm_path, "rb") as f:
+            if f.read(4) != WASM_MAGIC:
+                raise CorruptFile(wasm_path, "is not WebAssembly (no \\0asm header)")
+    pk = zkey.pk
+    pk.circuit = name
+    info = {"format": FORMAT, "name": name, "log2": pk.log2, "constraints": r1cs.cs.num_constraints,
+            "signals": zkey.n_vars, "public": zkey.n_public, "wasm": wasm_path is not None,
+            "files": {"r1cs": {"source": str(r1cs_path.resolve()), "sha256": files.sha256_file(r1cs_path)},
+                      "zkey": {"source": str(zkey_path.resolve()), "sha256": files.sha256_file(zkey_path)}},
+            "registered_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+    with files.atomic_dir(final) as tmp:
+        shutil.copyfile(r1cs_path, tmp / "circuit.r1cs")
+        if wasm_path is not None:
+            shutil.copyfile(wasm_path, tmp / "circuit.wasm")
+            info["files"]["wasm"] = {"source": str(wasm_path.resolve()), "sha256": files.sha256_file(wasm_path)}
+        say(f"writing the proving key ({zkey.n_vars} signals, domain 2^{pk.log2})")
+        pk.save(tmp / "key")
+        snarkjs_json.write_verification_key(tmp / "verification_key.json", zkey.vk, zkey.n_public)
+        files.write_json(tmp / "circuit.json", info)  # last: its presence marks the circuit usable
+    return info
+
+
+def get(name: str) -> dict:
+    info = spec.circuit_info(name)
+    if info is None:
+        raise RegistrationError(f"no registered circuit {name!r} (known: {', '.join(spec.registered_circuits()) or 'none'})")
+    return info
+
+
+def key_dir(name: str) -> Path:
+    return circuit_dir(name) / "key"
+
+
+def remove(name: str) -> bool:
+    get(name)
+    return files.remove_tree(circuit_dir(name))
+
+
+def listing() -> list[dict]:
+    return [get(name) for name in spec.registered_circuits()]
+
+
+def dumps(info: dict) -> str:
+    return json.dumps(info, indent=1, sort_keys=True)

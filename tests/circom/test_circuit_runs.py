@@ -1,0 +1,112 @@
+"""A user's circom circuit through proofflow: registered with `proofflow circuit add`, proved
+by a proof_run (dag.test) from its inputs, every proof accepted by `snarkjs groth16 verify`."""
+import json
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    for var, sub in (("PROOFFLOW_CIRCUITS", "circuits"), ("PROOFFLOW_BUNDLES", "bundles"),
+                     ("PROOFFLOW_SCRATCH", "scratch"), ("PROOFFLOW_PARAMS_CACHE", "params")):
+        monkeypatch.setenv(var, str(tmp_path / sub))
+    monkeypatch.setenv("PROOFFLOW_DB_URL", f"sqlite:///{tmp_path / 'timing.db'}")
+    return tmp_path
+
+
+def _cli(*args):
+    from proofflow import cli
+    return cli.main([str(a) for a in args])
+
+
+def test_register_then_prove_a_run_that_snarkjs_verifies(ceremony, proof_run_dag, home, capsys):
+    from proofflow import spec
+    from proofflow.prover.circom import read_public
+    from proofflow.timing import TimingStore
+    chain = ceremony["chain"]
+    assert _cli("circuit", "add", "chain", "--r1cs", chain.r1cs, "--zkey", chain.zkey, "--wasm", chain.wasm) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["name"] == "chain" and info["public"] == 2 and info["wasm"] and spec.registered_circuits() == ["chain"]
+    # its verifying key is the one snarkjs exports from the zkey
+    assert json.loads((home / "circuits" / "chain" / "verification_key.json").read_text())["IC"] == \
+        json.loads(chain.vk.read_text())["IC"]
+
+    inputs = [str(chain.witness({"x": 3 + i, "c": 11}, f"run{i}")) for i in range(3)]
+    dr = proof_run_dag.test(run_conf={"circuit": "chain", "inputs": inputs, "backend": "cpu"})
+    assert str(getattr(dr.state, "value", dr.state)) == "success"
+    run = TimingStore(f"sqlite:///{home / 'timing.db'}").run("proof_run", dr.run_id)
+    assert (run["circuit"], run["partitions"], run["proofs_verified"]) == ("chain", 3, 3)
+    bundle = home / "bundles"
+    (vk,) = bundle.rglob("verification_key.json")
+    for p in range(3):
+        proof, public = vk.parent / f"partition-{p:04d}.proof.json", vk.parent / f"partition-{p:04d}.public.json"
+        out = chain.toolchain.snarkjs("groth16", "verify", vk, public, proof)
+        assert "OK" in out.stdout
+        assert read_public(public)[1] == 3 + p  # outputs first (y), then the public input x
+    assert _cli("--home", home, "circuit", "list") == 0 and "chain" in capsys.readouterr().out
+
+
+def test_a_bad_registration_is_refused_and_leaves_nothing(ceremony, home, capsys):
+    chain, gadgets = ceremony["chain"], ceremony["gadgets"]
+    assert _cli("circuit", "add", "chain", "--r1cs", chain.r1cs, "--zkey", gadgets.zkey) == 2
+    assert "nVars differs" in capsys.readouterr().err
+    assert _cli("circuit", "add", "mimc", "--r1cs", chain.r1cs, "--zkey", chain.zkey) == 2
+    assert "built-in" in capsys.readouterr().err
+    assert _cli("circuit", "add", "Bad Name", "--r1cs", chain.r1cs, "--zkey", chain.zkey) == 2
+    assert _cli("circuit", "add", "chain", "--r1cs", chain.r1cs, "--zkey", chain.zkey, "--wasm", chain.r1cs) == 2
+    assert "not WebAssembly" in capsys.readouterr().err
+    assert not (home / "circuits").exists() or not list((home / "circuits").iterdir())
+    assert _cli("circuit", "add", "chain", "--r1cs", chain.r1cs, "--zkey", chain.zkey) == 0
+    assert _cli("circuit", "add", "chain", "--r1cs", chain.r1cs, "--zkey", chain.zkey) == 2
+    assert "registered already" in capsys.readouterr().err
+
+
+def test_bad_inputs_are_named_before_any_work(ceremony, home, tmp_path):
+    from proofflow.prover.circom import registry
+    from proofflow.spec import InvalidParams, validate_params
+    chain = ceremony["chain"]
+    registry.add("chain", chain.r1cs, chain.zkey)  # no wasm: .wtns inputs only
+    ok = chain.witness({"x": 5, "c": 1}, "ok")
+
+    def check(conf, msg):
+        with pytest.raises(InvalidParams, match=msg):
+            validate_params({"circuit": "chain", **conf}, gpu_available=lambda: False)
+
+    check({}, "needs inputs")
+    check({"inputs": ["relative.wtns"]}, "must be an absolute path")
+    check({"inputs": [str(tmp_path / "missing.wtns")]}, "must be an absolute path of an existing")
+    check({"inputs": [{"x": "1", "c": "2"}]}, "registered without its .wasm")
+    check({"inputs": str(tmp_path / "nowhere")}, "directory of input files")
+    check({"circuit": "nosuch", "inputs": [str(ok)]}, "unknown circuit 'nosuch'")
+    with pytest.raises(InvalidParams, match="inputs are for registered circom circuits"):
+        validate_params({"inputs": [str(ok)]}, gpu_available=lambda: False)
+    d = tmp_path / "inputs"
+    d.mkdir()
+    for name in ("b.wtns", "a.wtns"):
+        (d / name).write_bytes(ok.read_bytes())
+    (d / "notes.txt").write_text("not an input")
+    cfg = validate_params({"circuit": "chain", "inputs": str(d), "log2": 8, "partitions": 64},
+                          gpu_available=lambda: False)
+    assert cfg["circom"] and cfg["log2"] == registry.get("chain")["log2"]
+    assert cfg["inputs"] == [str(d / "a.wtns"), str(d / "b.wtns")] and cfg["partitions"] == 2
+
+
+def test_an_input_violating_a_constraint_fails_synthesis_naming_it(ceremony, home, tmp_path):
+    from proofflow.prover import pipeline
+    from proofflow.prover.circom import registry
+    from proofflow.prover.circuits import get_circuit
+    chain = ceremony["chain"]
+    registry.add("chain", chain.r1cs, chain.zkey)
+    good = chain.witness({"x": 5, "c": 1}, "good")
+    raw = bytearray(good.read_bytes())
+    raw[-32] ^= 1  # the last signal, changed
+    bad = tmp_path / "bad.wtns"
+    bad.write_bytes(bytes(raw))
+    circuit = get_circuit("chain", registry.get("chain")["log2"])
+    with pytest.raises(pipeline.InputError, match=f"input {bad}: the witness does not satisfy the circuit"):
+        pipeline.synthesize_to(tmp_path / "p0", circuit, 0, 0, input=str(bad))
+    assert not (tmp_path / "p0").exists()
+    out = pipeline.synthesize_to(tmp_path / "p1", circuit, 0, 0, input=str(good))
+    assert out["public_inputs"][1] == hex(5)
