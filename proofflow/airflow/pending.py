@@ -1,5 +1,6 @@
 """Pending proof work for ``proof_batch``: one JSON file per requested run (its params) in
-``$PROOFFLOW_PENDING`` (default ``$PROOFFLOW_HOME/pending``). Claiming renames a file into
+``$PROOFFLOW_PENDING`` (default ``$PROOFFLOW_HOME/pending``). A registered circom circuit's
+inputs may be named relative to the file's directory. Claiming renames a file into
 ``claimed/`` (atomic, so two batch runs never trigger the same work); a file that is not
 valid params goes to ``rejected/`` with the reason next to it."""
 from __future__ import annotations
@@ -9,6 +10,16 @@ import os
 from pathlib import Path
 
 from proofflow import settings
+
+
+def _inputs_from(conf: dict, base: Path) -> dict:
+    """A circom circuit's input paths, relative to the pending file's directory, made absolute."""
+    inputs = conf.get("inputs")
+    if isinstance(inputs, str):
+        return {**conf, "inputs": str(base / inputs)}
+    if isinstance(inputs, list):
+        return {**conf, "inputs": [str(base / x) if isinstance(x, str) else x for x in inputs]}
+    return conf
 
 
 def claim(directory: Path | None = None, limit: int = 64) -> list[dict]:
@@ -25,6 +36,7 @@ def claim(directory: Path | None = None, limit: int = 64) -> list[dict]:
             conf = json.loads(path.read_text())
             if not isinstance(conf, dict):
                 raise InvalidParams("a pending work file must hold one JSON object of proof_run params")
+            conf = _inputs_from(conf, path.parent)
             validate_params(conf, gpu_available=lambda: True)  # the GPU itself is checked by proof_run's validate
         except (ValueError, OSError) as exc:
             try:

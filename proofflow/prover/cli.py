@@ -101,6 +101,11 @@ def cmd_prove(args) -> int:
 
 def cmd_verify(args) -> int:
     from proofflow.prover.bundle import BundleError, verify_bundle
+    if args.vk:
+        return _verify_snarkjs(args)
+    if args.dir is None or args.public or args.proof:
+        _say("error: give a bundle directory, or --vk verification_key.json --public public.json --proof proof.json")
+        return EXIT_BAD_INPUT
     try:
         results = verify_bundle(args.dir)
     except BundleError as exc:
@@ -111,6 +116,21 @@ def cmd_verify(args) -> int:
         print(f"partition {r.partition}: INVALID ({r.reason})")
     print(f"{len(results) - len(failed)}/{len(results)} proofs verify")
     return EXIT_INVALID if failed else EXIT_OK
+
+
+def _verify_snarkjs(args) -> int:
+    """snarkjs's three files, as `snarkjs groth16 verify` takes them."""
+    from proofflow.prover.circom import verify_files
+    if args.dir is not None or not (args.public and args.proof):
+        _say("error: with --vk give --public and --proof (and no bundle directory)")
+        return EXIT_BAD_INPUT
+    try:
+        ok = verify_files(args.vk, args.public, args.proof)
+    except (ValueError, OSError) as exc:  # CorruptFile, WrongField: unreadable or another curve
+        _say(f"error: {exc}")
+        return EXIT_BAD_INPUT
+    print("OK: the proof verifies" if ok else "INVALID: the proof does not verify")
+    return EXIT_OK if ok else EXIT_INVALID
 
 
 def cmd_demo(args) -> int:
@@ -175,10 +195,14 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--staging", choices=STAGING, default="pinned", help=STAGING_HELP)
     s.set_defaults(func=cmd_prove)
 
-    s = sub.add_parser("verify", help="verify every proof of a bundle",
+    s = sub.add_parser("verify", help="verify every proof of a bundle, or a snarkjs proof",
                        description="Exit 0 when every proof verifies, 1 naming each one that does not, "
-                                   "2 when the bundle is unreadable or malformed.")
-    s.add_argument("dir", help="proof bundle directory written by 'prove'")
+                                   "2 when the bundle or a file is unreadable or malformed. A snarkjs proof: "
+                                   "verify --vk verification_key.json --public public.json --proof proof.json.")
+    s.add_argument("dir", nargs="?", help="proof bundle directory written by 'prove' or a proof run")
+    s.add_argument("--vk", help="snarkjs's verification_key.json (BLS12-381)")
+    s.add_argument("--public", help="snarkjs's public.json")
+    s.add_argument("--proof", help="snarkjs's proof.json")
     s.set_defaults(func=cmd_verify)
 
     s = sub.add_parser("demo", help="setup, prove and verify in one go, with a timing table",

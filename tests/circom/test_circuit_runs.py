@@ -46,6 +46,16 @@ def test_register_then_prove_a_run_that_snarkjs_verifies(ceremony, proof_run_dag
         assert "OK" in out.stdout
         assert read_public(public)[1] == 3 + p  # outputs first (y), then the public input x
     assert _cli("--home", home, "circuit", "list") == 0 and "chain" in capsys.readouterr().out
+    # proofflow's own verifier takes the bundle, and snarkjs's three files
+    from proofflow.prover import cli as prover_cli
+    assert prover_cli.main(["verify", str(vk.parent)]) == 0
+    files = ["--vk", str(vk), "--public", str(vk.parent / "partition-0001.public.json"),
+             "--proof", str(vk.parent / "partition-0001.proof.json")]
+    assert prover_cli.main(["verify", *files]) == 0
+    public = json.loads((vk.parent / "partition-0001.public.json").read_text())
+    tampered = home / "tampered.json"
+    tampered.write_text(json.dumps([public[0], str(int(public[1]) + 1)]))
+    assert prover_cli.main(["verify", *files[:2], "--public", str(tampered), *files[4:]]) == 1
 
 
 def test_a_bad_registration_is_refused_and_leaves_nothing(ceremony, home, capsys):
@@ -110,3 +120,17 @@ def test_an_input_violating_a_constraint_fails_synthesis_naming_it(ceremony, hom
     assert not (tmp_path / "p0").exists()
     out = pipeline.synthesize_to(tmp_path / "p1", circuit, 0, 0, input=str(good))
     assert out["public_inputs"][1] == hex(5)
+
+
+def test_pending_work_names_a_circuit_and_inputs_beside_it(ceremony, home, tmp_path):
+    from proofflow.airflow.pending import claim
+    from proofflow.prover.circom import registry
+    chain = ceremony["chain"]
+    registry.add("chain", chain.r1cs, chain.zkey)
+    pending = tmp_path / "pending"
+    (pending / "inputs").mkdir(parents=True)
+    (pending / "inputs" / "p0.wtns").write_bytes(chain.witness({"x": 2, "c": 3}, "pending").read_bytes())
+    (pending / "job.json").write_text(json.dumps({"circuit": "chain", "inputs": ["inputs/p0.wtns"]}))
+    (pending / "bad.json").write_text(json.dumps({"circuit": "chain", "inputs": ["inputs/missing.wtns"]}))
+    assert claim(pending) == [{"circuit": "chain", "inputs": [str(pending / "inputs" / "p0.wtns")]}]
+    assert "must be an absolute path of an existing" in (pending / "rejected" / "bad.json.error").read_text()
