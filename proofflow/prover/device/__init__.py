@@ -27,6 +27,13 @@ def current() -> int:
     return _cupy().cuda.Device().id
 
 
+def name(index: int | None = None) -> str:
+    """The device's product name (e.g. NVIDIA H200)."""
+    cp = _cupy()
+    props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id if index is None else index)
+    return props["name"].decode()
+
+
 def use(index: int) -> None:
     """Make ``index`` the calling thread's current device."""
     _cupy().cuda.Device(index).use()
