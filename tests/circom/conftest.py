@@ -1,4 +1,5 @@
-"""The circom toolchain and a small real ceremony, shared by the session's circom tests.
+"""The circom toolchain, the test circuits compiled, and a small real ceremony, shared by
+the session's circom tests.
 
 The toolchain (circom2, snarkjs, circomlib; versions pinned by package-lock.json) is
 installed by ``npm ci`` into tests/circom/node_modules when missing. Tests that need it
@@ -75,7 +76,8 @@ class Circuit:
     vk: Path | None = None
 
     def witness(self, inputs: dict, label: str = "w") -> Path:
-        """A .wtns by ``snarkjs wtns calculate`` from the circuit's wasm."""
+        """A .wtns by ``snarkjs wtns calculate`` from the circuit's wasm; ``label`` names
+        its files in the circuit's directory."""
         src, out = self.dir / f"{label}.input.json", self.dir / f"{label}.wtns"
         src.write_text(json.dumps({k: str(v) for k, v in inputs.items()}))
         self.toolchain.snarkjs("wtns", "calculate", self.wasm, src, out)
@@ -91,14 +93,21 @@ def _power(r1cs_paths) -> int:
 
 
 @pytest.fixture(scope="session")
-def ceremony(toolchain, tmp_path_factory) -> dict[str, Circuit]:
+def compiled(toolchain, tmp_path_factory) -> dict[str, Circuit]:
     """gadgets (circomlib: Num2Bits, LessThan, Poseidon), chain (100 steps) and chain_k2 (the
-    same shape with other coefficients), all through one small powers-of-tau ceremony."""
+    same shape with other coefficients), compiled, with no key."""
     root = tmp_path_factory.mktemp("circom")
     built = {"gadgets": toolchain.compile(CIRCUITS / "gadgets.circom", root / "gadgets"),
              "chain": toolchain.compile_chain(root / "chain", 100),
              "chain_k2": toolchain.compile_chain(root / "chain_k2", 100, k=2)}
-    circuits = {name: Circuit(toolchain, name, root / name, r1cs, wasm) for name, (r1cs, wasm) in built.items()}
+    return {name: Circuit(toolchain, name, root / name, r1cs, wasm) for name, (r1cs, wasm) in built.items()}
+
+
+@pytest.fixture(scope="session")
+def ceremony(toolchain, compiled, tmp_path_factory) -> dict[str, Circuit]:
+    """gadgets, chain and chain_k2 through one small powers-of-tau ceremony."""
+    circuits = {name: compiled[name] for name in ("gadgets", "chain", "chain_k2")}
+    root = tmp_path_factory.mktemp("ceremony")
     ptau = root / "pot.ptau"
     toolchain.snarkjs("powersoftau", "new", "bls12381", _power(c.r1cs for c in circuits.values()), root / "pot0.ptau")
     toolchain.snarkjs("powersoftau", "contribute", root / "pot0.ptau", root / "pot1.ptau", "--name=tests",

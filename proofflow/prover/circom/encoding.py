@@ -27,6 +27,7 @@ from proofflow.prover.field import fr
 
 FQ_BYTES = 48
 _FQ_LIMBS = FQ_BYTES // 8
+_R_FR = (1 << 256) % fr.MODULUS
 
 
 def _fq_limbs(x: int) -> np.ndarray:
@@ -95,6 +96,12 @@ def fr_from_zkey_coefficients(raw, path, section) -> np.ndarray:
     they are the element c·R, so one Montgomery reduction (x -> x/R) leaves c·R, which is
     c's Montgomery form."""
     return fr.to_canonical(_fr_limbs(raw, path, section, "coefficient"))
+
+
+def fr_to_zkey_coefficients(values: np.ndarray) -> np.ndarray:
+    """An Fr vector of c to zkey coefficients (c·R² as 32-byte integers), (n, 32) uint8:
+    the limbs of the element c·R are c·R² (the inverse of fr_from_zkey_coefficients)."""
+    return fr.mul(values, fr.constant(_R_FR)).view(np.uint8).reshape(-1, fr.BYTES)
 
 
 def points_from_montgomery(raw, group: str, path, section, what: str) -> PointTable:
