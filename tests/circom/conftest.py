@@ -76,12 +76,16 @@ class Circuit:
     vk: Path | None = None
 
     def witness(self, inputs: dict, label: str = "w") -> Path:
-        """A .wtns by ``snarkjs wtns calculate`` from the circuit's wasm; ``label`` names
-        its files in the circuit's directory."""
+        """A .wtns by ``snarkjs wtns calculate`` from the circuit's wasm (values may be
+        nested lists); ``label`` names its files in the circuit's directory."""
         src, out = self.dir / f"{label}.input.json", self.dir / f"{label}.wtns"
-        src.write_text(json.dumps({k: str(v) for k, v in inputs.items()}))
+        src.write_text(json.dumps({k: _decimal_strings(v) for k, v in inputs.items()}))
         self.toolchain.snarkjs("wtns", "calculate", self.wasm, src, out)
         return out
+
+
+def _decimal_strings(value):
+    return [_decimal_strings(v) for v in value] if isinstance(value, list) else str(value)
 
 
 def _power(r1cs_paths) -> int:
@@ -94,12 +98,13 @@ def _power(r1cs_paths) -> int:
 
 @pytest.fixture(scope="session")
 def compiled(toolchain, tmp_path_factory) -> dict[str, Circuit]:
-    """gadgets (circomlib: Num2Bits, LessThan, Poseidon), chain (100 steps) and chain_k2 (the
-    same shape with other coefficients), compiled, with no key."""
+    """gadgets (circomlib: Num2Bits, LessThan, Poseidon), chain (100 steps), chain_k2 (the
+    same shape with other coefficients) and arrays (array inputs), compiled, with no key."""
     root = tmp_path_factory.mktemp("circom")
     built = {"gadgets": toolchain.compile(CIRCUITS / "gadgets.circom", root / "gadgets"),
              "chain": toolchain.compile_chain(root / "chain", 100),
-             "chain_k2": toolchain.compile_chain(root / "chain_k2", 100, k=2)}
+             "chain_k2": toolchain.compile_chain(root / "chain_k2", 100, k=2),
+             "arrays": toolchain.compile(CIRCUITS / "arrays.circom", root / "arrays")}
     return {name: Circuit(toolchain, name, root / name, r1cs, wasm) for name, (r1cs, wasm) in built.items()}
 
 

@@ -1,0 +1,202 @@
+"""Witnesses from a circuit's inputs and the WebAssembly witness generator circom emits
+(``--wasm``), run by wasmtime: what ``snarkjs wtns calculate`` computes, without node.
+
+The generator speaks the protocol of circom's JS glue (witness_calculator.js):
+- getFieldNumLen32 and getRawPrime: the prime, as 32-bit little-endian words in the
+  shared memory (at getSharedRWMemoryStart; readSharedRWMemory reads the same words);
+- init, then for every input value: its words into the shared memory and
+  setInputSignal(hash high, hash low, index), a signal named by the FNV-1a 64-bit hash of
+  its name; getInputSignalSize tells how many values a signal takes (none: no such
+  input), and the circuit runs once its last input is set;
+- getWitnessSize, then getWitness(i) puts value i (standard form) in the shared memory.
+The generator reports through the runtime imports: printErrorMessage (a message, read
+with getMessageChar) before exceptionHandler(code) when it fails; log() output through
+writeBufferMessage and showSharedRWMemory.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+from pathlib import Path
+
+import numpy as np
+import wasmtime
+
+from proofflow.prover.circom.errors import CorruptFile, InputRejected, WrongField
+from proofflow.prover.field import fr
+
+log = logging.getLogger(__name__)
+
+CIRCOM_MAJOR = 2
+_FAILURES = {1: "a signal was not found", 2: "too many signals were set", 3: "a signal was set twice",
+             4: "an assert failed", 5: "it ran out of memory", 6: "an input signal index is beyond its size",
+             7: "an array index is out of bounds"}
+_INTEGER = re.compile(r"-?[0-9]+|0[xX][0-9a-fA-F]+")
+
+
+def calculate_witness(wasm, inputs) -> np.ndarray:
+    """The witness of ``inputs`` (input.json's content, or its path) as an Fr vector, like
+    ``wtns.read_wtns`` returns. Values are decimal strings, 0x hex strings or JSON numbers,
+    or nested arrays of them (flattened in circom's order); a negative value -v stands for
+    r - v, as in circom. Raises InputRejected for inputs the circuit does not take,
+    WrongField for a generator of another prime, CorruptFile for a file that is not a
+    circom 2 witness generator."""
+    source = None
+    if isinstance(inputs, (str, Path)):
+        source = Path(inputs)
+        try:
+            inputs = json.loads(source.read_text())
+        except (OSError, ValueError) as exc:
+            raise InputRejected(source, f"cannot read as JSON: {exc}") from exc
+    if not isinstance(inputs, dict):
+        raise InputRejected(source, "the inputs are not a JSON object of input signals")
+    values = {name: _flatten(name, value, source) for name, value in inputs.items()}
+    return _Generator(Path(wasm)).run(values, source)
+
+
+def _flatten(label: str, value, source) -> list[int]:
+    if isinstance(value, list):
+        return [x for i, item in enumerate(value) for x in _flatten(f"{label}[{i}]", item, source)]
+    if isinstance(value, str) and _INTEGER.fullmatch(value):
+        number = int(value, 0) if value[:2] in ("0x", "0X") else int(value)
+    elif isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, float) and value.is_integer():  # what JSON parsing makes of 1e3
+        number = int(value)
+    else:
+        raise InputRejected(source, f"{label} = {value!r} is not an integer (a decimal or 0x string, a JSON number, "
+                                    "or a nested array of them)")
+    if not -fr.MODULUS < number < fr.MODULUS:
+        raise InputRejected(source, f"{label} = {number} is not below the field's prime r = {fr.MODULUS} (inputs are "
+                                    "not reduced)")
+    return [number % fr.MODULUS]
+
+
+def _fnv1a_64(name: str) -> int:
+    h = 0xCBF29CE484222325
+    for ch in name:
+        h = ((h ^ ord(ch)) * 0x100000001B3) & (2**64 - 1)
+    return h
+
+
+class _Failed(Exception):
+    """Raised inside the exceptionHandler import: the generator gave up with ``code``."""
+
+    def __init__(self, code: int):
+        self.code = code
+
+
+class _Generator:
+    """One fresh instance of a circuit's witness generator, with the runtime imports it calls."""
+
+    _IMPORTS = ("exceptionHandler", "printErrorMessage", "writeBufferMessage", "showSharedRWMemory")
+
+    def __init__(self, path: Path):
+        self.path = path
+        engine = wasmtime.Engine()
+        try:
+            module = wasmtime.Module.from_file(engine, str(path))
+        except FileNotFoundError as exc:
+            raise CorruptFile(path, f"cannot read: {exc.strerror}") from exc
+        except wasmtime.WasmtimeError as exc:
+            raise CorruptFile(path, f"is not a WebAssembly module: {exc}") from exc
+        self.store = wasmtime.Store(engine)
+        handlers = {"exceptionHandler": self._fail, "printErrorMessage": self._error_message,
+                    "writeBufferMessage": self._log_message, "showSharedRWMemory": self._log_value}
+        funcs = []
+        for imp in module.imports:
+            if imp.module != "runtime" or imp.name not in handlers:
+                raise CorruptFile(path, f"imports {imp.module}.{imp.name}: not a circom {CIRCOM_MAJOR} witness "
+                                        "generator")
+            funcs.append(wasmtime.Func(self.store, imp.type, handlers[imp.name]))
+        self.exports = wasmtime.Instance(self.store, module, funcs).exports(self.store)
+        self.errors: list[str] = []
+        self.line: list[str] = []
+        if (major := self._call("getVersion")) != CIRCOM_MAJOR:
+            raise CorruptFile(path, f"is a witness generator of circom {major}, not of circom {CIRCOM_MAJOR}")
+        self.memory = self.exports["memory"]
+        self.shared = self._call("getSharedRWMemoryStart")
+        self.n8 = 4 * self._call("getFieldNumLen32")
+        self._call("getRawPrime")
+        if (prime := self._shared_value()) != fr.MODULUS:
+            raise WrongField(path, prime)
+
+    def _call(self, name: str, *args):
+        try:
+            fn = self.exports[name]
+        except KeyError:
+            raise CorruptFile(self.path, f"lacks the export {name}: not a circom {CIRCOM_MAJOR} witness "
+                                         "generator") from None
+        return fn(self.store, *args)
+
+    def _shared_value(self) -> int:
+        return int.from_bytes(self.memory.read(self.store, self.shared, self.shared + self.n8), "little")
+
+    def _message(self) -> str:
+        chars = []
+        while c := self._call("getMessageChar"):
+            chars.append(chr(c))
+        return "".join(chars)
+
+    # ---- the runtime imports ----
+    def _fail(self, code: int) -> None:
+        raise _Failed(code)
+
+    def _error_message(self) -> None:
+        self.errors.append(self._message())
+
+    def _log_message(self) -> None:
+        message = self._message()
+        if message == "\n":  # a log() call ends with a newline of its own
+            log.info("%s: %s", self.path.name, " ".join(self.line))
+            self.line = []
+        else:
+            self.line.append(message)
+
+    def _log_value(self) -> None:
+        self.line.append(str(self._shared_value()))
+
+    # ---- the computation ----
+    def run(self, values: dict[str, list[int]], source) -> np.ndarray:
+        self._call("init", 0)
+        given = 0
+        for name, flat in values.items():
+            h = _fnv1a_64(name)
+            high, low = h >> 32, h & 0xFFFFFFFF
+            size = self._call("getInputSignalSize", _i32(high), _i32(low))
+            if size <= 0:  # circom 2.2 answers 0 for a name it lacks, the JS glue checks for < 0
+                raise InputRejected(source, f"{name!r} is not an input signal of {self.path.name}")
+            if len(flat) != size:
+                raise InputRejected(source, f"input signal {name!r} takes {size} value{'s' * (size != 1)}, "
+                                            f"got {len(flat)}")
+            for i, value in enumerate(flat):
+                self.memory.write(self.store, value.to_bytes(self.n8, "little"), self.shared)
+                self._set(source, _i32(high), _i32(low), i)
+            given += size
+        if given < (total := self._call("getInputSize")):
+            raise InputRejected(source, f"sets {given} of the {total} input values of {self.path.name}")
+        n = self._call("getWitnessSize")
+        out = bytearray(n * self.n8)
+        for i in range(n):
+            self._call("getWitness", i)
+            out[i * self.n8:(i + 1) * self.n8] = self.memory.read(self.store, self.shared, self.shared + self.n8)
+        return fr.from_canonical(np.frombuffer(out, dtype="<u8").reshape(-1, fr.LIMBS))
+
+    def _set(self, source, high: int, low: int, index: int) -> None:
+        """setInputSignal; the last one runs the circuit, so its failures surface here."""
+        self.errors.clear()
+        try:
+            self._call("setInputSignal", high, low, index)
+        except _Failed as exc:
+            said = "; ".join(m.strip() for m in self.errors if m.strip())
+            what = _FAILURES.get(exc.code, f"error code {exc.code}")
+            raise InputRejected(source, f"{self.path.name} rejects the inputs ({what})"
+                                        + (f": {said}" if said else "")) from None
+        except wasmtime.Trap as exc:
+            raise InputRejected(source, f"{self.path.name} failed on the inputs: {exc.message}") from None
+
+
+def _i32(word: int) -> int:
+    """A 32-bit word as the signed i32 wasm takes."""
+    return word - (1 << 32) if word >= 1 << 31 else word
