@@ -8,7 +8,9 @@ The generator speaks the protocol of circom's JS glue (witness_calculator.js):
   setInputSignal(hash high, hash low, index), a signal named by the FNV-1a 64-bit hash of
   its name; getInputSignalSize tells how many values a signal takes (none: no such
   input), and the circuit runs once its last input is set;
-- getWitnessSize, then getWitness(i) puts value i (standard form) in the shared memory.
+- getWitnessSize, then getWitness(i) puts value i (standard form) in the shared memory;
+  a small wasm module linked to the generator (_COPIER) makes those calls and gathers the
+  values, since each call from Python costs far more than the call itself.
 The generator reports through the runtime imports: printErrorMessage (a message, read
 with getMessageChar) before exceptionHandler(code) when it fails; log() output through
 writeBufferMessage and showSharedRWMemory.
@@ -33,6 +35,23 @@ _FAILURES = {1: "a signal was not found", 2: "too many signals were set", 3: "a 
              4: "an assert failed", 5: "it ran out of memory", 6: "an input signal index is beyond its size",
              7: "an array index is out of bounds"}
 _INTEGER = re.compile(r"-?[0-9]+|0[xX][0-9a-fA-F]+")
+_PAGE = 65536
+# copy(n, src, dst, n8): for i < n, getWitness(i), then n8 bytes from src to dst + i·n8.
+_COPIER = """
+(module
+  (import "circuit" "getWitness" (func $get (param i32)))
+  (import "circuit" "memory" (memory 0))
+  (func (export "copy") (param $n i32) (param $src i32) (param $dst i32) (param $n8 i32)
+    (local $i i32)
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_u (local.get $i) (local.get $n)))
+        (call $get (local.get $i))
+        (memory.copy (i32.add (local.get $dst) (i32.mul (local.get $i) (local.get $n8)))
+                     (local.get $src) (local.get $n8))
+        (local.set $i (i32.add (local.get $i) (i32.const 1)))
+        (br $next)))))
+"""
 
 
 def calculate_witness(wasm, inputs) -> np.ndarray:
@@ -176,12 +195,21 @@ class _Generator:
             given += size
         if given < (total := self._call("getInputSize")):
             raise InputRejected(source, f"sets {given} of the {total} input values of {self.path.name}")
-        n = self._call("getWitnessSize")
-        out = bytearray(n * self.n8)
-        for i in range(n):
-            self._call("getWitness", i)
-            out[i * self.n8:(i + 1) * self.n8] = self.memory.read(self.store, self.shared, self.shared + self.n8)
-        return fr.from_canonical(np.frombuffer(out, dtype="<u8").reshape(-1, fr.LIMBS))
+        raw = self._witness_bytes(self._call("getWitnessSize"))
+        return fr.from_canonical(np.frombuffer(raw, dtype="<u8").reshape(-1, fr.LIMBS))
+
+    def _witness_bytes(self, n: int) -> bytearray:
+        """All n values through one call into wasm: _COPIER calls getWitness for each and
+        copies the shared memory into pages grown past the generator's own (the circuit has
+        run; getWitness writes only the shared memory). A call from Python costs ~15 µs in
+        wasmtime-py: one per value would take 7 times snarkjs's whole witness at 2^16."""
+        size = n * self.n8
+        end = self.memory.size(self.store) * _PAGE
+        self.memory.grow(self.store, -(-size // _PAGE))
+        copier = wasmtime.Module(self.store.engine, _COPIER)
+        copy = wasmtime.Instance(self.store, copier, [self.exports["getWitness"], self.memory]).exports(self.store)
+        copy["copy"](self.store, n, self.shared, _i32(end), self.n8)
+        return self.memory.read(self.store, end, end + size)
 
     def _set(self, source, high: int, low: int, index: int) -> None:
         """setInputSignal; the last one runs the circuit, so its failures surface here."""
