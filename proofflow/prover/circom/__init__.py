@@ -15,11 +15,12 @@ from proofflow.prover.circom.prover import prove, public_signals
 from proofflow.prover.circom.r1cs import R1cs, read_r1cs
 from proofflow.prover.circom.setup import write_test_zkey
 from proofflow.prover.circom.snarkjs_json import (read_proof, read_public, read_verification_key, write_proof,
-                                                  write_public)
+                                                  write_public, write_verification_key)
 from proofflow.prover.circom.verifier import verify, verify_files
 from proofflow.prover.circom.wtns import read_wtns
 from proofflow.prover.circom.zkey import ZKey, read_zkey
 
 __all__ = ["CorruptFile", "InputRejected", "KeyMismatch", "R1cs", "UnsatisfiedConstraint", "WrongField", "ZKey",
            "prove", "public_signals", "read_proof", "read_public", "read_r1cs", "read_verification_key", "read_wtns",
-           "read_zkey", "verify", "verify_files", "write_proof", "write_public", "write_test_zkey"]
+           "read_zkey", "verify", "verify_files", "write_proof", "write_public", "write_test_zkey",
+           "write_verification_key"]
