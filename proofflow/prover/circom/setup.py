@@ -51,9 +51,10 @@ _NAME_PARAMETER = 1  # snarkjs's contribution parameter types: 1 name, 2 and 3 b
 def write_test_zkey(r1cs: R1cs, seed: int, out, backend: Backend | None = None,
                     progress: Callable[[str, int, int], None] | None = None) -> VerifyingKey:
     """Write a test-only zkey for ``r1cs`` to ``out`` (atomically) and return its verifying
-    key (``snarkjs_json.write_verification_key`` writes it as snarkjs's JSON). ``backend.fixed_base`` makes the point tables where the backend has a kernel for
-    it (the GPU's), else arkworks on the CPU does; the same seed gives the same bytes
-    either way. ``progress(section, done, total)`` counts key points."""
+    key (``snarkjs_json.write_verification_key`` writes it as snarkjs's JSON).
+    ``backend.fixed_base`` makes the point tables where the backend has a kernel for it
+    (the GPU's), else arkworks on the CPU does; the same seed gives the same bytes either
+    way. ``progress(section, done, total)`` counts key points."""
     tw = generator.toxic_waste(seed)
     tau, alpha, beta, gamma, delta = (tw[k] for k in ("tau", "alpha", "beta", "gamma", "delta"))
     cs = r1cs.cs

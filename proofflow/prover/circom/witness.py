@@ -109,15 +109,13 @@ class _Failed(Exception):
 class _Generator:
     """One fresh instance of a circuit's witness generator, with the runtime imports it calls."""
 
-    _IMPORTS = ("exceptionHandler", "printErrorMessage", "writeBufferMessage", "showSharedRWMemory")
-
     def __init__(self, path: Path):
         self.path = path
         engine = wasmtime.Engine()
         try:
             module = wasmtime.Module.from_file(engine, str(path))
-        except FileNotFoundError as exc:
-            raise CorruptFile(path, f"cannot read: {exc.strerror}") from exc
+        except OSError as exc:
+            raise CorruptFile(path, f"cannot read: {exc.strerror or exc}") from exc
         except wasmtime.WasmtimeError as exc:
             raise CorruptFile(path, f"is not a WebAssembly module: {exc}") from exc
         self.store = wasmtime.Store(engine)
@@ -134,20 +132,22 @@ class _Generator:
         self.line: list[str] = []
         if (major := self._call("getVersion")) != CIRCOM_MAJOR:
             raise CorruptFile(path, f"is a witness generator of circom {major}, not of circom {CIRCOM_MAJOR}")
-        self.memory = self.exports["memory"]
+        self.memory = self._export("memory")
         self.shared = self._call("getSharedRWMemoryStart")
         self.n8 = 4 * self._call("getFieldNumLen32")
         self._call("getRawPrime")
         if (prime := self._shared_value()) != fr.MODULUS:
             raise WrongField(path, prime)
 
-    def _call(self, name: str, *args):
+    def _export(self, name: str):
         try:
-            fn = self.exports[name]
+            return self.exports[name]
         except KeyError:
             raise CorruptFile(self.path, f"lacks the export {name}: not a circom {CIRCOM_MAJOR} witness "
                                          "generator") from None
-        return fn(self.store, *args)
+
+    def _call(self, name: str, *args):
+        return self._export(name)(self.store, *args)
 
     def _shared_value(self) -> int:
         return int.from_bytes(self.memory.read(self.store, self.shared, self.shared + self.n8), "little")
@@ -207,7 +207,7 @@ class _Generator:
         end = self.memory.size(self.store) * _PAGE
         self.memory.grow(self.store, -(-size // _PAGE))
         copier = wasmtime.Module(self.store.engine, _COPIER)
-        copy = wasmtime.Instance(self.store, copier, [self.exports["getWitness"], self.memory]).exports(self.store)
+        copy = wasmtime.Instance(self.store, copier, [self._export("getWitness"), self.memory]).exports(self.store)
         copy["copy"](self.store, n, self.shared, _i32(end), self.n8)
         return self.memory.read(self.store, end, end + size)
 
