@@ -12,7 +12,7 @@ import pytest
 
 import circom_files
 from proofflow.prover import circom, curve
-from proofflow.prover.backend import get_backend
+from proofflow.prover.backend.cpu import CpuBackend
 from proofflow.prover.circom import binfile, setup
 from proofflow.prover.circom import zkey as zkey_format
 from proofflow.prover.field import fr
@@ -177,7 +177,7 @@ def test_proofflow_proves_with_it(tiny):
     assert not circom.verify(vk, [43, 6], proof)
 
 
-class _RecordingBackend(type(get_backend("cpu"))):
+class _RecordingBackend(CpuBackend):
     """The CPU backend with a fixed_base of its own (arkworks, so the bytes must match),
     recording what it is asked for."""
 
