@@ -58,7 +58,7 @@ def write_manifest(directory, circuit: str, log2: int, vk: VerifyingKey, entries
     vk.save(directory / "vk.json")
     if snarkjs:
         from proofflow.prover.circom import snarkjs_json
-        snarkjs_json.write_verification_key(directory / "verification_key.json", vk, vk.num_public)
+        snarkjs_json.write_verification_key(directory / "verification_key.json", vk)
     manifest = {"format": FORMAT, "circuit": circuit, "log2": log2,
                 "partitions": [{"partition": p, "public_inputs": [hex(x) for x in inputs], "proof": proof_name(p)}
                                for p, inputs in sorted(entries)]}

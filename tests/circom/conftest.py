@@ -1,4 +1,5 @@
-"""The circom toolchain and a small real ceremony, shared by the session's circom tests.
+"""The circom toolchain, the test circuits compiled, and a small real ceremony, shared by
+the session's circom tests.
 
 The toolchain (circom2, snarkjs, circomlib; versions pinned by package-lock.json) is
 installed by ``npm ci`` into tests/circom/node_modules when missing. Tests that need it
@@ -75,11 +76,16 @@ class Circuit:
     vk: Path | None = None
 
     def witness(self, inputs: dict, label: str = "w") -> Path:
-        """A .wtns by ``snarkjs wtns calculate`` from the circuit's wasm."""
+        """A .wtns by ``snarkjs wtns calculate`` from the circuit's wasm (values may be
+        nested lists); ``label`` names its files in the circuit's directory."""
         src, out = self.dir / f"{label}.input.json", self.dir / f"{label}.wtns"
-        src.write_text(json.dumps({k: str(v) for k, v in inputs.items()}))
+        src.write_text(json.dumps({k: _decimal_strings(v) for k, v in inputs.items()}))
         self.toolchain.snarkjs("wtns", "calculate", self.wasm, src, out)
         return out
+
+
+def _decimal_strings(value):
+    return [_decimal_strings(v) for v in value] if isinstance(value, list) else str(value)
 
 
 def _power(r1cs_paths) -> int:
@@ -91,14 +97,22 @@ def _power(r1cs_paths) -> int:
 
 
 @pytest.fixture(scope="session")
-def ceremony(toolchain, tmp_path_factory) -> dict[str, Circuit]:
-    """gadgets (circomlib: Num2Bits, LessThan, Poseidon), chain (100 steps) and chain_k2 (the
-    same shape with other coefficients), all through one small powers-of-tau ceremony."""
+def compiled(toolchain, tmp_path_factory) -> dict[str, Circuit]:
+    """gadgets (circomlib: Num2Bits, LessThan, Poseidon), chain (100 steps), chain_k2 (the
+    same shape with other coefficients) and arrays (array inputs), compiled, with no key."""
     root = tmp_path_factory.mktemp("circom")
     built = {"gadgets": toolchain.compile(CIRCUITS / "gadgets.circom", root / "gadgets"),
              "chain": toolchain.compile_chain(root / "chain", 100),
-             "chain_k2": toolchain.compile_chain(root / "chain_k2", 100, k=2)}
-    circuits = {name: Circuit(toolchain, name, root / name, r1cs, wasm) for name, (r1cs, wasm) in built.items()}
+             "chain_k2": toolchain.compile_chain(root / "chain_k2", 100, k=2),
+             "arrays": toolchain.compile(CIRCUITS / "arrays.circom", root / "arrays")}
+    return {name: Circuit(toolchain, name, root / name, r1cs, wasm) for name, (r1cs, wasm) in built.items()}
+
+
+@pytest.fixture(scope="session")
+def ceremony(toolchain, compiled, tmp_path_factory) -> dict[str, Circuit]:
+    """gadgets, chain and chain_k2 through one small powers-of-tau ceremony."""
+    circuits = {name: compiled[name] for name in ("gadgets", "chain", "chain_k2")}
+    root = tmp_path_factory.mktemp("ceremony")
     ptau = root / "pot.ptau"
     toolchain.snarkjs("powersoftau", "new", "bls12381", _power(c.r1cs for c in circuits.values()), root / "pot0.ptau")
     toolchain.snarkjs("powersoftau", "contribute", root / "pot0.ptau", root / "pot1.ptau", "--name=tests",

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 
 import circom_files
@@ -10,6 +11,7 @@ from proofflow.prover import circom, curve
 from proofflow.prover.backend import get_backend
 from proofflow.prover.circom import encoding, qap, snarkjs_json
 from proofflow.prover.circom.errors import BLS12_381_Q
+from proofflow.prover.curve import PointTable
 from proofflow.prover.field import fr
 from proofflow.prover.groth16.data_structures import Proof, VerifyingKey
 from proofflow.prover.polynomial.domain import Radix2Domain
@@ -122,6 +124,24 @@ def test_zkey_points_decode_from_montgomery_form(group):
     table = encoding.points_from_montgomery(raw, group, "k.zkey", 5, "A")
     assert table.points() == points
     assert not table.xy[-1].any()  # infinity: all zeros in both encodings
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
+def test_point_tables_convert_to_and_from_montgomery_form_as_python_ints_do(group):
+    """The C kernel against Python ints, both ways, with a coordinate at q named by its point."""
+    rnd = random.Random(5)
+    width = curve.XY_BYTES[group]
+    coords = [0, 1, BLS12_381_Q - 1] + [rnd.randrange(BLS12_381_Q) for _ in range(3 * width // 48 * 20 - 3)]
+    raw = b"".join(c.to_bytes(48, "little") for c in coords)
+    table = PointTable(group, np.frombuffer(raw, dtype=np.uint8).reshape(-1, width).copy())
+    mont = encoding.points_to_montgomery(table)
+    assert mont.tobytes() == b"".join((c * (1 << 384) % BLS12_381_Q).to_bytes(48, "little") for c in coords)
+    back = encoding.points_from_montgomery(mont.tobytes(), group, "k.zkey", 5, "A")
+    assert back.xy.tobytes() == raw
+    bad = bytearray(mont.tobytes())
+    bad[width * 7:width * 7 + 48] = BLS12_381_Q.to_bytes(48, "little")
+    with pytest.raises(circom.CorruptFile, match="section 5: A point 7 has a coordinate not below the base field"):
+        encoding.points_from_montgomery(bytes(bad), group, "k.zkey", 5, "A")
 
 
 def test_zkey_coefficients_hold_c_times_r_squared():

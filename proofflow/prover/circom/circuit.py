@@ -30,8 +30,8 @@ class RegisteredCircuit(Circuit):
             return read_wtns(input)
         if not self.info.get("wasm"):
             raise ValueError(f"circuit {self.name!r} was registered without its .wasm: give .wtns witnesses")
-        from proofflow.prover.circom.witness import calculate
-        return calculate(self.dir / "circuit.wasm", input)
+        from proofflow.prover.circom.witness import calculate_witness
+        return calculate_witness(self.dir / "circuit.wasm", input)
 
     def instance(self, seed: int, partition: int, input=None) -> Instance:
         if input is None:

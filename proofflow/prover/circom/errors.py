@@ -7,7 +7,7 @@ from __future__ import annotations
 from proofflow.prover.field import fr
 from proofflow.prover.r1cs import UnsatisfiedConstraint
 
-__all__ = ["CircomFileError", "CorruptFile", "WrongField", "KeyMismatch", "UnsatisfiedConstraint"]
+__all__ = ["CircomFileError", "CorruptFile", "WrongField", "KeyMismatch", "InputRejected", "UnsatisfiedConstraint"]
 
 BLS12_381_Q = int(
     "1a0111ea397fe69a4b1ba7b6434bacd764774b84f38512bf6730d2a0f6b0f6241eabfffeb153ffffb9feffffffffaaab", 16)
@@ -66,3 +66,15 @@ class KeyMismatch(ValueError):
     def __init__(self, what: str, detail: str, against: str = "the r1cs"):
         self.what = what
         super().__init__(f"the zkey does not match {against}: {what} differs ({detail})")
+
+
+class InputRejected(ValueError):
+    """Inputs a circuit's witness generator does not take: a signal it lacks, a wrong
+    number of values, a value outside the field, or a failing assert. ``source`` names the
+    input file (None for inputs given as a dict), ``detail`` what is wrong, with what the
+    circuit said."""
+
+    def __init__(self, source, detail: str):
+        self.source = None if source is None else str(source)
+        self.detail = detail
+        super().__init__(f"{self.source}: {detail}" if self.source else detail)

@@ -1,4 +1,5 @@
-"""The H vector of a snarkjs proof, in the basis its zkey's H points use.
+"""snarkjs's QAP bases: the H vector of a proof in the basis its zkey's H points use, and
+the Lagrange bases at τ that a zkey's points are made of (for the test-only setup).
 
 A zkey's H points are the Lagrange basis of the 2n-point domain at its odd points
 x_i = ω_2n·ω_n^i, over δ (not τ^i·Z(τ)/δ as in arkworks). So the prover evaluates
@@ -43,20 +44,39 @@ def _exponent() -> int:
 
 
 @lru_cache(maxsize=4)
-def tables(log_n: int) -> tuple[np.ndarray, np.ndarray]:
-    """(where snarkjs's j-th point sits in our domain, the odd-coset shift ω'_2n^i)."""
+def snarkjs_order(log_n: int) -> np.ndarray:
+    """Where snarkjs's j-th point of the 2^log_n domain sits in ours, for every j."""
     n = 1 << log_n
     where = (_exponent() % n) * np.arange(n, dtype=np.int64) % n
-    shift = fr.powers(fr.constant(snarkjs_root_of_unity(log_n + 1)), n)
-    where.flags.writeable = shift.flags.writeable = False
-    return where, shift
+    where.flags.writeable = False
+    return where
+
+
+@lru_cache(maxsize=4)
+def odd_coset_shift(log_n: int) -> np.ndarray:
+    """ω'_2n^i for i < n: multiplying coefficients by it moves evaluations to the odd points."""
+    shift = fr.powers(fr.constant(snarkjs_root_of_unity(log_n + 1)), 1 << log_n)
+    shift.flags.writeable = False
+    return shift
+
+
+def lagrange_at(tau: int, log_n: int) -> np.ndarray:
+    """L_j(τ) for snarkjs's j-th point of the 2^log_n domain, for every j: the basis its
+    zkeys evaluate the QAP polynomials in (τ outside the domain)."""
+    return Radix2Domain.for_size(1 << log_n).lagrange_at(tau)[snarkjs_order(log_n)]
+
+
+def h_basis_at(tau: int, log_n: int) -> np.ndarray:
+    """The zkey's H points before their division by δ: the Lagrange basis of the 2n domain
+    at its odd points ω'_2n·ω'_n^i, in snarkjs's order (its (2i+1)-th points)."""
+    return np.ascontiguousarray(lagrange_at(tau, log_n + 1)[1::2])
 
 
 def h_odd_coset(backend: Backend, domain: Radix2Domain, a: np.ndarray, b: np.ndarray,
                 c: np.ndarray | None = None) -> np.ndarray:
     """A·B − C at snarkjs's odd points, in its order, from a, b and c over its domain (by
     default c = a·b there, which a satisfying witness gives). The inputs are not modified."""
-    where, shift = tables(domain.log_n)
+    where, shift = snarkjs_order(domain.log_n), odd_coset_shift(domain.log_n)
     evals = []
     for v in (a, b) if c is None else (a, b, c):
         ours = np.empty_like(v)

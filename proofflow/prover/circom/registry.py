@@ -76,7 +76,7 @@ def add(name: str, r1cs_path, zkey_path, wasm_path=None, replace: bool = False, 
             info["files"]["wasm"] = {"source": str(wasm_path.resolve()), "sha256": files.sha256_file(wasm_path)}
         say(f"writing the proving key ({zkey.n_vars} signals, domain 2^{pk.log2})")
         pk.save(tmp / "key")
-        snarkjs_json.write_verification_key(tmp / "verification_key.json", zkey.vk, zkey.n_public)
+        snarkjs_json.write_verification_key(tmp / "verification_key.json", zkey.vk)
         files.write_json(tmp / "circuit.json", info)  # last: its presence marks the circuit usable
     return info
 

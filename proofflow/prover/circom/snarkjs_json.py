@@ -3,7 +3,9 @@
 Numbers are decimal strings in standard form. A G1 point is [x, y, "1"], a G2 point
 [[x.c0, x.c1], [y.c0, y.c1], ["1", "0"]]; the point at infinity has z = 0 (G1 ["0", "1",
 "0"]). public.json lists the public signals, outputs first. snarkjs writes JSON with
-one-space indents, and so do the writers here.
+one-space indents, and so do the writers here. The verification key written here lacks
+snarkjs's vk_alphabeta_12 (e(α, β), a precomputation ``snarkjs groth16 verify`` does not
+read).
 """
 from __future__ import annotations
 
@@ -127,9 +129,10 @@ def write_public(path, public: list[int]) -> None:
     files.write_bytes(path, json.dumps([str(x) for x in public], indent=1).encode())
 
 
-def write_verification_key(path, vk: VerifyingKey, n_public: int) -> None:
-    """verification_key.json as `snarkjs zkey export verificationkey` writes its fields."""
-    d = {"protocol": PROTOCOL, "curve": CURVE, "nPublic": n_public, "vk_alpha_1": point_to_json(vk.alpha_g1, "g1"),
-         "vk_beta_2": point_to_json(vk.beta_g2, "g2"), "vk_gamma_2": point_to_json(vk.gamma_g2, "g2"),
-         "vk_delta_2": point_to_json(vk.delta_g2, "g2"), "IC": [point_to_json(p, "g1") for p in vk.gamma_abc_g1]}
+def write_verification_key(path, vk: VerifyingKey) -> None:
+    """verification_key.json for ``snarkjs groth16 verify`` (and read_verification_key)."""
+    d = {"protocol": PROTOCOL, "curve": CURVE, "nPublic": vk.num_public,
+         "vk_alpha_1": point_to_json(vk.alpha_g1, "g1"), "vk_beta_2": point_to_json(vk.beta_g2, "g2"),
+         "vk_gamma_2": point_to_json(vk.gamma_g2, "g2"), "vk_delta_2": point_to_json(vk.delta_g2, "g2"),
+         "IC": [point_to_json(p, "g1") for p in vk.gamma_abc_g1]}
     files.write_bytes(path, json.dumps(d, indent=1).encode())

@@ -30,7 +30,8 @@ from proofflow.prover.r1cs import SparseMatrix
 PROTOCOL, HEADER, IC, COEFFICIENTS, A, B1, B2, C, H = range(1, 10)
 GROTH16 = 1
 _G1, _G2 = curve.XY_BYTES["g1"], curve.XY_BYTES["g2"]
-_COEFFICIENT = np.dtype([("matrix", "<u4"), ("constraint", "<u4"), ("signal", "<u4"), ("value", "u1", fr.BYTES)])
+# One section 4 entry; ``value`` holds c·R² mod r (encoding.fr_to_zkey_coefficients).
+COEFFICIENT = np.dtype([("matrix", "<u4"), ("constraint", "<u4"), ("signal", "<u4"), ("value", "u1", fr.BYTES)])
 
 
 @dataclass
@@ -143,9 +144,9 @@ def read_zkey(path, decode_points: bool = True) -> ZKey:
 def _coefficients(f: binfile.BinFile, n_vars: int, domain_size: int) -> tuple[SparseMatrix, SparseMatrix]:
     sec = f.reader(COEFFICIENTS, "coefficients of A and B")
     count = sec.u32()
-    raw = sec.take(count * _COEFFICIENT.itemsize)
+    raw = sec.take(count * COEFFICIENT.itemsize)
     sec.end()
-    entries = np.frombuffer(raw, dtype=_COEFFICIENT)
+    entries = np.frombuffer(raw, dtype=COEFFICIENT)
     for field, limit in (("matrix", 2), ("constraint", domain_size), ("signal", n_vars)):
         bad = np.flatnonzero(entries[field] >= limit)
         if bad.size:

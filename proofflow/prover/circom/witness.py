@@ -1,0 +1,230 @@
+"""Witnesses from a circuit's inputs and the WebAssembly witness generator circom emits
+(``--wasm``), run by wasmtime: what ``snarkjs wtns calculate`` computes, without node.
+
+The generator speaks the protocol of circom's JS glue (witness_calculator.js):
+- getFieldNumLen32 and getRawPrime: the prime, as 32-bit little-endian words in the
+  shared memory (at getSharedRWMemoryStart; readSharedRWMemory reads the same words);
+- init, then for every input value: its words into the shared memory and
+  setInputSignal(hash high, hash low, index), a signal named by the FNV-1a 64-bit hash of
+  its name; getInputSignalSize tells how many values a signal takes (none: no such
+  input), and the circuit runs once its last input is set;
+- getWitnessSize, then getWitness(i) puts value i (standard form) in the shared memory;
+  a small wasm module linked to the generator (_COPIER) makes those calls and gathers the
+  values, since each call from Python costs far more than the call itself.
+The generator reports through the runtime imports: printErrorMessage (a message, read
+with getMessageChar) before exceptionHandler(code) when it fails; log() output through
+writeBufferMessage and showSharedRWMemory.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+from pathlib import Path
+
+import numpy as np
+import wasmtime
+
+from proofflow.prover.circom.errors import CorruptFile, InputRejected, WrongField
+from proofflow.prover.field import fr
+
+log = logging.getLogger(__name__)
+
+CIRCOM_MAJOR = 2
+_FAILURES = {1: "a signal was not found", 2: "too many signals were set", 3: "a signal was set twice",
+             4: "an assert failed", 5: "it ran out of memory", 6: "an input signal index is beyond its size",
+             7: "an array index is out of bounds"}
+_INTEGER = re.compile(r"-?[0-9]+|0[xX][0-9a-fA-F]+")
+_PAGE = 65536
+# copy(n, src, dst, n8): for i < n, getWitness(i), then n8 bytes from src to dst + i·n8.
+_COPIER = """
+(module
+  (import "circuit" "getWitness" (func $get (param i32)))
+  (import "circuit" "memory" (memory 0))
+  (func (export "copy") (param $n i32) (param $src i32) (param $dst i32) (param $n8 i32)
+    (local $i i32)
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_u (local.get $i) (local.get $n)))
+        (call $get (local.get $i))
+        (memory.copy (i32.add (local.get $dst) (i32.mul (local.get $i) (local.get $n8)))
+                     (local.get $src) (local.get $n8))
+        (local.set $i (i32.add (local.get $i) (i32.const 1)))
+        (br $next)))))
+"""
+
+
+def calculate_witness(wasm, inputs) -> np.ndarray:
+    """The witness of ``inputs`` (input.json's content, or its path) as an Fr vector, like
+    ``wtns.read_wtns`` returns. Values are decimal strings, 0x hex strings or JSON numbers,
+    or nested arrays of them (flattened in circom's order); a negative value -v stands for
+    r - v, as in circom. Raises InputRejected for inputs the circuit does not take,
+    WrongField for a generator of another prime, CorruptFile for a file that is not a
+    circom 2 witness generator."""
+    source = None
+    if isinstance(inputs, (str, Path)):
+        source = Path(inputs)
+        try:
+            inputs = json.loads(source.read_text())
+        except (OSError, ValueError) as exc:
+            raise InputRejected(source, f"cannot read as JSON: {exc}") from exc
+    if not isinstance(inputs, dict):
+        raise InputRejected(source, "the inputs are not a JSON object of input signals")
+    values = {name: _flatten(name, value, source) for name, value in inputs.items()}
+    return _Generator(Path(wasm)).run(values, source)
+
+
+def _flatten(label: str, value, source) -> list[int]:
+    if isinstance(value, list):
+        return [x for i, item in enumerate(value) for x in _flatten(f"{label}[{i}]", item, source)]
+    if isinstance(value, str) and _INTEGER.fullmatch(value):
+        number = int(value, 0) if value[:2] in ("0x", "0X") else int(value)
+    elif isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, float) and value.is_integer():  # what JSON parsing makes of 1e3
+        number = int(value)
+    else:
+        raise InputRejected(source, f"{label} = {value!r} is not an integer (a decimal or 0x string, a JSON number, "
+                                    "or a nested array of them)")
+    if not -fr.MODULUS < number < fr.MODULUS:
+        raise InputRejected(source, f"{label} = {number} is not below the field's prime r = {fr.MODULUS} (inputs are "
+                                    "not reduced)")
+    return [number % fr.MODULUS]
+
+
+def _fnv1a_64(name: str) -> int:
+    h = 0xCBF29CE484222325
+    for ch in name:
+        h = ((h ^ ord(ch)) * 0x100000001B3) & (2**64 - 1)
+    return h
+
+
+class _Failed(Exception):
+    """Raised inside the exceptionHandler import: the generator gave up with ``code``."""
+
+    def __init__(self, code: int):
+        self.code = code
+
+
+class _Generator:
+    """One fresh instance of a circuit's witness generator, with the runtime imports it calls."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        engine = wasmtime.Engine()
+        try:
+            module = wasmtime.Module.from_file(engine, str(path))
+        except OSError as exc:
+            raise CorruptFile(path, f"cannot read: {exc.strerror or exc}") from exc
+        except wasmtime.WasmtimeError as exc:
+            raise CorruptFile(path, f"is not a WebAssembly module: {exc}") from exc
+        self.store = wasmtime.Store(engine)
+        handlers = {"exceptionHandler": self._fail, "printErrorMessage": self._error_message,
+                    "writeBufferMessage": self._log_message, "showSharedRWMemory": self._log_value}
+        funcs = []
+        for imp in module.imports:
+            if imp.module != "runtime" or imp.name not in handlers:
+                raise CorruptFile(path, f"imports {imp.module}.{imp.name}: not a circom {CIRCOM_MAJOR} witness "
+                                        "generator")
+            funcs.append(wasmtime.Func(self.store, imp.type, handlers[imp.name]))
+        self.exports = wasmtime.Instance(self.store, module, funcs).exports(self.store)
+        self.errors: list[str] = []
+        self.line: list[str] = []
+        if (major := self._call("getVersion")) != CIRCOM_MAJOR:
+            raise CorruptFile(path, f"is a witness generator of circom {major}, not of circom {CIRCOM_MAJOR}")
+        self.memory = self._export("memory")
+        self.shared = self._call("getSharedRWMemoryStart")
+        self.n8 = 4 * self._call("getFieldNumLen32")
+        self._call("getRawPrime")
+        if (prime := self._shared_value()) != fr.MODULUS:
+            raise WrongField(path, prime)
+
+    def _export(self, name: str):
+        try:
+            return self.exports[name]
+        except KeyError:
+            raise CorruptFile(self.path, f"lacks the export {name}: not a circom {CIRCOM_MAJOR} witness "
+                                         "generator") from None
+
+    def _call(self, name: str, *args):
+        return self._export(name)(self.store, *args)
+
+    def _shared_value(self) -> int:
+        return int.from_bytes(self.memory.read(self.store, self.shared, self.shared + self.n8), "little")
+
+    def _message(self) -> str:
+        chars = []
+        while c := self._call("getMessageChar"):
+            chars.append(chr(c))
+        return "".join(chars)
+
+    # ---- the runtime imports ----
+    def _fail(self, code: int) -> None:
+        raise _Failed(code)
+
+    def _error_message(self) -> None:
+        self.errors.append(self._message())
+
+    def _log_message(self) -> None:
+        message = self._message()
+        if message == "\n":  # a log() call ends with a newline of its own
+            log.info("%s: %s", self.path.name, " ".join(self.line))
+            self.line = []
+        else:
+            self.line.append(message)
+
+    def _log_value(self) -> None:
+        self.line.append(str(self._shared_value()))
+
+    # ---- the computation ----
+    def run(self, values: dict[str, list[int]], source) -> np.ndarray:
+        self._call("init", 0)
+        given = 0
+        for name, flat in values.items():
+            h = _fnv1a_64(name)
+            high, low = h >> 32, h & 0xFFFFFFFF
+            size = self._call("getInputSignalSize", _i32(high), _i32(low))
+            if size <= 0:  # circom 2.2 answers 0 for a name it lacks, the JS glue checks for < 0
+                raise InputRejected(source, f"{name!r} is not an input signal of {self.path.name}")
+            if len(flat) != size:
+                raise InputRejected(source, f"input signal {name!r} takes {size} value{'s' * (size != 1)}, "
+                                            f"got {len(flat)}")
+            for i, value in enumerate(flat):
+                self.memory.write(self.store, value.to_bytes(self.n8, "little"), self.shared)
+                self._set(source, _i32(high), _i32(low), i)
+            given += size
+        if given < (total := self._call("getInputSize")):
+            raise InputRejected(source, f"sets {given} of the {total} input values of {self.path.name}")
+        raw = self._witness_bytes(self._call("getWitnessSize"))
+        return fr.from_canonical(np.frombuffer(raw, dtype="<u8").reshape(-1, fr.LIMBS))
+
+    def _witness_bytes(self, n: int) -> bytearray:
+        """All n values through one call into wasm: _COPIER calls getWitness for each and
+        copies the shared memory into pages grown past the generator's own (the circuit has
+        run; getWitness writes only the shared memory). A call from Python costs ~15 µs in
+        wasmtime-py: one per value would take 7 times snarkjs's whole witness at 2^16."""
+        size = n * self.n8
+        end = self.memory.size(self.store) * _PAGE
+        self.memory.grow(self.store, -(-size // _PAGE))
+        copier = wasmtime.Module(self.store.engine, _COPIER)
+        copy = wasmtime.Instance(self.store, copier, [self._export("getWitness"), self.memory]).exports(self.store)
+        copy["copy"](self.store, n, self.shared, _i32(end), self.n8)
+        return self.memory.read(self.store, end, end + size)
+
+    def _set(self, source, high: int, low: int, index: int) -> None:
+        """setInputSignal; the last one runs the circuit, so its failures surface here."""
+        self.errors.clear()
+        try:
+            self._call("setInputSignal", high, low, index)
+        except _Failed as exc:
+            said = "; ".join(m.strip() for m in self.errors if m.strip())
+            what = _FAILURES.get(exc.code, f"error code {exc.code}")
+            raise InputRejected(source, f"{self.path.name} rejects the inputs ({what})"
+                                        + (f": {said}" if said else "")) from None
+        except wasmtime.Trap as exc:
+            raise InputRejected(source, f"{self.path.name} failed on the inputs: {exc.message}") from None
+
+
+def _i32(word: int) -> int:
+    """A 32-bit word as the signed i32 wasm takes."""
+    return word - (1 << 32) if word >= 1 << 31 else word
