@@ -135,10 +135,38 @@ def _redact(url: str) -> str:
 
 
 def cmd_setup(args) -> int:
+    if args.r1cs or args.out:
+        return _test_zkey(args)
     from proofflow.airflow import bootstrap
     info = bootstrap.setup_all(slots=args.gpu_slots, migrate=not args.no_migrate)
     info["timing_url"] = _redact(info["timing_url"])
     print(json.dumps(info))
+    return EXIT_OK
+
+
+def _test_zkey(args) -> int:
+    """A test-only snarkjs zkey for an r1cs, from a seed, on the GPU where one is visible."""
+    if not (args.r1cs and args.out):
+        _say("error: a test-only zkey needs both --r1cs and --out")
+        return EXIT_BAD_INPUT
+    if Path(args.out).suffix != ".zkey":
+        _say(f"error: --out {args.out}: name the zkey X.zkey")
+        return EXIT_BAD_INPUT
+    from proofflow.prover.backend import get_backend
+    from proofflow.prover.circom import read_r1cs, setup
+    r1cs = read_r1cs(args.r1cs)
+    backend = get_backend(args.backend)
+    _say(f"setup: test-only zkey for {args.r1cs}: {r1cs.cs.num_constraints} constraints, {r1cs.n_wires} signals, "
+         f"seed {args.seed} (TEST ONLY: anyone who knows the seed can forge proofs), backend {backend.name}")
+    t0, shown = time.time(), {}
+
+    def progress(stage: str, done: int, total: int) -> None:  # a line per stage and tenth
+        tenth = 10 * done // max(total, 1)
+        if shown.get(stage) != tenth:
+            shown[stage] = tenth
+            _say(f"  setup: {stage} {done}/{total} points")
+    setup.write_test_zkey(r1cs, args.seed, args.out, backend, progress=progress)
+    _say(f"setup: wrote {args.out} in {time.time() - t0:.1f} s")
     return EXIT_OK
 
 
@@ -181,9 +209,18 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     r.add_argument("--verbose", action="store_true", help="Airflow's log on stderr instead of a log file")
     r.set_defaults(func=cmd_run)
-    s = sub.add_parser("setup", help="create pool `gpu`, connection proofflow_timing and the timing tables",
+    s = sub.add_parser("setup", help="create pool `gpu`, connection proofflow_timing and the timing tables; or, "
+                                     "with --r1cs, write a test-only zkey",
                        description="For a deployment: runs `airflow db migrate`, creates/updates pool `gpu` (one "
-                                   "slot per GPU) and the proofflow_timing connection, and migrates the timing store.")
+                                   "slot per GPU) and the proofflow_timing connection, and migrates the timing store. "
+                                   "With --r1cs X.r1cs --out X.zkey: a snarkjs Groth16 zkey for that circuit from a "
+                                   "seeded toxic waste, for tests and benchmarks only (no ceremony: anyone who knows "
+                                   "the seed can forge proofs; the file says so).")
+    s.add_argument("--r1cs", help="a circom .r1cs (BLS12-381) to write a test-only zkey for")
+    s.add_argument("--out", help="the .zkey to write (with --r1cs)")
+    s.add_argument("--seed", type=_int_in(0, MAX_SEED, "seed"), default=0, help="the toxic waste's seed (with --r1cs)")
+    s.add_argument("--backend", choices=BACKENDS, default="auto", help="where the key's points are computed "
+                                                                        "(with --r1cs; default auto)")
     s.add_argument("--gpu-slots", type=_int_in(1, None, "gpu-slots"), help="pool slots (default: GPUs visible x PROOFFLOW_GPU_DEPTH, or x 1 with PROOFFLOW_GPU_SERVICE=0)")
     s.add_argument("--no-migrate", action="store_true", help="skip `airflow db migrate`")
     s.set_defaults(func=cmd_setup)

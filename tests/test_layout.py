@@ -74,7 +74,7 @@ def test_pip_install_installs_only_proofflow(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     assert {n.split("/")[0] for n in names} == {"proofflow", f"{Path(wheel).name.split('-')[0]}-"
                                                 f"{Path(wheel).name.split('-')[1]}.dist-info"}
-    for data in ("proofflow/prover/device/msm.cu", "proofflow/prover/device/fr.cuh", "proofflow/prover/native/fr.c",
+    for data in ("proofflow/prover/device/msm.cu", "proofflow/prover/device/fr.cuh", "proofflow/prover/native/fr.c", "proofflow/prover/circom/fq_montgomery.c",
                  "proofflow/timing/migrations/versions/0001_initial.py", "proofflow/timing/migrations/script.py.mako"):
         assert data in names, data
     entry = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("entry_points.txt"))).decode()

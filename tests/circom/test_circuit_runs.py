@@ -33,7 +33,10 @@ def test_register_then_prove_a_run_that_snarkjs_verifies(ceremony, proof_run_dag
     assert json.loads((home / "circuits" / "chain" / "verification_key.json").read_text())["IC"] == \
         json.loads(chain.vk.read_text())["IC"]
 
-    inputs = [str(chain.witness({"x": 3 + i, "c": 11}, f"run{i}")) for i in range(3)]
+    # the three forms of an input: an input object, an input.json file, a ready .wtns
+    input_json = home / "p1.json"
+    input_json.write_text(json.dumps({"x": "4", "c": "11"}))
+    inputs = [{"x": 3, "c": "11"}, str(input_json), str(chain.witness({"x": 5, "c": 11}, "run2"))]
     dr = proof_run_dag.test(run_conf={"circuit": "chain", "inputs": inputs, "backend": "cpu"})
     assert str(getattr(dr.state, "value", dr.state)) == "success"
     run = TimingStore(f"sqlite:///{home / 'timing.db'}").run("proof_run", dr.run_id)
@@ -134,3 +137,31 @@ def test_pending_work_names_a_circuit_and_inputs_beside_it(ceremony, home, tmp_p
     (pending / "bad.json").write_text(json.dumps({"circuit": "chain", "inputs": ["inputs/missing.wtns"]}))
     assert claim(pending) == [{"circuit": "chain", "inputs": [str(pending / "inputs" / "p0.wtns")]}]
     assert "must be an absolute path of an existing" in (pending / "rejected" / "bad.json.error").read_text()
+
+
+def test_setup_writes_a_test_only_zkey_the_registry_takes(ceremony, home, tmp_path, capsys):
+    from proofflow.prover.circom import read_zkey
+    chain = ceremony["chain"]
+    out = tmp_path / "chain.zkey"
+    assert _cli("setup", "--r1cs", chain.r1cs, "--out", out, "--seed", 3, "--backend", "cpu") == 0
+    assert "TEST ONLY" in capsys.readouterr().err and b"TEST ONLY" in out.read_bytes()
+    assert read_zkey(out).n_vars == read_zkey(chain.zkey).n_vars
+    assert _cli("circuit", "add", "chain", "--r1cs", chain.r1cs, "--zkey", out) == 0
+    assert _cli("setup", "--r1cs", chain.r1cs) == 2 and "both --r1cs and --out" in capsys.readouterr().err
+    assert _cli("setup", "--r1cs", chain.r1cs, "--out", tmp_path / "x.bin") == 2
+    assert _cli("setup", "--r1cs", tmp_path / "missing.r1cs", "--out", tmp_path / "y.zkey") == 2
+    assert not (tmp_path / "y.zkey").exists()
+
+
+def test_an_input_the_circuit_refuses_fails_its_partition_naming_the_file(ceremony, home, tmp_path):
+    from proofflow.prover import pipeline
+    from proofflow.prover.circom import registry
+    from proofflow.prover.circuits import get_circuit
+    gadgets = ceremony["gadgets"]
+    registry.add("gadgets", gadgets.r1cs, gadgets.zkey, gadgets.wasm)
+    bad = tmp_path / "bad-input.json"
+    bad.write_text(json.dumps({"nosuchsignal": "1"}))
+    circuit = get_circuit("gadgets", registry.get("gadgets")["log2"])
+    with pytest.raises(pipeline.InputError, match=f"input {bad}.*nosuchsignal"):
+        pipeline.synthesize_to(tmp_path / "p0", circuit, 0, 0, input=str(bad))
+    assert not (tmp_path / "p0").exists()

@@ -13,8 +13,6 @@ Point tables hold millions of coordinates, so their conversion runs in a small C
 from __future__ import annotations
 
 import ctypes
-import hashlib
-import platform
 from functools import lru_cache
 from pathlib import Path
 
@@ -40,12 +38,7 @@ _FROM_MONTGOMERY = _fq_limbs(1)  # one by 1 divides by R
 
 @lru_cache(maxsize=None)
 def _fq_kernel():
-    src = Path(__file__).with_name("fq_montgomery.c")
-    digest = hashlib.sha256(src.read_bytes()).hexdigest()[:16]
-    so = native.cache_dir() / f"{src.stem}-{platform.machine()}-{digest}.so"
-    if not so.exists():
-        native._build(src, so)
-    fn = ctypes.CDLL(str(so)).fq_mont_mul_by
+    fn = native.load("fq_montgomery", Path(__file__).parent).fq_mont_mul_by
     p64 = ctypes.POINTER(ctypes.c_uint64)
     fn.argtypes = [p64, p64, p64, ctypes.c_int64]
     fn.restype = ctypes.c_int64

@@ -49,9 +49,9 @@ def _build(src: Path, out: Path) -> None:
 
 
 @lru_cache(maxsize=None)
-def load(name: str) -> ctypes.CDLL:
-    """Compile (once per machine and source version) and load ``<name>.c``."""
-    src = _SRC_DIR / f"{name}.c"
+def load(name: str, src_dir: Path = _SRC_DIR) -> ctypes.CDLL:
+    """Compile (once per machine and source version) and load ``<src_dir>/<name>.c``."""
+    src = Path(src_dir) / f"{name}.c"
     digest = hashlib.sha256(src.read_bytes()).hexdigest()[:16]
     so = cache_dir() / f"{name}-{platform.machine()}-{digest}.so"
     if not so.exists():
