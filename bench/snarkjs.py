@@ -96,10 +96,10 @@ def snarkjs(*args, timeout: float = 3600) -> subprocess.CompletedProcess:
 
 
 def snarkjs_version() -> str | None:
-    try:
-        return snarkjs("--version").stdout.strip().splitlines()[0]
-    except Exception:  # noqa: BLE001 - recorded as unknown
-        return None
+    """The first line snarkjs prints (snarkjs@X.Y.Z); its exit status is not 0 here."""
+    out = subprocess.run([str(SNARKJS), "--version"], capture_output=True, text=True, timeout=60)
+    lines = (out.stdout + out.stderr).strip().splitlines()
+    return lines[0] if lines else None
 
 
 def bench_size(log2: int, backend, work: Path, repeats: int, snarkjs_repeats: int, run_snarkjs: bool,

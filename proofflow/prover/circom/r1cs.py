@@ -9,6 +9,8 @@ counted as public.
 """
 from __future__ import annotations
 
+import struct
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,26 +60,35 @@ def read_r1cs(path) -> R1cs:
 
 def _terms(sec: binfile.SectionReader, n_constraints: int, n_wires: int):
     """Per matrix (A, B, C): the row, wire and Fr coefficient of every term."""
-    # The linear combinations vary in length, so one pass finds where each starts; the
-    # terms themselves are then gathered in bulk.
-    starts = np.empty(3 * n_constraints, dtype=np.int64)
-    counts = np.empty(3 * n_constraints, dtype=np.int64)
-    for i in range(3 * n_constraints):
-        counts[i] = sec.u32()
-        starts[i] = sec.pos
-        sec.take(_TERM * int(counts[i]))
+    # The linear combinations vary in length, so one pass finds where each starts (a tight
+    # loop: 3 per constraint, millions at 2^20); the terms themselves are then gathered in bulk.
+    data, pos, end = sec.data, sec.pos, len(sec.data)
+    unpack = struct.Struct("<I").unpack_from
+    starts, counts = [], []
+    try:
+        for _ in range(3 * n_constraints):
+            count = unpack(data, pos)[0]
+            starts.append(pos + 4)
+            counts.append(count)
+            pos += 4 + _TERM * count
+    except struct.error:
+        pos = end + 1
+    if pos > end:
+        raise sec.fail(f"truncated: the {n_constraints} constraints need more than its {end} bytes")
+    sec.pos = pos
+    starts, counts = np.array(starts, dtype=np.int64), np.array(counts, dtype=np.int64)
     sec.end()
     data = np.frombuffer(sec.data, dtype=np.uint8)
     lc = np.repeat(np.arange(3 * n_constraints), counts)
     first = np.concatenate([[0], np.cumsum(counts)[:-1]]) if counts.size else counts
     offsets = starts[lc] + _TERM * (np.arange(lc.size) - first[lc])
-    wires = data[offsets[:, None] + np.arange(4)].copy().view("<u4").ravel().astype(np.int64)
+    terms = np.lib.stride_tricks.sliding_window_view(data, _TERM)[offsets]  # (terms, 36): wire, coefficient
+    wires = np.ascontiguousarray(terms[:, :4]).view("<u4").ravel().astype(np.int64)
     if wires.size and wires.max() >= n_wires:
         bad = int(np.argmax(wires >= n_wires))
         raise sec.fail(f"constraint {int(lc[bad]) // 3} uses wire {int(wires[bad])}, beyond the header's "
                        f"{n_wires} wires")
-    raw = data[offsets[:, None] + 4 + np.arange(fr.BYTES)]
-    coeffs = fr_from_standard(raw.tobytes(), sec.owner.path, CONSTRAINTS, "coefficient")
+    coeffs = fr_from_standard(np.ascontiguousarray(terms[:, 4:]).tobytes(), sec.owner.path, CONSTRAINTS, "coefficient")
     rows, matrix = lc // 3, lc % 3
     split = [np.flatnonzero(matrix == m) for m in range(3)]
     return [rows[s] for s in split], [wires[s] for s in split], [np.ascontiguousarray(coeffs[s]) for s in split]

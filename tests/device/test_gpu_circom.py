@@ -1,0 +1,50 @@
+"""snarkjs keys on the GPU: a test-only zkey written by the GPU's fixed-base kernels is the
+CPU's byte for byte, and the GPU backend's proofs with it verify. (The snarkjs toolchain
+checks the same keys and proofs in tests/circom and bench/snarkjs.py.)"""
+from __future__ import annotations
+
+import pytest
+
+from proofflow.prover.device import available as gpu_available
+
+pytest.importorskip("cupy")
+if not gpu_available():
+    pytest.skip("no GPU visible", allow_module_level=True)
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def chain(tmp_path_factory):
+    from bench.snarkjs import write_chain_r1cs, write_chain_wtns
+    d = tmp_path_factory.mktemp("chain")
+    write_chain_r1cs(d / "chain.r1cs", 10)
+    write_chain_wtns(d / "chain.wtns", 10, x=3, c=11)
+    return d
+
+
+def test_gpu_written_zkey_equals_the_cpus_and_its_gpu_proofs_verify(chain, tmp_path):
+    from proofflow.prover import pipeline
+    from proofflow.prover.backend.cpu import CpuBackend
+    from proofflow.prover.circom import prove, read_r1cs, read_wtns, read_zkey, setup, verify
+    from proofflow.prover.device.backend import GpuBackend
+    from proofflow.prover.field import fr
+    from proofflow.prover.groth16 import r1cs_to_qap
+    r1cs = read_r1cs(chain / "chain.r1cs")
+    gpu = GpuBackend()
+    setup.write_test_zkey(r1cs, 5, tmp_path / "gpu.zkey", gpu)
+    setup.write_test_zkey(r1cs, 5, tmp_path / "cpu.zkey", CpuBackend())
+    assert (tmp_path / "gpu.zkey").read_bytes() == (tmp_path / "cpu.zkey").read_bytes()
+    zkey, witness = read_zkey(tmp_path / "gpu.zkey"), read_wtns(chain / "chain.wtns")
+    public = fr.to_ints(witness[1:zkey.n_public + 1])
+    for backend in (gpu, GpuBackend(g2_on_gpu=False)):  # the G2 MSM on the device, and on the host
+        assert verify(zkey.vk, public, prove(zkey, witness, backend, r1cs=r1cs))
+    # through the pipeline, from pinned staging memory, as the prover service proves
+    key = pipeline.Key(zkey.pk, r1cs.cs)
+    n = r1cs_to_qap.domain_for(r1cs.cs).size
+    with pipeline.staging_pool(pinned=True).acquire(pipeline.abc_bytes(n)) as buf:
+        block = buf.view("uint64", (3, n, 4))
+        abc = r1cs_to_qap.witness_map(r1cs.cs, witness, out=(block[0], block[1], block[2]))
+        transfers = {}
+        proof = pipeline.prove(key, pipeline.Staged(abc, witness, buf), gpu, transfers=transfers)
+    assert transfers["h2d"].kind == "pinned" and verify(zkey.vk, public, proof)
