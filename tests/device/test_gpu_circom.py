@@ -48,3 +48,34 @@ def test_gpu_written_zkey_equals_the_cpus_and_its_gpu_proofs_verify(chain, tmp_p
         transfers = {}
         proof = pipeline.prove(key, pipeline.Staged(abc, witness, buf), gpu, transfers=transfers)
     assert transfers["h2d"].kind == "pinned" and verify(zkey.vk, public, proof)
+
+
+def test_a_registered_circuit_through_the_prover_service_on_the_gpu(chain, tmp_path, monkeypatch):
+    """A registered circom circuit's partition, staged as proof_run stages it, proved by the
+    GPU's prover service; snarkjs's verifying key accepts the proof."""
+    from proofflow.prover import pipeline
+    from proofflow.prover.circom import read_r1cs, read_verification_key, registry, setup, verify
+    from proofflow.prover.circuits import get_circuit
+    from proofflow.prover.device.backend import GpuBackend
+    from proofflow.prover.groth16.data_structures import Proof
+    from proofflow.prover.service.client import ServiceClient
+    for var, sub in (("PROOFFLOW_HOME", "home"), ("PROOFFLOW_RUNTIME", "rt")):
+        monkeypatch.setenv(var, str(tmp_path / sub))
+    setup.write_test_zkey(read_r1cs(chain / "chain.r1cs"), 9, tmp_path / "chain.zkey", GpuBackend())
+    info = registry.add("chain", chain / "chain.r1cs", tmp_path / "chain.zkey")
+    circuit = get_circuit("chain", info["log2"])
+    d = tmp_path / "p0"
+    out = pipeline.synthesize_to(d, circuit, 0, 0, input=str(chain / "chain.wtns"))
+    pipeline.stage(d)
+    client = ServiceClient("gpu", 0, idle_s=60)
+    try:
+        client.ensure_running()
+        reply = client.prove({"params_dir": str(registry.key_dir("chain")), "circuit": "chain", "log2": info["log2"],
+                              "abc_path": str(d / "abc.staged"), "n": out["n"], "witness_path": str(d / "witness.npy"),
+                              "staging": "pinned"})
+    finally:
+        client.stop()
+    vk = read_verification_key(registry.circuit_dir("chain") / "verification_key.json")
+    public = [int(x, 16) for x in out["public_inputs"]]
+    assert reply["transfers"]["h2d"][2] == "pinned" and reply["device"] == "cuda:0"
+    assert verify(vk, public, Proof.from_bytes(bytes.fromhex(reply["proof"])))

@@ -8,6 +8,7 @@ of worker processes. Both give the same bytes, so a seed gives the same key file
 """
 from __future__ import annotations
 
+import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 from typing import Callable
 
@@ -48,7 +49,9 @@ def fixed_base(group: str, scalars: np.ndarray, progress: Callable[[int], None] 
         results = map(_generator_multiples, jobs)
         pool = None
     else:
-        pool = ProcessPoolExecutor(max_workers=workers)
+        # forkserver, not fork: a process that holds a CUDA context (the GPU worker's, the
+        # prover service's) must not fork workers, whose copies of it can hang
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("forkserver"))
         results = pool.map(_generator_multiples, jobs)
     try:
         for part in results:
