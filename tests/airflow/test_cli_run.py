@@ -75,7 +75,7 @@ def test_run_json_then_table(tmp_path):
 @pytest.mark.parametrize("args,msg", [
     (["--partitions", "0"], "partitions must be in 1..64, got 0"),
     (["--log2", "30"], "log2 must be in 8..24, got 30"),
-    (["--circuit", "sha"], "invalid choice: 'sha'"),
+    (["--circuit", "sha"], "unknown circuit 'sha'"),
 ])
 def test_bad_arguments_fail_fast(args, msg, tmp_path):
     out = _proofflow("run", "--home", str(tmp_path / "h"), *args, timeout=60)

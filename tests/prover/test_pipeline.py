@@ -31,7 +31,7 @@ def test_buffer_is_released_when_synthesis_fails(pk10, mimc10, monkeypatch):
     pool = _pool(mimc10)
     honest = mimc10.instance
 
-    def tampered(seed, partition):
+    def tampered(seed, partition, input=None):
         inst = honest(seed, partition)
         w = inst.witness.copy()
         w[10] = fr.from_ints([3])[0]

@@ -193,7 +193,7 @@ PROOFFLOW_CASES = {  # argv -> exit code, message
     "run --partitions 65": (["run", "--partitions", "65"], 2, "partitions must be in 1..64, got 65"),
     "run --backend tpu": (["run", "--backend", "tpu"], 2, "invalid choice: 'tpu'"),
     "run --staging mapped": (["run", "--staging", "mapped"], 2, "invalid choice: 'mapped'"),
-    "run --circuit sha256": (["run", "--circuit", "sha256"], 2, "invalid choice: 'sha256'"),
+    "run --circuit sha256": (["run", "--circuit", "sha256"], 2, "unknown circuit 'sha256'"),
     "run --seed -1": (["run", "--seed", "-1"], 2, "seed must be in 0.."),
     "run --seed 2^63": (["run", "--seed", str(1 << 63)], 2, "seed must be in 0..9223372036854775807"),
     "setup --gpu-slots 0": (["setup", "--gpu-slots", "0"], 2, "gpu-slots must be in 1.."),
