@@ -236,13 +236,13 @@ def synthesize(circuit: Circuit, seed: int, partition: int, pool: StagingPool, t
     (no host copy between synthesis and the upload). Raises UnsatisfiedConstraint naming the
     first failing row; the buffer goes back to the pool on any failure."""
     timer = _timer(timer)
-    n = r1cs_to_qap.domain_for(circuit.constraint_system).size
+    n = circuit.domain_size
     buf = _acquire(pool, abc_bytes(n), timer, timeout)
     try:
         block = buf.view(np.uint64, (3, n, 4))
         with timer.phase("synthesis"):
             inst = _instance(circuit, seed, partition, input)
-            abc = r1cs_to_qap.witness_map(circuit.constraint_system, inst.witness, out=(block[0], block[1], block[2]))
+            abc = circuit.witness_map(inst.witness, out=(block[0], block[1], block[2]))
     except BaseException:
         buf.release()
         raise
@@ -259,7 +259,7 @@ def synthesize_to(directory, circuit: Circuit, seed: int, partition: int, timer=
         inst = _instance(circuit, seed, partition, input)
     with timer.phase("witness_map"):
         try:
-            abc = np.stack(r1cs_to_qap.witness_map(circuit.constraint_system, inst.witness))
+            abc = np.stack(circuit.witness_map(inst.witness))
         except UnsatisfiedConstraint as exc:
             where = f"input {input}" if isinstance(input, (str, Path)) else f"partition {partition}"
             raise InputError(f"{where}: the witness does not satisfy the circuit: {exc}") from None

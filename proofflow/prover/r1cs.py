@@ -111,6 +111,30 @@ class ConstraintSystem:
         outs = out if out is not None else (None, None, None)
         return tuple(m.matvec(w, o) for m, o in zip((self.a, self.b, self.c), outs))
 
+    def save(self, directory) -> None:
+        """The matrices as .npy files (the directory written whole, then renamed into place)."""
+        from proofflow.prover import files
+        with files.atomic_dir(directory) as tmp:
+            for name in "abc":
+                m = getattr(self, name)
+                for part in ("indptr", "indices", "coeffs"):
+                    np.save(tmp / f"{name}.{part}.npy", getattr(m, part), allow_pickle=False)
+            np.save(tmp / "shape.npy", np.array([self.num_public, self.num_variables, self.num_constraints]))
+
+    @classmethod
+    def load(cls, directory) -> "ConstraintSystem":
+        """``save``'s files, memory-mapped (ValueError when they do not fit together)."""
+        from pathlib import Path
+        d = Path(directory)
+        num_public, num_variables, rows = (int(x) for x in np.load(d / "shape.npy"))
+        matrices = []
+        for name in "abc":
+            parts = [np.load(d / f"{name}.{part}.npy", mmap_mode="r") for part in ("indptr", "indices", "coeffs")]
+            if parts[0].shape != (rows + 1,) or parts[1].shape[0] != parts[2].shape[0]:
+                raise ValueError(f"{d}: matrix {name} does not fit its shape")
+            matrices.append(SparseMatrix(rows, num_variables, *parts))
+        return cls(num_public, num_variables, *matrices)
+
     def check(self, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
         """Raise UnsatisfiedConstraint at the first row where a*b != c."""
         bad = fr._lib().fr_first_unsatisfied(fr.ptr(a), fr.ptr(b), fr.ptr(c), self.num_constraints)

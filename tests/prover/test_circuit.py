@@ -1,4 +1,5 @@
 """The MiMC chain circuit: its R1CS against an independent integer evaluation."""
+import numpy as np
 import pytest
 
 from proofflow.prover.circuits import get_circuit
@@ -18,13 +19,63 @@ def test_fits_the_domain(log2):
     assert c.rounds >= (110 if log2 >= 9 else 80)
 
 
-def test_ciphertext_matches_a_plain_mimc_reference():
-    c = get_circuit("mimc", 8)
-    key, x = 5, 11
-    y = x
-    for const in c.round_constants:
-        y = pow(y + key + const, 5, P)
-    assert c.encrypt(key, x)[-1] == (y + key) % P
+def _reference_trace(c, key: int, x: int) -> list[int]:
+    """The chain in plain Python integers, constants derived independently of the cache:
+    [t2_0, t4_0, x_1, t2_1, ...] then the ciphertext."""
+    from proofflow.prover.circuits.base import derive
+    trace = []
+    for i in range(c.rounds):
+        s = (x + key + derive("proofflow/mimc5/round-constant", i)) % P
+        t2 = s * s % P
+        t4 = t2 * t2 % P
+        x = t4 * s % P
+        trace += (t2, t4, x)
+    return trace + [(x + key) % P]
+
+
+@pytest.mark.parametrize("log2", [8, 11])
+def test_the_c_chain_matches_a_plain_mimc_reference(log2):
+    c = get_circuit("mimc", log2)
+    inst = c.instance(4, 2)
+    w = fr.to_ints(inst.witness)
+    key, x0 = w[3], w[1]
+    trace = _reference_trace(c, key, x0)
+    assert w[4:] == trace[:-1] and w[2] == trace[-1] == inst.public_inputs[1]
+    y = x0
+    for i in range(c.rounds):  # the ciphertext once more, as x <- (x + k + c_i)^5
+        y = pow(y + key + fr.to_ints(c.round_constants[i:i + 1])[0], 5, P)
+    assert (y + key) % P == w[2]
+
+
+@pytest.mark.parametrize("log2", [8, 9, 12])
+def test_the_c_witness_map_equals_the_sparse_products(log2):
+    """The chain's own a/b/c (written from its structure) are the constraint system's."""
+    from proofflow.prover.groth16 import r1cs_to_qap
+    c = get_circuit("mimc", log2)
+    inst = c.instance(1, 0)
+    ours = c.witness_map(inst.witness)
+    generic = r1cs_to_qap.witness_map(c.constraint_system, inst.witness)
+    assert all(np.array_equal(x, y) for x, y in zip(ours, generic))
+    assert (c.num_variables, c.num_constraints, c.domain_size) == (
+        c.constraint_system.num_variables, c.constraint_system.num_constraints, r1cs_to_qap.domain_for(c.constraint_system).size)
+    w = inst.witness.copy()
+    w[7] = fr.from_ints([5])[0]
+    with pytest.raises(UnsatisfiedConstraint) as bad:
+        c.witness_map(w)
+    with pytest.raises(UnsatisfiedConstraint) as reference:
+        r1cs_to_qap.witness_map(c.constraint_system, w)
+    assert bad.value.index == reference.value.index
+
+
+def test_round_constants_come_from_the_cache_and_extend_it(tmp_path, monkeypatch):
+    from proofflow.prover.circuits import mimc
+    from proofflow.prover.circuits.base import derive
+    monkeypatch.setenv("PROOFFLOW_CACHE", str(tmp_path))
+    few = mimc.round_constants(10)
+    assert fr.to_ints(few) == [derive("proofflow/mimc5/round-constant", i) for i in range(10)]
+    more = mimc.round_constants(25)
+    assert fr.to_ints(more[:10]) == fr.to_ints(few) and len(more) == 25
+    assert np.load(tmp_path / "mimc" / "round-constants.npy").shape[0] >= 25
 
 
 def test_rows_hold_for_an_honest_witness(mimc10):

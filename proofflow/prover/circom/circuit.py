@@ -20,6 +20,7 @@ class RegisteredCircuit(Circuit):
         super().__init__(int(self.info["log2"]))
         self.name = name
         self.dir = registry.circuit_dir(name)
+        self.cache_version = self.info["files"]["r1cs"]["sha256"][:16]
 
     def _build(self) -> ConstraintSystem:
         return read_r1cs(self.dir / "circuit.r1cs").cs

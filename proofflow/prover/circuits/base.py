@@ -34,9 +34,46 @@ class Circuit(abc.ABC):
     def __init__(self, log2: int):
         self.log2 = log2
 
+    #: What the cached constraint system was built from; a family bumps it when its
+    #: constraints change, a registered circuit names its r1cs's digest.
+    cache_version = "1"
+
     @cached_property
     def constraint_system(self) -> ConstraintSystem:
-        return self._build()
+        """Built once per circuit and size on this machine, then memory-mapped from the cache
+        (a 2^24 MiMC chain takes ~20 s to build, milliseconds to map)."""
+        from proofflow import settings
+        d = settings.cache_root() / "constraint-systems" / f"{self.name}-2^{self.log2}-{self.cache_version}"
+        try:
+            return ConstraintSystem.load(d)
+        except (OSError, ValueError):
+            cs = self._build()
+            cs.save(d)
+            return cs
+
+    @property
+    def domain_size(self) -> int:
+        """The QAP domain: the constraints and the input rows, rounded up to a power of two."""
+        from proofflow.prover.polynomial.domain import Radix2Domain
+        return Radix2Domain.for_size(self.num_constraints + self.num_public + 1).size
+
+    @property
+    def num_variables(self) -> int:
+        return self.constraint_system.num_variables
+
+    @property
+    def num_constraints(self) -> int:
+        return self.constraint_system.num_constraints
+
+    @property
+    def num_public(self) -> int:
+        return self.constraint_system.num_public
+
+    def witness_map(self, witness: np.ndarray, out=None):
+        """The a/b/c vectors of a witness over the domain, every constraint checked
+        (``r1cs_to_qap.witness_map``; a family may write them faster from its structure)."""
+        from proofflow.prover.groth16 import r1cs_to_qap
+        return r1cs_to_qap.witness_map(self.constraint_system, witness, out)
 
     @abc.abstractmethod
     def _build(self) -> ConstraintSystem:

@@ -15,16 +15,40 @@ and one last row (x_R + k) * 1 = y.
 """
 from __future__ import annotations
 
+import hashlib
 from functools import cached_property
 
 import numpy as np
 
+from proofflow import settings
+from proofflow.prover import files
 from proofflow.prover.circuits.base import Circuit, Instance, derive
 from proofflow.prover.field import fr
-from proofflow.prover.r1cs import ConstraintSystem, SparseMatrix
+from proofflow.prover.r1cs import ConstraintSystem, SparseMatrix, UnsatisfiedConstraint
 
 NUM_PUBLIC = 2
 VARS_BEFORE_ROUNDS = 4
+CONSTANTS_LABEL = "proofflow/mimc5/round-constant"
+
+
+def round_constants(count: int) -> np.ndarray:
+    """The first ``count`` round constants (Montgomery Fr), the same for every size: derived
+    once per machine by SHA-256 (seconds at 2^24) and kept memory-mapped in the cache
+    directory, extended when a larger circuit needs more."""
+    path = settings.cache_root() / "mimc" / "round-constants.npy"
+    try:
+        cached = np.load(path, mmap_mode="r", allow_pickle=False)
+        if cached.shape[0] >= count and cached.ndim == 2 and cached.shape[1] == 4:
+            return cached[:count]
+        have = cached.shape[0]
+    except (OSError, ValueError):
+        cached, have = None, 0
+    p = fr.MODULUS
+    more = fr.from_ints(int.from_bytes(hashlib.sha256(f"{CONSTANTS_LABEL}/{i}".encode()).digest(), "little") % p
+                        for i in range(have, max(count, 2 * have)))
+    full = more if cached is None else np.concatenate([cached, more])
+    files.save_npy(path, full)
+    return full[:count]
 
 
 class MimcChain(Circuit):
@@ -36,8 +60,20 @@ class MimcChain(Circuit):
         return ((1 << self.log2) - 1 - (NUM_PUBLIC + 1)) // 3
 
     @cached_property
-    def round_constants(self) -> list[int]:
-        return [derive("proofflow/mimc5/round-constant", i) for i in range(self.rounds)]
+    def round_constants(self) -> np.ndarray:
+        return round_constants(self.rounds)
+
+    @property
+    def num_variables(self) -> int:
+        return VARS_BEFORE_ROUNDS + 3 * self.rounds
+
+    @property
+    def num_constraints(self) -> int:
+        return 3 * self.rounds + 1
+
+    @property
+    def num_public(self) -> int:
+        return NUM_PUBLIC
 
     def _build(self) -> ConstraintSystem:
         R = self.rounds
@@ -45,7 +81,7 @@ class MimcChain(Circuit):
         x_in = np.where(i == 0, 1, 3 + 3 * i)       # x_0 is the plaintext, x_i the previous output
         t2, t4, x_out = 4 + 3 * i, 5 + 3 * i, 6 + 3 * i
         one, key, ct = 0, 3, 2
-        consts = fr.from_ints(self.round_constants)
+        consts = np.ascontiguousarray(self.round_constants)
         ones = fr.ones(R)
         r0, r1, r2, last = 3 * i, 3 * i + 1, 3 * i + 2, 3 * R
 
@@ -74,24 +110,33 @@ class MimcChain(Circuit):
     def plaintext(self, seed: int, partition: int) -> int:
         return derive("proofflow/mimc5/plaintext", seed, partition)
 
-    def encrypt(self, key: int, x: int) -> list[int]:
-        """The chain in plain Python integers: [t2_0, t4_0, x_1, t2_1, ...] then the ciphertext."""
-        p = fr.MODULUS
-        trace = []
-        for c in self.round_constants:
-            s = (x + key + c) % p
-            t2 = s * s % p
-            t4 = t2 * t2 % p
-            x = t4 * s % p
-            trace += (t2, t4, x)
-        trace.append((x + key) % p)
-        return trace
-
     def instance(self, seed: int, partition: int, input=None) -> Instance:
+        """The chain run in the C kernels, straight into the witness's round variables."""
         if input is not None:
             raise ValueError("the mimc family derives its inputs from the seed: it takes no input")
         k, x0 = self.key(seed), self.plaintext(seed, partition)
-        trace = self.encrypt(k, x0)
-        y = trace.pop()
-        witness = fr.from_ints([1, x0, y, k] + trace)
-        return Instance(partition, [x0, y], witness)
+        witness = fr.zeros(self.num_variables)
+        witness[:VARS_BEFORE_ROUNDS] = fr.from_ints([1, x0, 0, k])
+        fr._lib().mimc_trace(fr.ptr(witness[3:4]), fr.ptr(witness[1:2]), fr.ptr(self.round_constants), self.rounds,
+                             fr.ptr(witness[VARS_BEFORE_ROUNDS:]))
+        fr.add(witness[-1:], witness[3:4], out=witness[2:3])  # y = x_R + k
+        return Instance(partition, [x0, fr.to_ints(witness[2:3])[0]], witness)
+
+    def witness_map(self, witness: np.ndarray, out=None):
+        """a/b/c written row by row in the C kernels from the chain's structure (no sparse
+        products, no constraint system built), then every row checked: a*b = c."""
+        n = self.domain_size
+        fr._check(witness, "witness")
+        if witness.shape[0] != self.num_variables:
+            raise ValueError(f"the witness has {witness.shape[0]} variables, the circuit {self.num_variables}")
+        a, b, c = out if out is not None else (fr.zeros(n), fr.zeros(n), fr.zeros(n))
+        for v in (a, b, c):
+            fr._check(v, "out")
+            if v.shape[0] != n:
+                raise ValueError(f"a/b/c buffers must hold the domain's {n} elements, got {v.shape[0]}")
+        fr._lib().mimc_abc(fr.ptr(witness), fr.ptr(self.round_constants), self.rounds, fr.ptr(a), fr.ptr(b),
+                           fr.ptr(c), n)
+        bad = fr._lib().fr_first_unsatisfied(fr.ptr(a), fr.ptr(b), fr.ptr(c), self.num_constraints)
+        if bad >= 0:
+            raise UnsatisfiedConstraint(int(bad))
+        return a, b, c

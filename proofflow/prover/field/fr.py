@@ -42,6 +42,8 @@ def _lib() -> ctypes.CDLL:
             "fr_ntt": [_P64, ctypes.c_int, _P64],
             "fr_csr_matvec": [_I64P, _I64P, _P64, _P64, _P64, _i64],
             "fr_first_unsatisfied": [_P64, _P64, _P64, _i64],
+            "mimc_trace": [_P64, _P64, _P64, _i64, _P64],
+            "mimc_abc": [_P64, _P64, _i64, _P64, _P64, _P64, _i64],
         }
         for name, args in sig.items():
             fn = getattr(lib, name)

@@ -235,10 +235,63 @@ void fr_csr_matvec(const int64_t *indptr, const int64_t *indices, const uint64_t
 
 /* Index of the first i with a[i]*b[i] != c[i], or -1. */
 int64_t fr_first_unsatisfied(const uint64_t *a, const uint64_t *b, const uint64_t *c, int64_t n) {
+    int64_t first = n;
+#pragma omp parallel for schedule(static) reduction(min : first) if (n > 4096)
     for (int64_t i = 0; i < n; i++) {
         uint64_t t[4];
         mont_mul(a + 4 * i, b + 4 * i, t);
-        if (memcmp(t, c + 4 * i, 32) != 0) return i;
+        if (i < first && memcmp(t, c + 4 * i, 32) != 0) first = i;
     }
-    return -1;
+    return first < n ? first : -1;
+}
+
+/* ---- the MiMC-5 chain (proofflow/prover/circuits/mimc.py), in Montgomery form ---- */
+
+/* trace[3i..3i+2] = t2, t4, x_{i+1} of round i: s = x_i + k + c_i, t2 = s^2, t4 = t2^2,
+   x_{i+1} = t4 * s. Sequential: each round needs the one before. */
+void mimc_trace(const uint64_t *key, const uint64_t *x0, const uint64_t *consts, int64_t rounds, uint64_t *trace) {
+    uint64_t x[4], s[4];
+    memcpy(x, x0, 32);
+    for (int64_t i = 0; i < rounds; i++) {
+        uint64_t *t = trace + 12 * i;
+        add_mod(x, key, s);
+        add_mod(s, consts + 4 * i, s);
+        mont_mul(s, s, t);
+        mont_mul(t, t, t + 4);
+        mont_mul(t + 4, s, t + 8);
+        memcpy(x, t + 8, 32);
+    }
+}
+
+/* The a/b/c vectors of the chain's extended system (MimcChain._build, then one input row
+   per instance variable) from its witness, into buffers of n >= 3R + 4 rows, the rest zeroed:
+   the rows of the sparse matrices, written out. Witness: 0 one, 1 x_0, 2 y, 3 k, then
+   t2_i = 4 + 3i, t4_i = 5 + 3i, x_{i+1} = 6 + 3i. */
+void mimc_abc(const uint64_t *w, const uint64_t *consts, int64_t rounds, uint64_t *a, uint64_t *b, uint64_t *c,
+              int64_t n) {
+#pragma omp parallel for schedule(static) if (rounds > 4096)
+    for (int64_t i = 0; i < rounds; i++) {
+        const uint64_t *x = i == 0 ? w + 4 : w + 4 * (3 + 3 * i), *t2 = w + 4 * (4 + 3 * i),
+                       *t4 = w + 4 * (5 + 3 * i), *x1 = w + 4 * (6 + 3 * i);
+        uint64_t s[4];
+        add_mod(x, w + 12, s);
+        add_mod(s, consts + 4 * i, s);
+        int64_t r = 3 * i;
+        memcpy(a + 4 * r, s, 32), memcpy(b + 4 * r, s, 32), memcpy(c + 4 * r, t2, 32);
+        memcpy(a + 4 * (r + 1), t2, 32), memcpy(b + 4 * (r + 1), t2, 32), memcpy(c + 4 * (r + 1), t4, 32);
+        memcpy(a + 4 * (r + 2), t4, 32), memcpy(b + 4 * (r + 2), s, 32), memcpy(c + 4 * (r + 2), x1, 32);
+    }
+    int64_t last = 3 * rounds;
+    add_mod(w + 4 * (3 + 3 * rounds), w + 12, a + 4 * last);  /* (x_R + k) * 1 = y */
+    memcpy(b + 4 * last, w, 32);
+    memcpy(c + 4 * last, w + 8, 32);
+    for (int j = 0; j < 3; j++) {  /* the input rows: w_j * 0 = 0 */
+        memcpy(a + 4 * (last + 1 + j), w + 4 * j, 32);
+        memset(b + 4 * (last + 1 + j), 0, 32);
+        memset(c + 4 * (last + 1 + j), 0, 32);
+    }
+    int64_t used = last + 4;
+    memset(a + 4 * used, 0, 32 * (n - used));
+    memset(b + 4 * used, 0, 32 * (n - used));
+    memset(c + 4 * used, 0, 32 * (n - used));
 }
