@@ -220,14 +220,16 @@ def _acquire(pool: StagingPool, nbytes: int, timer, timeout: float | None) -> Bu
 
 
 # -- synthesize ------------------------------------------------------------------------------
+def _named(input, partition: int) -> str:
+    return f"input {input}" if isinstance(input, (str, Path)) else f"the input of partition {partition}"
+
+
 def _instance(circuit: Circuit, seed: int, partition: int, input=None):
-    """A partition's witness; a bad input (one the circuit refuses, a witness violating a
-    constraint) is an InputError naming the input."""
+    """A partition's witness; an input the circuit refuses is an InputError naming it."""
     try:
         return circuit.instance(seed, partition, input)
     except (ValueError, OSError) as exc:
-        where = f"input {input}" if isinstance(input, (str, Path)) else f"the input of partition {partition}"
-        raise InputError(f"{where}: {exc}") from None
+        raise InputError(f"{_named(input, partition)}: {exc}") from None
 
 
 def synthesize(circuit: Circuit, seed: int, partition: int, pool: StagingPool, timer=None,
@@ -261,8 +263,7 @@ def synthesize_to(directory, circuit: Circuit, seed: int, partition: int, timer=
         try:
             abc = np.stack(circuit.witness_map(inst.witness))
         except UnsatisfiedConstraint as exc:
-            where = f"input {input}" if isinstance(input, (str, Path)) else f"partition {partition}"
-            raise InputError(f"{where}: the witness does not satisfy the circuit: {exc}") from None
+            raise InputError(f"{_named(input, partition)}: the witness does not satisfy the circuit: {exc}") from None
     d = Path(directory)
     public = [hex(x) for x in inst.public_inputs]
     with timer.phase("write"):
