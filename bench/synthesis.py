@@ -25,18 +25,11 @@ HERE = Path(__file__).resolve().parent
 
 def _python_chain(circuit, seed: int, partition: int):
     """The chain in plain Python integers, as the tasks ran it before: the witness vector."""
-    from proofflow.prover.circuits.base import derive
     from proofflow.prover.field import fr
-    p = fr.MODULUS
-    k, x = circuit.key(seed), circuit.plaintext(seed, partition)
-    x0, trace = x, []
-    for i in range(circuit.rounds):
-        s = (x + k + derive("proofflow/mimc5/round-constant", i)) % p
-        t2 = s * s % p
-        t4 = t2 * t2 % p
-        x = t4 * s % p
-        trace += (t2, t4, x)
-    return fr.from_ints([1, x0, (x + k) % p, k] + trace)
+    from tests.helpers.mimc_reference import reference_trace
+    k, x0 = circuit.key(seed), circuit.plaintext(seed, partition)
+    trace = reference_trace(circuit.rounds, k, x0)
+    return fr.from_ints([1, x0, trace.pop(), k] + trace)
 
 
 def bench_size(log2: int, repeats: int, baseline: bool) -> dict:

@@ -1,6 +1,7 @@
 """The MiMC chain circuit: its R1CS against an independent integer evaluation."""
 import numpy as np
 import pytest
+from mimc_reference import reference_trace
 
 from proofflow.prover.circuits import get_circuit
 from proofflow.prover.field import fr
@@ -19,27 +20,13 @@ def test_fits_the_domain(log2):
     assert c.rounds >= (110 if log2 >= 9 else 80)
 
 
-def _reference_trace(c, key: int, x: int) -> list[int]:
-    """The chain in plain Python integers, constants derived independently of the cache:
-    [t2_0, t4_0, x_1, t2_1, ...] then the ciphertext."""
-    from proofflow.prover.circuits.base import derive
-    trace = []
-    for i in range(c.rounds):
-        s = (x + key + derive("proofflow/mimc5/round-constant", i)) % P
-        t2 = s * s % P
-        t4 = t2 * t2 % P
-        x = t4 * s % P
-        trace += (t2, t4, x)
-    return trace + [(x + key) % P]
-
-
 @pytest.mark.parametrize("log2", [8, 11])
 def test_the_c_chain_matches_a_plain_mimc_reference(log2):
     c = get_circuit("mimc", log2)
     inst = c.instance(4, 2)
     w = fr.to_ints(inst.witness)
     key, x0 = w[3], w[1]
-    trace = _reference_trace(c, key, x0)
+    trace = reference_trace(c.rounds, key, x0)
     assert w[4:] == trace[:-1] and w[2] == trace[-1] == inst.public_inputs[1]
     y = x0
     for i in range(c.rounds):  # the ciphertext once more, as x <- (x + k + c_i)^5
