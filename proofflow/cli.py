@@ -184,6 +184,11 @@ def cmd_summary(args) -> int:
     return EXIT_OK
 
 
+def cmd_staging_receiver(args) -> int:
+    from proofflow.prover import staging_receiver
+    return staging_receiver.main(["--listen", args.listen] if args.listen else [])
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="proofflow", description="Batch Groth16 proving orchestrated by Airflow.")
     p.add_argument("--home", help=HOME_HELP)
@@ -229,6 +234,14 @@ def parser() -> argparse.ArgumentParser:
     m.add_argument("--dag-id", default="proof_run")
     m.add_argument("--json", action="store_true")
     m.set_defaults(func=cmd_summary)
+    st = sub.add_parser("staging-receiver", help="receive partitions synthesized on other hosts into this (GPU) "
+                                                 "host's shared staging",
+                        description="For a multi-host deployment: CPU workers of other hosts stream each "
+                                    "partition's a/b/c here (PROOFFLOW_STAGING_ENDPOINT=HOST:PORT there), straight "
+                                    "into a segment the prover service pins in place. Needs PROOFFLOW_STAGING_TOKEN "
+                                    "to listen beyond loopback.")
+    st.add_argument("--listen", help="HOST:PORT (default $PROOFFLOW_STAGING_LISTEN, 127.0.0.1:7017)")
+    st.set_defaults(func=cmd_staging_receiver)
     from proofflow.prover.circom import cli as circuit_cli
     from proofflow.timing import calibrate, report
     calibrate.add_parser(sub)

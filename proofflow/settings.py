@@ -23,7 +23,7 @@ How prove_gpu reaches the device:
                             (proofflow/prover/service); 0: in the task's own process (the naive
                             design, kept for comparison)
     PROOFFLOW_GPU_DEPTH     prove_gpu tasks in flight per device with the service (default 4:
-                            one on the device, the next ones' inputs prefetched, enough to
+                            one on the device, the next one uploading, the others mapped, enough to
                             cover Airflow's hand-off of ~1-2.5 s at a ~1 s device phase); the
                             pool `gpu` gets devices x depth slots (1 a device in-process)
     PROOFFLOW_GPU_SLOTS     the pool's slots, overriding devices x depth (a deployment's sum)
@@ -32,15 +32,24 @@ How prove_gpu reaches the device:
     PROOFFLOW_STANDIN_GPU_S stretch each proof's device phase to this many seconds (a
                             calibrated stand-in for a GPU phase, for the pipeline benchmark)
     PROOFFLOW_STAGING_BUDGET / PROOFFLOW_STAGING_TIMEOUT
-                            a process's staging-pool byte budget (8 GiB) and how long a request
-                            waits for room in it before failing (600 s)
+                            the byte budget (8 GiB) of the shared staging (the partitions'
+                            a/b/c segments on a host) and of a process's own staging pool, and
+                            how long a request waits for room before failing (600 s)
+    PROOFFLOW_SHARED_STAGING / PROOFFLOW_STAGING_LEASE_TTL_S
+                            the shared staging directory (a tmpfs: /dev/shm/proofflow-<uid>-<home
+                            digest>) and how long a segment may stay leased (86400 s)
+    PROOFFLOW_STAGING_ENDPOINT / _LISTEN / _TOKEN
+                            cross-host staging: where a CPU worker of another host streams its
+                            partitions (the GPU host's receiver, HOST:PORT), where that receiver
+                            listens (127.0.0.1:7017), and the secret both share
     PROOFFLOW_SERVICE_IDLE_S / _START_TIMEOUT / _JOB_TIMEOUT
                             a prover service stops after this long idle (600 s); a caller waits
                             this long for one to start (600 s: a first compile) and for a job (3600 s)
     PROOFFLOW_SETUP_WORKERS processes of the CPU setup's fixed-base multiplications (the cores)
 
 Where tasks run (CeleryExecutor; LocalExecutor and dag.test() ignore queues):
-    PROOFFLOW_GPU_QUEUE / PROOFFLOW_CPU_QUEUE   prove_gpu's queue (gpu), every other task's (cpu)
+    PROOFFLOW_GPU_QUEUE / PROOFFLOW_CPU_QUEUE   the GPU host's tasks' queue (gpu: synthesize,
+                            stage and prove_gpu, which share its memory), every other task's (cpu)
     PROOFFLOW_WORKER_NAME   the host name a worker records (proofflow.airflow.worker)
 
 The DAGs: PROOFFLOW_RETRIES (1), PROOFFLOW_SYNTH_CONCURRENCY (no limit),
@@ -132,7 +141,9 @@ def runtime_dir() -> Path:
     """Short enough for a Unix socket path, private to the user, one per proofflow home."""
     if _get("PROOFFLOW_RUNTIME"):
         return Path(_get("PROOFFLOW_RUNTIME"))
-    digest = hashlib.sha256(str(home().absolute()).encode()).hexdigest()[:10]
+    # one per home and shared staging: a service only sees the segments of its staging
+    key = f"{home().absolute()}\0{shared_staging_dir().absolute()}"
+    digest = hashlib.sha256(key.encode()).hexdigest()[:10]
     return Path(f"/tmp/proofflow-{os.getuid()}") / digest
 
 
@@ -190,6 +201,35 @@ def standin_gpu_s() -> float | None:
 
 def staging_budget() -> int:
     return int(_get("PROOFFLOW_STAGING_BUDGET") or 8 << 30)
+
+
+def shared_staging_dir() -> Path:
+    """Where synthesis leaves a/b/c for the device: shared memory (tmpfs), one directory per
+    user and proofflow home."""
+    if _get("PROOFFLOW_SHARED_STAGING"):
+        return Path(_get("PROOFFLOW_SHARED_STAGING"))
+    if not Path("/dev/shm").is_dir():
+        return home() / "staging"
+    digest = hashlib.sha256(str(home().absolute()).encode()).hexdigest()[:10]
+    return Path("/dev/shm") / f"proofflow-{os.getuid()}-{digest}"
+
+
+def staging_endpoint() -> str | None:
+    """HOST:PORT of the GPU host's staging receiver, set on workers of other hosts: their
+    syntheses stream there instead of writing the local shared staging."""
+    return _get("PROOFFLOW_STAGING_ENDPOINT")
+
+
+def staging_listen() -> str:
+    return _get("PROOFFLOW_STAGING_LISTEN", "127.0.0.1:7017")
+
+
+def staging_token() -> str | None:
+    return _get("PROOFFLOW_STAGING_TOKEN")
+
+
+def staging_lease_ttl_s() -> float:
+    return _float("PROOFFLOW_STAGING_LEASE_TTL_S", 86400)
 
 
 def staging_timeout_s() -> float:

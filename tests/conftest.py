@@ -2,6 +2,13 @@
 import pytest
 
 
+@pytest.fixture(autouse=True)
+def _shared_staging(tmp_path, monkeypatch):
+    """Each test's shared staging (segments of a/b/c) in its own directory, inherited by the
+    services and Airflow processes it starts."""
+    monkeypatch.setenv("PROOFFLOW_SHARED_STAGING", str(tmp_path / "shm"))
+
+
 # --- prover fixtures ---------------------------------------------------------------------
 @pytest.fixture(scope="session")
 def mimc10():

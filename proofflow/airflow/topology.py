@@ -20,12 +20,15 @@ SERVICES: dict[str, list[str]] = {
     "scheduler": ["airflow", "scheduler"],
     "dag-processor": ["airflow", "dag-processor"],
     "triggerer": ["airflow", "triggerer"],
-    # every task but prove_gpu; the Celery node names keep two workers of one host apart
+    # every task but stage and prove_gpu; the Celery node names keep two workers of one host apart
     "worker-cpu": ["airflow", "celery", "worker", "--queues", "${PROOFFLOW_CPU_QUEUE:-cpu}",
                    "--concurrency", "${PROOFFLOW_CPU_WORKER_CONCURRENCY:-4}", "--celery-hostname", "cpu@%h"],
-    # prove_gpu: one GPU worker per GPU host, concurrency = that host's slots of pool gpu
+    # stage and prove_gpu (they talk to the host's prover service): one GPU worker per GPU
+    # host, concurrency = that host's slots of pool gpu (a stage takes milliseconds)
     "worker-gpu": ["airflow", "celery", "worker", "--queues", "${PROOFFLOW_GPU_QUEUE:-gpu}",
                    "--concurrency", "${PROOFFLOW_GPU_WORKER_SLOTS:-4}", "--celery-hostname", "gpu@%h"],
+    # on each GPU host: partitions synthesized on other hosts stream into its shared staging
+    "staging-receiver": ["proofflow", "staging-receiver", "--listen", "0.0.0.0:${PROOFFLOW_STAGING_PORT:-7017}"],
 }
 
 _VAR = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^}]*))?\}")

@@ -8,7 +8,8 @@ inherits the environment of the task that started it), then acts by KIND:
 
     kill            SIGKILL itself, as the kernel's OOM killer or a lost node would
     kill_mid_write  WHERE is an artifact's file name: write half of it to its temporary
-                    file, fsync, then SIGKILL itself (``proofflow.prover.scratch.save_npy``)
+                    file, fsync, then SIGKILL itself (``proofflow.prover.files.save_npy``: the
+                    key's tables)
     oom             raise the GPU backend's out-of-memory exception: CuPy's
                     ``OutOfMemoryError`` where CuPy is installed, else ``DeviceOutOfMemory``
                     (both are MemoryError)
@@ -16,12 +17,13 @@ inherits the environment of the task that started it), then acts by KIND:
 Points (WHERE for kill and oom):
 
     task.<task>.<phase>  a proof-run task entering a phase of its own (``Recorder.phase``),
-                         e.g. task.synthesize.witness_map, task.stage.stage
+                         e.g. task.synthesize.witness_map, task.stage.register
     task.<task>.flush    a task about to write its timing rows; task.<task>.flushed: written,
                          the task not yet returned
     client.sent          prove_gpu's job sent to the prover service, the reply not yet read
-    service.prefetch     the prover service holding a job's staging buffer, before reading
-                         its inputs into it
+    synthesize.segment   synthesis with a/b/c written into its leased segment, not yet
+                         marked ready (a killed writer's lease is reclaimed)
+    service.prefetch     the prover service about to map a job's segment
     service.device       the service's device thread starting a job's device part
 
 <task> is the task id without its group (synthesize, not partition.synthesize).

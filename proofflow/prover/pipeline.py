@@ -5,10 +5,10 @@ the Airflow tasks (``proofflow.airflow.operators.proof``) and the prover service
     keys        ``ensure_key``: a proving key generated once per (circuit, log2, seed),
                 atomically, under a lock; ``KeyCache``: keys loaded once per process and
                 reused while their files are unchanged
-    synthesize  a partition's witness and a/b/c, into a staging buffer (``synthesize``) or
-                to a directory (``synthesize_to``)
-    stage       the saved a/b/c packed into the device layout: one (3, n, 4) block file
-    load        a partition's block and witness read into a staging buffer, checked
+    synthesize  a partition's witness and a/b/c, into a staging buffer (``synthesize``) or a
+                shared-memory segment (``synthesize_shared``) that the device reads in place
+    stage       a segment mapped and page-locked once per process (``MappedSegments``): no
+                host copy of a/b/c between synthesis and the upload
     prove       the device part (uploads, H, MSMs) and the host part (assembly, a check
                 that the proof verifies), apart so a service can hand the device on between
     finalize    a proof checked and published into the run's bundle; the bundle completed
@@ -37,7 +37,9 @@ from proofflow.prover.circuits import Circuit, get_circuit
 from proofflow.prover.groth16 import prover as groth16_prover
 from proofflow.prover.groth16 import r1cs_to_qap, verifier
 from proofflow.prover.groth16.data_structures import KeyFormatError, Proof, ProvingKey, VerifyingKey
+from proofflow.prover import device, faults
 from proofflow.prover.r1cs import ConstraintSystem, UnsatisfiedConstraint
+from proofflow.prover.shared_staging import Lease, Mapping, SegmentError, SharedStaging
 from proofflow.prover.staging import Buffer, StagingPool
 from proofflow.prover.timing import PhaseTimer
 
@@ -189,15 +191,21 @@ class Staged:
     witness: np.ndarray
     buffer: Buffer | None = None
     public_inputs: list[int] = field(default_factory=list)
+    mapping: "MappedSegments.Held | None" = None
 
     @property
     def memory_kind(self) -> str:
-        """What the a/b/c really live in: page-locked only in a pinned pool's buffer."""
+        """What the a/b/c really live in: page-locked only in a pinned pool's buffer or a
+        registered segment."""
+        if self.mapping is not None:
+            return "pinned" if self.mapping.pinned else "pageable"
         return "pinned" if self.buffer is not None and self.buffer.pinned else "pageable"
 
     def release(self) -> None:
         if self.buffer is not None:
             self.buffer.release()
+        if self.mapping is not None:
+            self.mapping.release()
 
     def __enter__(self) -> "Staged":
         return self
@@ -232,11 +240,19 @@ def _instance(circuit: Circuit, seed: int, partition: int, input=None):
         raise InputError(f"{_named(input, partition)}: {exc}") from None
 
 
+def _witness_map(circuit: Circuit, inst, out, input, partition: int):
+    """a/b/c into ``out``; a witness violating a constraint is an InputError naming it."""
+    try:
+        return circuit.witness_map(inst.witness, out=out)
+    except UnsatisfiedConstraint as exc:
+        raise InputError(f"{_named(input, partition)}: the witness does not satisfy the circuit: {exc}") from None
+
+
 def synthesize(circuit: Circuit, seed: int, partition: int, pool: StagingPool, timer=None,
                timeout: float | None = None, input=None) -> Staged:
     """A partition's witness and a/b/c, the a/b/c written straight into a buffer of ``pool``
-    (no host copy between synthesis and the upload). Raises UnsatisfiedConstraint naming the
-    first failing row; the buffer goes back to the pool on any failure."""
+    (no host copy between synthesis and the upload). A witness violating a constraint is an
+    InputError naming the first one; the buffer goes back to the pool on any failure."""
     timer = _timer(timer)
     n = circuit.domain_size
     buf = _acquire(pool, abc_bytes(n), timer, timeout)
@@ -244,132 +260,201 @@ def synthesize(circuit: Circuit, seed: int, partition: int, pool: StagingPool, t
         block = buf.view(np.uint64, (3, n, 4))
         with timer.phase("synthesis"):
             inst = _instance(circuit, seed, partition, input)
-            abc = circuit.witness_map(inst.witness, out=(block[0], block[1], block[2]))
+            abc = _witness_map(circuit, inst, (block[0], block[1], block[2]), input, partition)
     except BaseException:
         buf.release()
         raise
     return Staged(abc, inst.witness, buf, inst.public_inputs)
 
 
-def synthesize_to(directory, circuit: Circuit, seed: int, partition: int, timer=None, input=None) -> dict:
-    """A partition's witness (witness.npy), a/b/c (abc.npy, shape (3, n, 4)) and public
-    inputs (public.json), written atomically to ``directory``. Returns what the next stages
-    need: the domain size and the public inputs (hex). A witness that violates a
-    constraint is an InputError naming the first one."""
+def run_owner(dag_id: str, run_id: str) -> str:
+    """The prefix of every lease of a run's partitions (``release_owned`` at its cleanup)."""
+    return f"{files.safe_name(dag_id)}/{files.safe_name(run_id)}/"
+
+
+def owner(dag_id: str, run_id: str, partition: int) -> str:
+    """Who holds a partition's shared segment (one lease per partition of a run)."""
+    return f"{run_owner(dag_id, run_id)}p{partition:04d}"
+
+
+def shared_staging() -> SharedStaging:
+    """This home's shared staging, under PROOFFLOW_STAGING_BUDGET."""
+    return SharedStaging(settings.shared_staging_dir(), settings.staging_budget(), settings.staging_lease_ttl_s())
+
+
+def synthesize_shared(circuit: Circuit, seed: int, partition: int, staging: SharedStaging, holder: str,
+                      timer=None, timeout: float | None = None, input=None) -> dict:
+    """A partition's witness and a/b/c written once, into a shared segment leased for
+    ``holder`` (``owner``), which the prover service maps and uploads from in place. Returns
+    what the next stages need: the segment's id, sizes and the public inputs (hex). A
+    witness that violates a constraint is an InputError naming the first one; the lease
+    ends on any failure (and is reclaimed if this process dies before it is ready)."""
     timer = _timer(timer)
     with timer.phase("synthesis"):
         inst = _instance(circuit, seed, partition, input)
-    with timer.phase("witness_map"):
+    n, nv = circuit.domain_size, len(inst.witness)
+    with timer.phase("staging_wait"):
         try:
-            abc = np.stack(circuit.witness_map(inst.witness))
-        except UnsatisfiedConstraint as exc:
-            raise InputError(f"{_named(input, partition)}: the witness does not satisfy the circuit: {exc}") from None
-    d = Path(directory)
-    public = [hex(x) for x in inst.public_inputs]
-    with timer.phase("write"):
-        files.save_npy(d / "witness.npy", inst.witness)
-        files.save_npy(d / "abc.npy", abc)
-        files.write_json(d / "public.json", public)
-    return {"n": int(abc.shape[1]), "public_inputs": public}
+            lease = staging.lease(holder, n, nv, settings.staging_timeout_s() if timeout is None else timeout)
+        except ValueError as exc:  # can never fit: no retry would help
+            raise InputError(f"{exc} (PROOFFLOW_STAGING_BUDGET)") from None
+    seg = staging.open(lease, writer=True)
+    try:
+        with timer.phase("witness_map"):
+            _witness_map(circuit, inst, seg.abc, input, partition)
+            np.copyto(seg.witness, inst.witness)
+            faults.point("synthesize.segment")  # a writer killed here leaves a lease to reclaim
+        staging.ready(lease)
+    except BaseException:
+        staging.release(lease.id)
+        raise
+    finally:
+        seg.close()
+    return {"segment": lease.id, "n": n, "num_variables": nv, "bytes": abc_bytes(n),
+            "public_inputs": [hex(x) for x in inst.public_inputs]}
 
 
-def _require(path: Path, what: str) -> Path:
-    if not Path(path).exists():
-        raise InputError(f"{what} {path} is missing (removed by cleanup, or the stage writing it did not finish): "
-                         "run that stage again")
-    return Path(path)
+def synthesize_remote(circuit: Circuit, seed: int, partition: int, endpoint: str, token: str | None, holder: str,
+                      timer=None, timeout: float | None = None, input=None) -> dict:
+    """``synthesize_shared`` for a host without the GPU: the partition is synthesized into
+    this process's staging pool and streamed from there into a segment of the GPU host's
+    shared staging (``staging_receiver``; phase ``stream``). Returns the same as
+    ``synthesize_shared``, plus the stream's bytes and seconds."""
+    from proofflow.prover.staging_receiver import StreamError, send
+    timer = _timer(timer)
+    timeout = settings.staging_timeout_s() if timeout is None else timeout
+    with synthesize(circuit, seed, partition, staging_pool(pinned=False), timer, timeout, input) as staged:
+        block = staged.buffer.view(np.uint64, (3, circuit.domain_size, 4))
+        t0 = time.time()
+        with timer.phase("stream"):
+            try:
+                reply = send(endpoint, token, holder, block, staged.witness, timeout)
+            except StreamError as exc:
+                if exc.error_type == "ValueError":  # refused as malformed or over the budget: no retry helps
+                    raise InputError(str(exc)) from None
+                raise
+        n, nv = circuit.domain_size, len(staged.witness)
+        return {"segment": reply["segment"], "n": n, "num_variables": nv, "bytes": abc_bytes(n),
+                "public_inputs": [hex(x) for x in staged.public_inputs], "stream_bytes": reply["bytes"],
+                "stream_start": t0, "stream_s": time.time() - t0}
 
 
 # -- stage -----------------------------------------------------------------------------------
-def stage(directory, timer=None, timeout: float | None = None) -> dict:
-    """The saved a/b/c packed into the device layout (one contiguous (3, n, 4) Fr block,
-    abc.staged) through a staging buffer, which the prove stage reads straight into its own.
-    Returns the block's path, the domain size, and the packing copy: its bytes, start (epoch
-    seconds) and seconds."""
-    timer = _timer(timer)
-    d = Path(directory)
-    with timer.phase("read"):
+class MappedSegments:
+    """A process's mappings of shared segments, one per segment file and page-locked once
+    (``cudaHostRegister``, ~0.1 s a GiB) when ``pin``: a released segment keeps its inode
+    in the idle pool, so the next partition leasing it is already pinned here. Mappings of
+    files removed since (evicted, reclaimed) are dropped on the next ``get`` once unused."""
+
+    class Held:
+        """One user's hold on a mapping (``fresh``: this call mapped it)."""
+
+        def __init__(self, owner: "MappedSegments", entry: dict, lease: Lease, fresh: bool):
+            self._owner, self._entry = owner, entry
+            self.pinned, self.lease, self.fresh = entry["pinned"], lease, fresh
+
+        def release(self) -> None:
+            if self._entry is not None:
+                with self._owner._lock:
+                    self._entry["users"] -= 1
+                    if self._entry.get("orphan") and self._entry["users"] == 0:
+                        self._owner._unmap(self._entry)
+                self._entry = None
+
+    def __init__(self, staging: SharedStaging, pin: bool):
+        self.staging, self.pin = staging, pin
+        self._maps: dict[tuple, dict] = {}  # inode -> {"mapping", "pinned", "users"}
+        self._lock = threading.Lock()
+
+    def _sweep(self) -> None:
+        for key, entry in list(self._maps.items()):
+            if entry["users"] == 0 and entry["mapping"].gone():
+                self._unmap(self._maps.pop(key))
+
+    def _unmap(self, entry: dict) -> None:
+        if entry["pinned"]:
+            device.unregister(entry["mapping"].address)
+        entry["mapping"].close()
+
+    def stage(self, lease_id: str, holder: str | None = None, timer=None) -> dict:
+        """Map (and pin) a ready segment ahead of its proof: the stage task's work, off the
+        device's critical path. Returns the lease, whether it was mapped before, and the
+        seconds the pinning took."""
+        t0 = time.time()
+        with _timer(timer).phase("register"):
+            with self.get(lease_id, holder) as staged:
+                held = staged.mapping
+        return {"segment": lease_id, "n": held.lease.n, "bytes": abc_bytes(held.lease.n), "pinned": held.pinned,
+                "cached": not held.fresh, "start": t0, "seconds": time.time() - t0}
+
+    def get(self, lease_id: str, holder: str | None = None, n: int | None = None,
+            num_variables: int | None = None) -> Staged:
+        """A ready segment's a/b/c and witness as a Staged (views over the mapping, held
+        until ``release``); sizes checked against ``n`` and ``num_variables`` when given."""
         try:
-            abc = np.load(_require(d / "abc.npy", "a/b/c vectors"), mmap_mode="r", allow_pickle=False)
-        except (OSError, ValueError, EOFError) as exc:
-            raise InputError(f"cannot read the a/b/c vectors {d / 'abc.npy'}: {exc}") from None
-        if abc.ndim != 3 or abc.shape[0] != 3 or abc.shape[2] != 4 or abc.dtype != np.uint64:
-            raise InputError(f"{d / 'abc.npy'}: {abc.dtype} {abc.shape}, expected (3, n, 4) uint64")
-        n = abc.shape[1]
-        abc = np.ascontiguousarray(abc)
-    nbytes = abc_bytes(n)
-    out = d / "abc.staged"
-    with timer.phase("stage"):
-        with _acquire(staging_pool(pinned=False), nbytes, None, timeout) as buf:
-            view = buf.view(np.uint64, (3, n, 4))
-            t0 = time.time()
-            np.copyto(view, abc)
-            seconds = time.time() - t0
-            with files.atomic_path(out) as tmp:
-                view.tofile(tmp)
-    return {"path": out, "n": int(n), "bytes": nbytes, "start": t0, "seconds": seconds}
+            lease, path = self.staging.lookup(lease_id, owner=holder)
+        except SegmentError as exc:
+            raise InputError(str(exc)) from None
+        if n is not None and lease.n != n:
+            raise InputError(f"staged segment {lease_id} holds a/b/c of {lease.n} points, the job's circuit has {n}")
+        if num_variables is not None and lease.num_variables != num_variables:
+            raise InputError(f"staged segment {lease_id} holds a witness of {lease.num_variables} variables, the "
+                             f"job's circuit has {num_variables}")
+        with self._lock:
+            self._sweep()
+            st = os.stat(path)
+            entry = self._maps.get((st.st_dev, st.st_ino))
+            fresh = entry is None or entry["mapping"].size != st.st_size or entry["mapping"].gone()
+            if fresh:
+                if entry is not None:  # an old file's mapping under a reused inode: unmapped when unused
+                    entry["orphan"] = True
+                mapping = Mapping(path)
+                if self.pin:
+                    try:
+                        device.register(mapping.address, mapping.size)
+                    except BaseException:
+                        mapping.close()
+                        raise
+                entry = {"mapping": mapping, "pinned": self.pin, "users": 0}
+                self._maps[mapping.inode] = entry
+            entry["users"] += 1
+        held = MappedSegments.Held(self, entry, lease, fresh)
+        try:
+            abc, witness = entry["mapping"].views(lease)
+        except SegmentError as exc:
+            held.release()
+            raise InputError(str(exc)) from None
+        return Staged(abc, witness, mapping=held)
 
+    def get_for(self, key: Key, lease_id: str, holder: str | None = None) -> Staged:
+        return self.get(lease_id, holder, key.domain_size, key.cs.num_variables)
 
-# -- load ------------------------------------------------------------------------------------
-def load(pool: StagingPool, block_path, witness_path, n: int, num_variables: int, timer=None,
-         phase: str = "load", before_read: Callable[[], None] | None = None,
-         timeout: float | None = None) -> Staged:
-    """A partition's a/b/c block (3 x n Fr elements, raw) and witness (an .npy of
-    ``num_variables`` Fr elements) read into one buffer of ``pool``; every size and shape
-    checked (InputError). ``before_read`` runs once the buffer is held (the service checks
-    there that its caller is still waiting)."""
-    timer = _timer(timer)
-    ab, wb = abc_bytes(n), num_variables * FR_BYTES
-    buf = _acquire(pool, ab + wb, timer, timeout)
-    try:
-        if before_read is not None:
-            before_read()
-        with timer.phase(phase):
-            block = buf.array[:ab].view(np.uint64).reshape(3, n, 4)
-            try:
-                with open(block_path, "rb") as f:
-                    got = os.fstat(f.fileno()).st_size
-                    if got == ab:
-                        got = f.readinto(memoryview(block).cast("B"))
-            except OSError as exc:
-                raise InputError(f"cannot read the a/b/c block {block_path}: {exc.strerror or exc}") from None
-            if got != ab:
-                raise InputError(f"{block_path}: {got} bytes, expected {ab} (3 x {n} Fr elements)")
-            witness = buf.array[ab:ab + wb].view(np.uint64).reshape(num_variables, 4)
-            try:
-                src = np.load(witness_path, mmap_mode="r", allow_pickle=False)
-            except (OSError, ValueError, EOFError) as exc:
-                raise InputError(f"cannot read the witness {witness_path}: {exc}") from None
-            if not isinstance(src, np.ndarray) or src.shape != (num_variables, 4) or src.dtype != np.uint64:
-                raise InputError(f"{witness_path}: witness of {getattr(src, 'dtype', type(src).__name__)} "
-                                 f"{getattr(src, 'shape', '')}, expected ({num_variables}, 4) uint64")
-            np.copyto(witness, src)
-    except BaseException:
-        buf.release()
-        raise
-    return Staged((block[0], block[1], block[2]), witness, buf)
+    def close(self) -> None:
+        with self._lock:
+            for entry in self._maps.values():
+                self._unmap(entry)
+            self._maps.clear()
 
-
-def partition_files(directory) -> tuple[Path, Path]:
-    """A staged partition's a/b/c block and witness (InputError when one is missing)."""
-    d = Path(directory)
-    return _require(d / "abc.staged", "staged a/b/c block"), _require(d / "witness.npy", "witness")
-
-
-def load_for(key: Key, pool: StagingPool, block_path, witness_path, n: int, timer=None, **kw) -> Staged:
-    """``load`` of a partition's files for ``key`` (the domain size checked against its circuit)."""
-    if n != key.domain_size:
-        raise InputError(f"the job's a/b/c have {n} points, the circuit's domain {key.domain_size}")
-    return load(pool, block_path, witness_path, n, key.cs.num_variables, timer, **kw)
+    def stats(self) -> dict:
+        with self._lock:
+            return {"mapped": len(self._maps), "mapped_bytes": sum(e["mapping"].size for e in self._maps.values()),
+                    "pinned": self.pin}
 
 
 # -- prove -----------------------------------------------------------------------------------
-def prove_device(key: Key, staged: Staged, backend: Backend, timer=None,
-                 transfers: dict | None = None) -> groth16_prover.PendingProof:
-    """The device part of a proof: uploads, H, the MSMs (phases h2d, ntt, msm); the
-    transfers record the memory kind a/b/c really came from."""
+def upload(staged: Staged, backend: Backend, timer=None) -> list:
+    """A partition's a/b/c and witness copied to the device (phase h2d), ahead of
+    ``prove_device``; the transfers record the memory kind they really came from."""
+    with _timer(timer).phase("h2d"):
+        return groth16_prover.upload(backend, staged.abc, staged.witness, staged.memory_kind)
+
+
+def prove_device(key: Key, staged: Staged, backend: Backend, timer=None, transfers: dict | None = None,
+                 uploaded: list | None = None) -> groth16_prover.PendingProof:
+    """The device part of a proof: uploads (unless ``uploaded`` by ``upload``), H, the MSMs
+    (phases h2d, ntt, msm)."""
     return groth16_prover.prove_device(key.pk, key.cs, staged.witness, backend, abc=staged.abc, timer=_timer(timer),
-                                       transfers=transfers, memory_kind=staged.memory_kind)
+                                       transfers=transfers, memory_kind=staged.memory_kind, uploaded=uploaded)
 
 
 def finish(pending: groth16_prover.PendingProof, key: Key, staged: Staged, timer=None) -> Proof:
@@ -407,6 +492,13 @@ def prove_partitions(key: Key, circuit: Circuit, partitions: int, seed: int, out
 
 
 # -- finalize --------------------------------------------------------------------------------
+def _require(path: Path, what: str) -> Path:
+    if not Path(path).exists():
+        raise InputError(f"{what} {path} is missing (removed by cleanup, or the stage writing it did not finish): "
+                         "run that stage again")
+    return Path(path)
+
+
 def read_proof(path) -> Proof:
     path = _require(Path(path), "proof")
     try:

@@ -49,6 +49,11 @@ def run_report(store, dag_id: str, run_id: str, warmup_partitions: float | None 
             e = evaluated.get((h["partition"], h["try_number"]))
             if e and h.get("expected_ms") is None:
                 h["expected_ms"] = e.get("expected_ms")
+    # host copies of a/b/c between synthesis and the upload (stage's h2s row; 0 when zero-copy)
+    copies = {t["partition"]: t["bytes"] for t in sorted(store.transfers(dag_id, run_id), key=lambda t: t["try_number"])
+              if t["direction"] == "h2s"}
+    for h in h2d:
+        h["host_copy_bytes"] = copies.get(h["partition"])
     return {
         "summary": summary[0],
         "steady_state": steady or {"warmup_partitions": k, "warmup_seconds": s, "partitions": 0},
@@ -133,9 +138,9 @@ def print_report(rep: dict, out=None) -> None:
            [[p["task_id"], p["phase"], p["count"], p["total_s"], p["p50_s"], p["p95_s"], p["max_s"]]
             for p in rep["phases"]], out)
     print("\nH2D per partition (h2d_partitions)", file=out)
-    _table(["partition", "try", "bytes", "ms", "GB/s", "memory", "flagged", "expected ms"],
+    _table(["partition", "try", "bytes", "ms", "GB/s", "memory", "flagged", "expected ms", "host copy bytes"],
            [[h["partition"], h["try_number"], h["bytes"], h["ms"], h["gbps"], h["memory_kind"],
-             "yes" if h["flagged"] else "no", h["expected_ms"]] for h in rep["h2d"]], out)
+             "yes" if h["flagged"] else "no", h["expected_ms"], h.get("host_copy_bytes")] for h in rep["h2d"]], out)
     flagged = [h for h in rep["h2d"] if h["flagged"]]
     for h in flagged:
         print(f"  partition {h['partition']}: {h['reason']}", file=out)

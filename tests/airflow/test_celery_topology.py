@@ -1,11 +1,16 @@
 """The deployment's topology run natively (no Docker engine): api-server, scheduler and
-dag-processor with the CeleryExecutor, a CPU worker (queue cpu) and a GPU worker (queue gpu),
-each started with its command from proofflow/airflow/topology.py (the table docker-compose.yml is
-checked against), on a fresh Postgres metadata DB and timing DB and the local Redis as broker.
+dag-processor with the CeleryExecutor, a CPU worker (queue cpu), a GPU worker (queue gpu) and
+the GPU host's staging receiver, each started with its command from
+proofflow/airflow/topology.py (the table docker-compose.yml is checked against), on a fresh
+Postgres metadata DB and timing DB and the local Redis as broker. The two workers stand for
+two hosts: each has its own shared staging, and the CPU worker's syntheses stream into the
+GPU host's through the receiver.
 
-A 16-partition proof_run triggered through the REST API: every prove_gpu runs on the GPU
-worker and every other task on the CPU worker (Airflow's record and the timing rows agree),
-no two prove_gpu attempts overlap (pool gpu with one slot), and every proof verifies."""
+A 16-partition proof_run triggered through the REST API: every stage and prove_gpu runs on
+the GPU worker and every other task on the CPU worker (Airflow's record and the timing rows
+agree), every partition crossed the network once and no file, nothing was left in either
+host's staging, no two prove_gpu attempts overlap (pool gpu with one slot), and every proof
+verifies."""
 import json
 import os
 import random
@@ -22,6 +27,7 @@ from local_stack import Processes, airflow_env, api, api_connection_env, free_po
 PARTITIONS = 16
 REDIS_URL = os.environ.get("PROOFFLOW_TEST_REDIS", "redis://127.0.0.1:6379")
 WORKERS = {"worker-cpu": "cpu", "worker-gpu": "gpu"}  # service -> the queue it serves
+GPU_TASKS = {"partition.stage", "partition.prove_gpu"}
 
 
 @pytest.fixture
@@ -73,11 +79,21 @@ def test_celery_topology_routes_prove_gpu_to_the_gpu_worker(tmp_path, pg_new_dat
         "PROOFFLOW_H2D_SLACK_MS": "50",
     })
 
+    receiver_port, token = free_port(), uuid.uuid4().hex
+    hosts_env = {  # each "host" its own shared staging; the CPU host streams to the GPU host's receiver
+        "worker-cpu": {"PROOFFLOW_SHARED_STAGING": str(tmp_path / "cpu-host-shm"),
+                       "PROOFFLOW_STAGING_ENDPOINT": f"127.0.0.1:{receiver_port}", "PROOFFLOW_STAGING_TOKEN": token},
+        "worker-gpu": {"PROOFFLOW_SHARED_STAGING": str(tmp_path / "gpu-host-shm")},
+        "staging-receiver": {"PROOFFLOW_SHARED_STAGING": str(tmp_path / "gpu-host-shm"),
+                             "PROOFFLOW_STAGING_PORT": str(receiver_port), "PROOFFLOW_STAGING_TOKEN": token},
+    }
+
     def as_worker(service: str) -> dict:
         # A worker's identity (the host its tasks record) and its own log-server port: both
         # workers share this machine.
         return {**env, "AIRFLOW__CORE__HOSTNAME_CALLABLE": "proofflow.airflow.worker.hostname",
-                "PROOFFLOW_WORKER_NAME": service, "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port())}
+                "PROOFFLOW_WORKER_NAME": service, "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port()),
+                **hosts_env.get(service, {})}
 
     setup = run_service("airflow-init", env)  # proofflow setup: migrations, pool gpu, timing store
     assert json.loads(setup.stdout.strip().splitlines()[-1])["slots"] == 1
@@ -93,6 +109,7 @@ def test_celery_topology_routes_prove_gpu_to_the_gpu_worker(tmp_path, pg_new_dat
             # the triggerer is left out: proof_run defers nothing
             for name in ("api-server", "scheduler", "dag-processor"):
                 procs.start(name, env)
+            procs.start("staging-receiver", {**env, **hosts_env["staging-receiver"]})
             for name in WORKERS:
                 procs.start(name, as_worker(name))
             base = f"http://127.0.0.1:{port}"
@@ -117,7 +134,7 @@ def test_celery_topology_routes_prove_gpu_to_the_gpu_worker(tmp_path, pg_new_dat
     # validate, setup, prepare_scratch, finalize_run, check_h2d, cleanup_scratch, publish_summary
     assert len(tis) == 7 + 4 * PARTITIONS
     for t in tis:
-        gpu = t["task_id"] == "partition.prove_gpu"
+        gpu = t["task_id"] in GPU_TASKS
         assert (t["queue"], t["hostname"], t["state"]) == (("gpu", "worker-gpu", "success") if gpu else
                                                            ("cpu", "worker-cpu", "success")), t
     assert sum(t["task_id"] == "partition.prove_gpu" for t in tis) == PARTITIONS
@@ -140,6 +157,15 @@ def test_celery_topology_routes_prove_gpu_to_the_gpu_worker(tmp_path, pg_new_dat
     assert hosts == {(t["task_id"], t["map_index"]): {t["hostname"]} for t in tis
                      if t["task_id"] not in ("check_h2d", "publish_summary")}
     assert {r["device"] for r in rows if r["task_id"] == "partition.prove_gpu"} == {"cpu"}  # the CPU backend
+    # Each partition crossed to the GPU host once, over the network (synthesize's net
+    # transfer: a/b/c and witness), with no host copy there (stage's h2s: 0 bytes); neither
+    # host's staging holds anything now.
+    moved = Counter((t["task_id"], t["direction"], t["bytes"] == 0) for t in store.transfers("proof_run", run_id))
+    assert moved[("partition.synthesize", "net", False)] == PARTITIONS
+    assert moved[("partition.stage", "h2s", True)] == PARTITIONS
+    from proofflow.prover.shared_staging import SharedStaging
+    assert not list((tmp_path / "cpu-host-shm").glob("*.seg")), "the CPU host's staging was written"
+    assert SharedStaging(tmp_path / "gpu-host-shm", 1).stats()["leases"] == 0
     tasks = [r for r in rows if r["phase"] == "task"]
 
     # Pool gpu holds one slot: no two prove_gpu attempts overlap.

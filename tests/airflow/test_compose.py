@@ -17,7 +17,7 @@ from proofflow.airflow import topology
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVICES = {"postgres", "redis", "airflow-init", "api-server", "scheduler", "dag-processor", "triggerer",
-            "worker-cpu", "worker-gpu"}
+            "worker-cpu", "worker-gpu", "staging-receiver"}
 # compose variables whose values are secrets: required (${VAR:?...}), never given a default
 SECRETS = {"POSTGRES_PASSWORD", "REDIS_PASSWORD", "AIRFLOW_JWT_SECRET", "AIRFLOW_API_SECRET_KEY",
            "AIRFLOW_FERNET_KEY"}

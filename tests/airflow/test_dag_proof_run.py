@@ -15,10 +15,10 @@ ROOT = Path(__file__).resolve().parents[2]
 DAG_ID = "proof_run"
 PARTITIONS = 4
 PARTITION_PHASES = {
-    "partition.synthesize": {"task", "synthesis", "witness_map", "write"},
-    "partition.stage": {"task", "read", "stage"},
+    "partition.synthesize": {"task", "synthesis", "staging_wait", "witness_map"},
+    "partition.stage": {"task", "register"},
     # through the prover service (the default): its phases, all recorded by the task
-    "partition.prove_gpu": {"task", "pool_wait", "staging_wait", "prefetch", "mutex_wait", "h2d", "ntt", "msm",
+    "partition.prove_gpu": {"task", "pool_wait", "prefetch", "mutex_wait", "h2d", "ntt", "msm",
                             "assemble", "finalize"},
     "partition.finalize_partition": {"task", "verify", "publish"},
 }
@@ -102,8 +102,7 @@ def test_gpu_absent_is_a_clear_error():
     assert validate_params({"backend": "auto"}, gpu_available=lambda: False)["backend"] == "cpu"
 
 
-IN_PROCESS_PROVE = {"task", "pool_wait", "key_load", "staging_wait", "load", "h2d", "ntt", "msm", "assemble",
-                    "finalize"}
+IN_PROCESS_PROVE = {"task", "pool_wait", "key_load", "load", "h2d", "ntt", "msm", "assemble", "finalize"}
 
 
 def _check_run(store, dr, staging="pageable", prove_phases=None):
@@ -151,11 +150,16 @@ def _check_run(store, dr, staging="pageable", prove_phases=None):
     variables = get_circuit("mimc", 10).constraint_system.num_variables
     for t in transfers:
         assert t["duration_s"] >= 0
-        assert t["memory_kind"] == ("pageable" if t["direction"] == "h2s" else staging)
-        assert t["bytes"] == (variables * 32 if t["direction"] == "h2d_witness" else 3 * n * 32)
+        assert t["memory_kind"] == staging
+        # a/b/c cross no host copy between synthesis and the upload: h2s is 0 bytes
+        assert t["bytes"] == {"h2s": 0, "h2d": 3 * n * 32, "h2d_witness": variables * 32}[t["direction"]]
 
     from proofflow.prover import files, layout
     assert not layout.run_dir(DAG_ID, dr.run_id).exists(), "scratch is removed when the run finishes"
+    from proofflow.prover import pipeline
+    assert pipeline.shared_staging().leases() == [], "every partition's segment is released"
+    from proofflow.timing.report import run_report
+    assert [h["host_copy_bytes"] for h in run_report(store, DAG_ID, dr.run_id)["h2d"]] == [0] * PARTITIONS
     assert files.stale_temporaries(Path(run["bundle_dir"])) == []
     return rows
 

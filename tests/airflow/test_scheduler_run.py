@@ -1,7 +1,7 @@
 """A real Airflow (api-server, scheduler with LocalExecutor, dag-processor) on the local
 Postgres: proof_run triggered through the REST API as the UI does; the pool ``gpu`` is a
-mutex; a task SIGKILLed mid-write leaves no partial artifact and its retry succeeds
-without duplicate timing rows."""
+mutex; a task SIGKILLed mid-write leaves no partial artifact (nor a leased segment) and its
+retry succeeds without duplicate timing rows."""
 import json
 import os
 import signal
@@ -19,10 +19,10 @@ PARTITIONS = 8
 
 def test_sigkill_mid_write_leaves_no_partial_artifact(tmp_path):
     from proofflow.prover import files
-    target = tmp_path / "abc.npy"
+    target = tmp_path / "table.npy"
     code = ("import sys, numpy as np; from proofflow.prover import files; "
             "files.save_npy(sys.argv[1], np.arange(1 << 21, dtype=np.uint64))")
-    env = {**os.environ, "PROOFFLOW_FAULT": f"kill_mid_write:abc.npy:{tmp_path / 'fired'}"}
+    env = {**os.environ, "PROOFFLOW_FAULT": f"kill_mid_write:table.npy:{tmp_path / 'fired'}"}
     first = subprocess.run([sys.executable, "-c", code, str(target)], env=env, capture_output=True, timeout=60)
     assert first.returncode == -signal.SIGKILL
     assert not target.exists(), "a killed writer must not leave the artifact under its real name"
@@ -34,11 +34,12 @@ def test_sigkill_mid_write_leaves_no_partial_artifact(tmp_path):
 
 
 def _device_spans(store, run_ids):
-    """Per prove_gpu attempt of these runs, its device-phase rows (h2d, ntt, msm)."""
+    """Per prove_gpu attempt of these runs, its kernel rows (ntt, msm; its upload may overlap
+    the kernels of the proof before, on a copy stream)."""
     groups = {}
     for rid in run_ids:
         for r in store.timings("proof_run", rid, "partition.prove_gpu"):
-            if r["phase"] in ("h2d", "ntt", "msm"):
+            if r["phase"] in ("ntt", "msm"):
                 groups.setdefault((rid, r["map_index"], r["try_number"]), []).append(r)
     return list(groups.values())
 
@@ -65,8 +66,8 @@ def test_scheduler_rest_trigger_pool_mutex_and_sigkill_retry(tmp_path, pg_new_da
         # partitions' synthesis steps instead of racing them
         PROOFFLOW_STANDIN_GPU_S="1.0",
         **stack.api_connection_env(f"http://127.0.0.1:{port}"),  # prove_gpu reads its queued time there
-        # the first partition to write its a/b/c dies half-way through the file (SIGKILL)
-        PROOFFLOW_FAULT=f"kill_mid_write:abc.npy:{marker}",
+        # the first partition to write its a/b/c into its segment dies before it is ready (SIGKILL)
+        PROOFFLOW_FAULT=f"kill:synthesize.segment:{marker}",
     )
     assert stack.proofflow_setup(env, gpu_slots=1)["slots"] == 1
 
@@ -119,8 +120,8 @@ def test_scheduler_rest_trigger_pool_mutex_and_sigkill_retry(tmp_path, pg_new_da
     assert len(proves) == PARTITIONS
     for a, b in zip(proves, proves[1:]):
         assert b["start"] >= a["end"], f"prove_gpu {a['map_index']} and {b['map_index']} overlap"
-    # The device phases (uploads to the last MSM, inside the prover service) never overlap
-    # either, across both runs: the service's device thread is the fine-grained mutex.
+    # The device phases (first kernel to the last MSM, inside the prover service) never
+    # overlap either, across both runs: the service's device thread is the fine-grained mutex.
     device = sorted((min(r["start"] for r in g), max(r["end"] for r in g))
                     for g in _device_spans(store, [run_id, launched["dag_run_id"]]))
     assert len(device) == PARTITIONS + 1
@@ -132,7 +133,8 @@ def test_scheduler_rest_trigger_pool_mutex_and_sigkill_retry(tmp_path, pg_new_da
         "synthesis never overlapped a prove_gpu: the DAG is not pipelining partitions"
 
     # The SIGKILLed synthesize: its first attempt wrote no rows (killed before the flush)
-    # and no artifact, its retry (try 2) has each phase exactly once.
+    # and left no segment leased (its retry's lease replaced it, the proof released that),
+    # its retry (try 2) has each phase exactly once.
     assert marker.exists(), "the fault was injected"
     synth_tis = {t["map_index"]: t for t in tis if t["task_id"] == "partition.synthesize"}
     killed = [mi for mi, t in synth_tis.items() if t["try_number"] == 2]
@@ -140,7 +142,9 @@ def test_scheduler_rest_trigger_pool_mutex_and_sigkill_retry(tmp_path, pg_new_da
     k = killed[0]
     krows = [r for r in rows if r["task_id"] == "partition.synthesize" and r["map_index"] == k]
     assert sorted((r["try_number"], r["phase"]) for r in krows) == \
-        [(2, "synthesis"), (2, "task"), (2, "witness_map"), (2, "write")]
+        [(2, "staging_wait"), (2, "synthesis"), (2, "task"), (2, "witness_map")]
+    from proofflow.prover import pipeline
+    assert pipeline.shared_staging().leases() == []
     # pool_wait is recorded for every prove_gpu, measured from its stage finishing
     waits = [r for r in rows if r["task_id"] == "partition.prove_gpu" and r["phase"] == "pool_wait"]
     assert len(waits) == PARTITIONS and all(r["end"] >= r["start"] for r in waits)

@@ -118,10 +118,11 @@ def test_an_input_violating_a_constraint_fails_synthesis_naming_it(ceremony, hom
     bad = tmp_path / "bad.wtns"
     bad.write_bytes(bytes(raw))
     circuit = get_circuit("chain", registry.get("chain")["log2"])
+    staging = pipeline.shared_staging()
     with pytest.raises(pipeline.InputError, match=f"input {bad}: the witness does not satisfy the circuit"):
-        pipeline.synthesize_to(tmp_path / "p0", circuit, 0, 0, input=str(bad))
-    assert not (tmp_path / "p0").exists()
-    out = pipeline.synthesize_to(tmp_path / "p1", circuit, 0, 0, input=str(good))
+        pipeline.synthesize_shared(circuit, 0, 0, staging, "d/r/p0000", input=str(bad))
+    assert staging.leases() == [], "a refused input left its segment leased"
+    out = pipeline.synthesize_shared(circuit, 0, 1, staging, "d/r/p0001", input=str(good))
     assert out["public_inputs"][1] == hex(5)
 
 
@@ -162,6 +163,7 @@ def test_an_input_the_circuit_refuses_fails_its_partition_naming_the_file(ceremo
     bad = tmp_path / "bad-input.json"
     bad.write_text(json.dumps({"nosuchsignal": "1"}))
     circuit = get_circuit("gadgets", registry.get("gadgets")["log2"])
+    staging = pipeline.shared_staging()
     with pytest.raises(pipeline.InputError, match=f"input {bad}.*nosuchsignal"):
-        pipeline.synthesize_to(tmp_path / "p0", circuit, 0, 0, input=str(bad))
-    assert not (tmp_path / "p0").exists()
+        pipeline.synthesize_shared(circuit, 0, 0, staging, "d/r/p0000", input=str(bad))
+    assert staging.leases() == [] and not staging.root.exists(), "a refused input touched the staging"

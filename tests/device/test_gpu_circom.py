@@ -51,8 +51,9 @@ def test_gpu_written_zkey_equals_the_cpus_and_its_gpu_proofs_verify(chain, tmp_p
 
 
 def test_a_registered_circuit_through_the_prover_service_on_the_gpu(chain, tmp_path, monkeypatch):
-    """A registered circom circuit's partition, staged as proof_run stages it, proved by the
-    GPU's prover service; snarkjs's verifying key accepts the proof."""
+    """A registered circom circuit's partition, synthesized into shared staging and pinned
+    in place as proof_run stages it, proved by the GPU's prover service; snarkjs's verifying
+    key accepts the proof."""
     from proofflow.prover import pipeline
     from proofflow.prover.circom import read_r1cs, read_verification_key, registry, setup, verify
     from proofflow.prover.circuits import get_circuit
@@ -64,15 +65,14 @@ def test_a_registered_circuit_through_the_prover_service_on_the_gpu(chain, tmp_p
     setup.write_test_zkey(read_r1cs(chain / "chain.r1cs"), 9, tmp_path / "chain.zkey", GpuBackend())
     info = registry.add("chain", chain / "chain.r1cs", tmp_path / "chain.zkey")
     circuit = get_circuit("chain", info["log2"])
-    d = tmp_path / "p0"
-    out = pipeline.synthesize_to(d, circuit, 0, 0, input=str(chain / "chain.wtns"))
-    pipeline.stage(d)
+    out = pipeline.synthesize_shared(circuit, 0, 0, pipeline.shared_staging(), "t/r/p0000",
+                                     input=str(chain / "chain.wtns"))
     client = ServiceClient("gpu", 0, idle_s=60)
     try:
         client.ensure_running()
+        assert client.stage({"segment": out["segment"], "staging": "pinned"})["pinned"]
         reply = client.prove({"params_dir": str(registry.key_dir("chain")), "circuit": "chain", "log2": info["log2"],
-                              "abc_path": str(d / "abc.staged"), "n": out["n"], "witness_path": str(d / "witness.npy"),
-                              "staging": "pinned"})
+                              "segment": out["segment"], "n": out["n"], "staging": "pinned"})
     finally:
         client.stop()
     vk = read_verification_key(registry.circuit_dir("chain") / "verification_key.json")

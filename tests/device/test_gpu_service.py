@@ -1,7 +1,7 @@
 """On a GPU: the prover service proves through the device (a/b/c and the witness uploaded
-from pinned or pageable staging as the job asks, timed on the device), and a whole
-proof_run with backend gpu goes through it (dag.test()); every proof verifies."""
-import numpy as np
+from their shared segment, page-locked in place or not as the job asks, timed on the
+device), and a whole proof_run with backend gpu goes through it (dag.test()); every proof
+verifies."""
 import pytest
 
 pytestmark = pytest.mark.gpu
@@ -26,37 +26,41 @@ def key_dir(gpu, tmp_path_factory):
 
 
 def test_service_on_the_gpu_uploads_from_the_staging_asked_for(key_dir, tmp_path, monkeypatch):
+    from proofflow.prover import pipeline
     from proofflow.prover.circuits import get_circuit
-    from proofflow.prover.groth16 import r1cs_to_qap, verifier
+    from proofflow.prover.groth16 import verifier
     from proofflow.prover.groth16.data_structures import Proof, VerifyingKey
     from proofflow.prover.service.client import ServiceClient
     monkeypatch.setenv("PROOFFLOW_RUNTIME", str(tmp_path / "rt"))
     circuit = get_circuit("mimc", LOG2)
     vk = VerifyingKey.load(key_dir / "vk.json")
+    staging = pipeline.shared_staging()
     client = ServiceClient("gpu", 0, idle_s=60)
     try:
         assert client.ensure_running() is not None
-        for i, staging in enumerate(("pinned", "pageable", "pinned")):
-            inst = circuit.instance(5, i)
-            abc = np.stack(r1cs_to_qap.witness_map(circuit.constraint_system, inst.witness))
-            d = tmp_path / f"p{i}"
-            d.mkdir()
-            abc.tofile(d / "abc.staged")
-            np.save(d / "witness.npy", inst.witness)
-            reply = client.prove({"params_dir": str(key_dir), "circuit": "mimc", "log2": LOG2,
-                                  "abc_path": str(d / "abc.staged"), "n": abc.shape[1],
-                                  "witness_path": str(d / "witness.npy"), "staging": staging})
-            assert verifier.verify(vk, inst.public_inputs, Proof.from_bytes(bytes.fromhex(reply["proof"])))
+        for i, kind in enumerate(("pinned", "pageable", "pinned", "pinned")):
+            holder = f"t/r/p{i:04d}"
+            out = pipeline.synthesize_shared(circuit, 5, i, staging, holder)
+            staged = client.stage({"segment": out["segment"], "staging": kind, "holder": holder})
+            assert staged["pinned"] == (kind == "pinned")
+            # released segments are leased again in place: the third pinned partition's was pinned before
+            assert staged["cached"] == (i == 3), (i, staged)
+            reply = client.prove({"params_dir": str(key_dir), "circuit": "mimc", "log2": LOG2, "holder": holder,
+                                  "segment": out["segment"], "n": out["n"], "staging": kind})
+            public = [int(x, 16) for x in out["public_inputs"]]
+            assert verifier.verify(vk, public, Proof.from_bytes(bytes.fromhex(reply["proof"])))
             assert reply["device"] == "cuda:0"
             for direction in ("h2d", "h2d_witness"):
-                nbytes, ms, kind = reply["transfers"][direction]
-                assert kind == staging and ms > 0, (direction, reply["transfers"])
+                nbytes, ms, got = reply["transfers"][direction]
+                assert got == kind and ms > 0, (direction, reply["transfers"])
             phases = {p for p, _, _ in reply["spans"]}
             assert {"prefetch", "mutex_wait", "h2d", "ntt", "msm", "assemble"} <= phases
             assert ("key_upload" in phases) == (i == 0), "the key's tables go to the device once"
+            if i != 1:
+                staging.release(out["segment"])  # the pageable one stays leased: the next pinned one is new
         st = client.status()
-        assert st["jobs_done"] == 3 and st["staging"]["pinned"]["pinned"] is True
-        assert st["staging"]["pinned"]["in_use"] == 0 and st["staging"]["pageable"]["in_use"] == 0
+        assert st["jobs_done"] == 4 and st["queued"] == 0
+        assert st["segments"]["pinned"]["pinned"] is True and st["segments"]["pinned"]["mapped"] == 2
     finally:
         client.stop()
 

@@ -28,15 +28,16 @@ PHASES = {
     "validate": {"task", "validate"},
     "setup": {"task", "lock_wait"},  # plus load_cached, or setup and save
     "prepare_scratch": {"task", "prepare"},
-    "partition.synthesize": {"task", "synthesis", "witness_map", "write"},
-    "partition.stage": {"task", "read", "stage"},
-    "partition.prove_gpu": {"task", "pool_wait", "staging_wait", "prefetch", "mutex_wait", "h2d", "ntt", "msm",
-                            "assemble", "finalize"},
+    "partition.synthesize": {"task", "synthesis", "staging_wait", "witness_map"},
+    "partition.stage": {"task", "register"},
+    "partition.prove_gpu": {"task", "pool_wait", "prefetch", "mutex_wait", "h2d", "ntt", "msm", "assemble",
+                            "finalize"},
     "partition.finalize_partition": {"task", "verify", "publish"},
     "finalize_run": {"task", "manifest", "verify", "summary", "cleanup"},
     "cleanup_scratch": {"task", "cleanup"},
 }
 OPTIONAL_PHASES = {"setup": {"load_cached", "setup", "save"},
+                   "partition.stage": {"service_start"},
                    "partition.prove_gpu": {"service_start", "key_load", "key_upload"}}
 
 

@@ -1,10 +1,10 @@
 """A proving key and partitions' inputs as proof_run leaves them for the prover service
-(raw a/b/c block, witness .npy), and the jobs naming them: shared by the service tests."""
+(a/b/c and witness in a shared segment), and the jobs naming them: shared by the service
+tests."""
 from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 
 LOG2 = 8
 
@@ -16,30 +16,24 @@ def make_key(d: Path, log2: int = LOG2, seed: int = 5) -> Path:
     return d
 
 
-def partition(tmp_path: Path, partition: int, log2: int = LOG2, seed: int = 11):
-    """(directory, n, public inputs) of one partition's inputs."""
+def holder(partition: int) -> str:
+    return f"test/run/p{partition:04d}"
+
+
+def partition(partition: int, log2: int = LOG2, seed: int = 11):
+    """(segment id, n, public inputs) of one partition synthesized into this test's shared
+    staging (its directory comes from the environment: tests/conftest.py)."""
+    from proofflow.prover import pipeline
     from proofflow.prover.circuits import get_circuit
-    from proofflow.prover.groth16 import r1cs_to_qap
-    circuit = get_circuit("mimc", log2)
-    inst = circuit.instance(seed, partition)
-    abc = np.stack(r1cs_to_qap.witness_map(circuit.constraint_system, inst.witness))
-    d = Path(tmp_path) / f"p{partition}"
-    d.mkdir()
-    abc.tofile(d / "abc.staged")
-    np.save(d / "witness.npy", inst.witness)
-    return d, abc.shape[1], inst.public_inputs
+    out = pipeline.synthesize_shared(get_circuit("mimc", log2), seed, partition, pipeline.shared_staging(),
+                                     holder(partition))
+    return out["segment"], out["n"], [int(x, 16) for x in out["public_inputs"]]
 
 
-def job(key_dir: Path, d: Path, n: int, log2: int = LOG2, **extra) -> dict:
-    return {"params_dir": str(key_dir), "circuit": "mimc", "log2": log2, "abc_path": str(d / "abc.staged"), "n": n,
-            "witness_path": str(d / "witness.npy"), "staging": "pinned", **extra}
-
-
-def job_bytes(n: int, log2: int = LOG2) -> int:
-    """The staging budget one job takes (a/b/c and the witness, in one block)."""
-    from proofflow.prover.circuits import get_circuit
-    from proofflow.prover.staging import StagingPool
-    return StagingPool.block_size(3 * n * 32 + get_circuit("mimc", log2).constraint_system.num_variables * 32)
+def job(key_dir: Path, segment: str, n: int, log2: int = LOG2, partition: int | None = None, **extra) -> dict:
+    """A job for ``segment`` (its holder checked when ``partition`` is given)."""
+    return {"params_dir": str(key_dir), "circuit": "mimc", "log2": log2, "segment": segment, "n": n,
+            "staging": "pinned", **({"holder": holder(partition)} if partition is not None else {}), **extra}
 
 
 def verifies(key_dir: Path, reply: dict, public) -> bool:

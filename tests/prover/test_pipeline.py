@@ -7,7 +7,6 @@ import pytest
 from proofflow.prover import bundle, pipeline
 from proofflow.prover.backend import get_backend
 from proofflow.prover.field import fr
-from proofflow.prover.r1cs import UnsatisfiedConstraint
 from proofflow.prover.staging import StagingPool
 
 
@@ -38,7 +37,7 @@ def test_buffer_is_released_when_synthesis_fails(pk10, mimc10, monkeypatch):
         return dataclasses.replace(inst, witness=w)
 
     monkeypatch.setattr(mimc10, "instance", tampered)
-    with pytest.raises(UnsatisfiedConstraint):
+    with pytest.raises(pipeline.InputError, match="does not satisfy the circuit: witness does not satisfy"):
         pipeline.synthesize(mimc10, 1, 0, pool)
     assert pool.stats()["in_use"] == 0
 

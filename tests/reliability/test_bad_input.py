@@ -9,6 +9,7 @@ is printed in the terminal summary."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import time
@@ -299,15 +300,17 @@ def test_dag_test_fails_a_misspelt_param_in_validate_before_any_work(proof_run_d
     tried("proof_run params (dag.test, validate)")
 
 
-# --- the scratch files prove_gpu and finalize_partition read -----------------------------------
+# --- the staged segments prove_gpu reads, the proofs finalize_partition reads ---------------------
 @pytest.fixture(scope="module")
 def staged_run(tmp_path_factory):
-    """A 2-partition run driven up to stage (proof_tasks), in this process."""
+    """A 2-partition run driven up to stage (proof_tasks), in this process; its segments in
+    the run's own shared staging (tests select it with ``_staging``)."""
     from proof_tasks import commit, run_attempt, task_order
     root = tmp_path_factory.mktemp("staged")
     env = {"PROOFFLOW_HOME": str(root / "home"), "PROOFFLOW_DB_URL": f"sqlite:///{root / 'timing.db'}",
            "PROOFFLOW_SCRATCH": str(root / "scratch"), "PROOFFLOW_PARAMS_CACHE": str(root / "params"),
-           "PROOFFLOW_BUNDLES": str(root / "bundles"), "PROOFFLOW_RUNTIME": str(root / "rt")}
+           "PROOFFLOW_BUNDLES": str(root / "bundles"), "PROOFFLOW_RUNTIME": str(root / "rt"),
+           "PROOFFLOW_SHARED_STAGING": str(root / "shm")}
     mp = pytest.MonkeyPatch()
     for k, v in env.items():
         mp.setenv(k, v)
@@ -322,50 +325,80 @@ def staged_run(tmp_path_factory):
     mp.undo()
 
 
-def _unsatisfying(d: Path):
+def _staging(root: Path, monkeypatch):
+    """The module fixture's shared staging, for this test (the autouse fixture gave it another)."""
+    from proofflow.prover import pipeline
+    monkeypatch.setenv("PROOFFLOW_SHARED_STAGING", str(root / "shm"))
+    return pipeline.shared_staging()
+
+
+def _segments(staging) -> dict:
+    """{partition: (lease, .seg path, .json path)}."""
+    out = {}
+    for lease in staging.leases():
+        out[int(lease.owner[-4:])] = (lease, staging.root / f"{lease.id}.seg", staging.root / f"{lease.id}.json")
+    return out
+
+
+def _edit_lease(meta: Path, **fields):
+    data = json.loads(meta.read_text())
+    data.update(fields)
+    meta.write_text(json.dumps(data))
+
+
+def _segment_words(seg: Path, lease) -> tuple[np.ndarray, np.ndarray]:
+    """(a/b/c, witness) of a segment file, writable in place."""
+    words = np.memmap(seg, dtype=np.uint64, mode="r+")
+    n, nv = lease.n, lease.num_variables
+    return words[:3 * n * 4].reshape(3, n, 4), words[3 * n * 4:(3 * n + nv) * 4].reshape(nv, 4)
+
+
+def _unsatisfying(witness: np.ndarray):
     from proofflow.prover.field import fr
-    w = np.load(d / "witness.npy")
-    w[7] = fr.from_ints([12345])[0]  # a private variable of the MiMC chain, changed
-    np.save(d / "witness.npy", w)
+    witness[7] = fr.from_ints([12345])[0]  # a private variable of the MiMC chain, changed
 
 
-SCRATCH_CASES = {  # mutation of partition 0's scratch files -> the message prove_gpu fails with
-    "a/b/c truncated": (lambda d: _truncate(d / "abc.staged"), "bytes, expected"),
-    "a/b/c too long": (lambda d: (d / "abc.staged").write_bytes((d / "abc.staged").read_bytes() * 2),
-                       "bytes, expected"),
-    "a/b/c missing": (lambda d: (d / "abc.staged").unlink(), "staged a/b/c block"),
-    "witness missing": (lambda d: (d / "witness.npy").unlink(), "is missing (removed by cleanup"),
-    "witness not .npy": (lambda d: (d / "witness.npy").write_bytes(b"garbage" * 100), "cannot read the witness"),
-    "witness of the wrong shape": (lambda d: np.save(d / "witness.npy", np.zeros((9, 4), np.uint64)), "expected ("),
-    "witness of the wrong dtype": (lambda d: np.save(d / "witness.npy", np.zeros((7, 4), np.float32)), "float32"),
-    "witness not satisfying the circuit": (_unsatisfying, "the witness does not satisfy the circuit: witness does "
-                                                          "not satisfy constraint"),
-    "a/b/c of another partition": (lambda d: shutil.copy(d.parent / "p0001" / "abc.staged", d / "abc.staged"),
-                                   "the a/b/c vectors were not computed from this witness"),
+def _foreign_abc(segs):
+    (lease0, seg0, _), (lease1, seg1, _) = segs[0], segs[1]
+    _segment_words(seg0, lease0)[0][:] = _segment_words(seg1, lease1)[0]
+
+
+SEGMENT_CASES = {  # mutation of partition 0's staged segment -> the message prove_gpu fails with
+    "segment gone": (lambda segs: (segs[0][1].unlink(), segs[0][2].unlink()), "is gone from"),
+    "segment truncated": (lambda segs: os.truncate(segs[0][1], 4096), "its lease needs"),
+    "segment not fully written": (lambda segs: _edit_lease(segs[0][2], state="writing"), "not fully written"),
+    "segment of another partition": (lambda segs: _edit_lease(segs[0][2], owner=segs[1][0].owner),
+                                     "/p0001, not proof_run"),
+    "segment of another size": (lambda segs: _edit_lease(segs[0][2], n=segs[0][0].n // 2), "the job's circuit has"),
+    "witness not satisfying the circuit": (lambda segs: _unsatisfying(_segment_words(segs[0][1], segs[0][0])[1]),
+                                           "the witness does not satisfy the circuit: witness does not satisfy "
+                                           "constraint"),
+    "a/b/c of another partition": (_foreign_abc, "the a/b/c vectors were not computed from this witness"),
 }
 
 
 @pytest.mark.parametrize("in_process", [False, True], ids=["service", "in-process"])
-@pytest.mark.parametrize("case", list(SCRATCH_CASES))
-def test_prove_gpu_refuses_bad_scratch_files_and_writes_no_proof(case, in_process, staged_run, monkeypatch):
+@pytest.mark.parametrize("case", list(SEGMENT_CASES))
+def test_prove_gpu_refuses_bad_segments_and_writes_no_proof(case, in_process, staged_run, monkeypatch):
     from airflow.sdk.exceptions import AirflowFailException
     from proof_tasks import run_attempt
     from proofflow.prover import layout
     if in_process:
         monkeypatch.setenv("PROOFFLOW_GPU_SERVICE", "0")
+    segs = _segments(_staging(staged_run, monkeypatch))
+    saved = {p: p.read_bytes() for _, seg, meta in segs.values() for p in (seg, meta)}
     d = layout.partition_dir("proof_run", "bad-scratch", 0)
-    saved = {p.name: p.read_bytes() for p in d.iterdir() if p.is_file()}
-    mutate, msg = SCRATCH_CASES[case]
+    mutate, msg = SEGMENT_CASES[case]
     try:
-        mutate(d)
+        mutate(segs)
         with pytest.raises(AirflowFailException) as err:  # no retry: the inputs themselves are wrong
             run_attempt(staged_run / "xcom", "bad-scratch", "partition.prove_gpu", 0, 1)
         assert msg in str(err.value)
         assert not (d / "proof.bin").exists(), "a proof was written from bad inputs"
     finally:
-        for name, data in saved.items():
-            (d / name).write_bytes(data)
-    tried("prove_gpu scratch files")
+        for path, data in saved.items():
+            path.write_bytes(data)
+    tried("prove_gpu staged segments")
 
 
 PROOF_CASES = {  # mutation of a good proof.bin -> finalize_partition's message
@@ -376,14 +409,20 @@ PROOF_CASES = {  # mutation of a good proof.bin -> finalize_partition's message
 
 
 @pytest.mark.parametrize("case", list(PROOF_CASES))
-def test_finalize_partition_refuses_a_bad_proof_and_publishes_nothing(case, staged_run):
+def test_finalize_partition_refuses_a_bad_proof_and_publishes_nothing(case, staged_run, monkeypatch):
     from airflow.sdk.exceptions import AirflowFailException
     from proof_tasks import commit, run_attempt
     from proofflow.prover import layout
     from proofflow.airflow.operators.proof import bundle_dir
-    for p in (0, 1):
-        run_attempt(staged_run / "xcom", "bad-scratch", "partition.prove_gpu", p, 1)
-        commit(staged_run / "xcom", "bad-scratch", "partition.prove_gpu", p, 1)
+    _staging(staged_run, monkeypatch)
+    for p in (0, 1):  # proved once: a proof releases its segment
+        if not (layout.partition_dir("proof_run", "bad-scratch", p) / "proof.bin.good").exists():
+            run_attempt(staged_run / "xcom", "bad-scratch", "partition.prove_gpu", p, 1)
+            commit(staged_run / "xcom", "bad-scratch", "partition.prove_gpu", p, 1)
+            shutil.copy(layout.partition_dir("proof_run", "bad-scratch", p) / "proof.bin",
+                        layout.partition_dir("proof_run", "bad-scratch", p) / "proof.bin.good")
+        good = layout.partition_dir("proof_run", "bad-scratch", p) / "proof.bin.good"
+        shutil.copy(good, good.with_suffix(""))
     proof = layout.partition_dir("proof_run", "bad-scratch", 0) / "proof.bin"
     mutate, msg = PROOF_CASES[case]
     if mutate is None:
@@ -403,14 +442,17 @@ def svc(tmp_path_factory, files):
     root = tmp_path_factory.mktemp("svc")
     mp = pytest.MonkeyPatch()
     mp.setenv("PROOFFLOW_RUNTIME", str(root / "rt"))
+    mp.setenv("PROOFFLOW_SHARED_STAGING", str(root / "shm"))
     client = ServiceClient("cpu", 0, idle_s=120)
     client.ensure_running()
-    d, n, public = partition(root, 0)
-    d1, _, _ = partition(root, 1)
+    d, n, public = partition(0)
+    d1, _, _ = partition(1)
     corrupt = root / "corrupt-key"
     shutil.copytree(files["key"], corrupt)
     _flip(corrupt / "h_query.npy", 0.6)  # the service loads keys without hashing them
-    yield {"client": client, "root": root, "d": d, "d1": d1, "n": n, "public": public, "corrupt": corrupt}
+    from proofflow.prover import pipeline
+    yield {"client": client, "root": root, "d": d, "d1": d1, "n": n, "public": public, "corrupt": corrupt,
+           "key": files["key"], "staging": pipeline.shared_staging()}
     stop_all(root / "rt")
     mp.undo()
 
@@ -425,11 +467,6 @@ def _raw(path: Path, data: bytes) -> dict:
         s.shutdown(socket.SHUT_WR)
         line = f.readline()
     return json.loads(line) if line else {}
-
-
-def _w(path: Path, array) -> str:
-    np.save(path, array, allow_pickle=True)
-    return str(path)
 
 
 RAW_CASES = {  # bytes on the socket -> error type, message
@@ -457,35 +494,27 @@ JOB_CASES = {  # the job (from a good one) -> message (all refused as InputError
     "standin_s negative": (lambda j, s: {**j, "standin_s": -1}, "standin_s must be a positive number"),
     "no key there": (lambda j, s: {**j, "params_dir": str(s["root"] / "nowhere")}, "no proving key at"),
     "a corrupted key": (lambda j, s: {**j, "params_dir": str(s["corrupt"])}, "the proving key is corrupted"),
-    "a/b/c missing": (lambda j, s: {**j, "abc_path": str(s["root"] / "none")}, "cannot read the a/b/c block"),
-    "a/b/c a directory": (lambda j, s: {**j, "abc_path": str(s["root"])}, "cannot read the a/b/c block"),
-    "a/b/c truncated": (lambda j, s: {**j, "abc_path": _cut(s)}, "bytes, expected"),
-    "witness missing": (lambda j, s: {**j, "witness_path": str(s["root"] / "none.npy")}, "cannot read the witness"),
-    "witness not .npy": (lambda j, s: {**j, "witness_path": j["abc_path"]}, "cannot read the witness"),
-    "witness of pickled objects": (lambda j, s: {**j, "witness_path": _w(s["root"] / "obj.npy",
-                                                                         np.array([{"a": 1}], dtype=object))},
-                                   "cannot read the witness"),
-    "witness of the wrong shape": (lambda j, s: {**j, "witness_path": _w(s["root"] / "shape.npy",
-                                                                         np.zeros((3, 4), np.uint64))}, "expected ("),
-    "witness not satisfying the circuit": (lambda j, s: {**j, "witness_path": _bad_witness(s)},
-                                           "the witness does not satisfy the circuit"),
-    "a/b/c of another partition": (lambda j, s: {**j, "abc_path": str(s["d1"] / "abc.staged")},
+    "segment gone": (lambda j, s: {**j, "segment": "0123456789abcdef"}, "is gone from"),
+    "segment id a path": (lambda j, s: {**j, "segment": "../../etc/passwd"}, "is not a staged segment's id"),
+    "segment of another partition": (lambda j, s: {**j, "segment": s["d1"], "holder": "test/run/p0000"},
+                                     "belongs to test/run/p0001, not test/run/p0000"),
+    "segment truncated": (lambda j, s: _tamper(s, lambda seg, lease: os.truncate(seg, 4096)), "its lease needs"),
+    "witness not satisfying the circuit": (
+        lambda j, s: _tamper(s, lambda seg, lease: _unsatisfying(_segment_words(seg, lease)[1])),
+        "the witness does not satisfy the circuit"),
+    "a/b/c of another partition": (lambda j, s: _tamper(s, lambda seg, lease: _foreign_abc(_segments(s["staging"]))),
                                    "the a/b/c vectors were not computed from this witness"),
 }
 
 
-def _cut(s) -> str:
-    p = s["root"] / "short.staged"
-    p.write_bytes((s["d"] / "abc.staged").read_bytes()[:1000])
-    return str(p)
-
-
-def _bad_witness(s) -> str:
-    p = s["root"] / "bad-witness"
-    p.mkdir(exist_ok=True)
-    shutil.copy(s["d"] / "witness.npy", p / "witness.npy")
-    _unsatisfying(p)
-    return str(p / "witness.npy")
+def _tamper(s, mutate) -> dict:
+    """A copy of partition 0's segment, tampered, leased under the same holder (restored by
+    the test after): the job for it."""
+    staging = s["staging"]
+    lease, seg, meta = _segments(staging)[0]
+    s["restore"] = {p: p.read_bytes() for p in (seg, meta)}
+    mutate(seg, lease)
+    return job(s["key"], lease.id, s["n"], partition=0)
 
 
 @pytest.mark.parametrize("case", list(RAW_CASES))
@@ -503,12 +532,15 @@ def test_service_refuses_bad_jobs_and_keeps_serving(case, svc, files):
     client = svc["client"]
     good = job(files["key"], svc["d"], svc["n"])
     make, msg = JOB_CASES[case]
-    with pytest.raises(ServiceError) as err:
-        client.prove(make(good, svc))
+    try:
+        with pytest.raises(ServiceError) as err:
+            client.prove(make(good, svc))
+    finally:
+        for path, data in svc.pop("restore", {}).items():
+            path.write_bytes(data)
     assert err.value.error_type == "InputError", err.value
     assert msg in str(err.value)
-    st = client.status()
-    assert st["staging"]["pinned"]["in_use"] == 0, "a refused job kept its staging buffer"
+    assert client.status()["queued"] == 0, "a refused job was left queued"
     tried("prover service (jobs)")
 
 

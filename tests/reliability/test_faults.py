@@ -1,9 +1,9 @@
 """Faults, with nothing lost: SIGKILLs at random points of every task's phases across many
 runs (and at every named fault point once), the prover service killed mid-job, the device
-out of memory, the staging budget full, dead callers' buffers, the timing database going
-away and coming back. After retries every run completes with all its proofs verifying, no
-proof is lost or duplicated, the successful tries' timing rows are complete, and no scratch
-or staging memory is left behind."""
+out of memory, the staging budget full, dead callers' jobs, the timing database going away
+and coming back. After retries every run completes with all its proofs verifying, no proof
+is lost or duplicated, the successful tries' timing rows are complete, and no scratch or
+shared staging segment is left behind (a killed writer's lease is reclaimed)."""
 from __future__ import annotations
 
 import json
@@ -32,12 +32,11 @@ ALL_TASKS = ("validate", "setup", "prepare_scratch", "synthesize", "stage", "pro
 HOOK_POINTS = [
     "task.validate.validate", "task.setup.lock_wait", "task.setup.setup", "task.setup.save",
     "task.setup.load_cached", "task.prepare_scratch.prepare", "task.synthesize.synthesis",
-    "task.synthesize.witness_map", "task.synthesize.write", "task.stage.read", "task.stage.stage",
+    "task.synthesize.staging_wait", "task.synthesize.witness_map", "synthesize.segment", "task.stage.register",
     "client.sent", "service.prefetch", "service.device", "task.finalize_partition.verify",
     "task.finalize_partition.publish", "task.finalize_run.manifest", "task.finalize_run.verify",
     "task.finalize_run.summary", "task.finalize_run.cleanup", "task.cleanup_scratch.cleanup",
 ] + [f"task.{t}.{w}" for t in ALL_TASKS for w in ("flush", "flushed")]
-MID_WRITE = ["witness.npy", "abc.npy"]
 
 
 def _rss(pid: int) -> int:
@@ -85,6 +84,8 @@ def _check_run(store, run_id: str, partitions: int, summary: dict, scratch_root:
     assert len(read_manifest(bundle)["partitions"]) == partitions
     assert files.stale_temporaries(bundle) == [], "a killed writer's temporary file was left in the bundle"
     assert not layout.run_dir("proof_run", run_id, scratch_root).exists(), "the run's scratch was left behind"
+    from proofflow.prover import pipeline
+    assert pipeline.shared_staging().leases() == [], "a partition's shared segment was left leased"
     record = store.run("proof_run", run_id)
     assert record["state"] == "success" and record["proofs_verified"] == partitions
 
@@ -96,11 +97,13 @@ def _check_run(store, run_id: str, partitions: int, summary: dict, scratch_root:
     moved = {(t["task_id"], t["map_index"], t["try_number"]) for t in store.transfers("proof_run", run_id)}
     for key in succeeded:  # the successful tries' rows are complete
         need, extra = PHASES[key[0]], OPTIONAL_PHASES.get(key[0], set())
+        if "reused" in tries.get(key, set()):  # a prove_gpu after a try killed once its proof was written
+            need, extra = {"task", "pool_wait", "reused"}, {"queue_wait"}
         assert need <= tries.get(key, set()) <= need | extra, (key, tries.get(key))
     for key, phases in tries.items():
         # one transaction per try: its rows come with its task row and its transfers, or not at all
         assert "task" in phases, (key, phases)
-        if "h2d" in phases or (key[0] == "partition.stage" and "stage" in phases):
+        if "h2d" in phases or (key[0] == "partition.stage" and "register" in phases):
             assert key in moved, f"{key}: timing rows without their transfers"
 
 
@@ -118,7 +121,6 @@ def test_sigkill_at_random_points_of_every_phase(tmp_path, monkeypatch, soak):
     markers = tmp_path / "markers"
     markers.mkdir()
     specs = [f"kill:{p}:{markers / p}" for p in HOOK_POINTS]
-    specs += [f"kill_mid_write:{n}:{markers / ('mid-' + n)}" for n in MID_WRITE]
     specs.append(f"oom:service.device:{markers / 'oom'}")
     env = _env(tmp_path, monkeypatch, PROOFFLOW_SERVICE_IDLE_S="300")
     runner = Runner(tmp_path / "xcom", {**env, "PROOFFLOW_FAULT": ",".join(specs)})  # the tasks' (and services')
@@ -187,16 +189,18 @@ def test_sigkill_at_random_points_of_every_phase(tmp_path, monkeypatch, soak):
             except ServiceUnavailable:  # killed by the schedule after its last reply: gone, not lingering
                 _wait_gone(service.path)
                 continue
-            assert st["staging"]["pinned"]["in_use"] == 0 and st["active"] == 1, json.dumps(st)  # only this request
-            samples.append((run, st["pid"], st["rss_bytes"], st["staging"]["pinned"]["allocated"]))
+            assert st["queued"] == 0 and st["active"] == 1, json.dumps(st)  # only this request
+            samples.append((run, st["pid"], st["rss_bytes"], st["segments"]["pinned"]["mapped_bytes"]))
         service.ensure_running()
         st = service.status()
     finally:
         service.stop()
 
     fired = sorted(p.name for p in markers.iterdir())
-    assert {f"mid-{n}" for n in MID_WRITE} | {"oom"} <= set(fired)
-    assert st["staging"]["pinned"]["high_water"] <= st["staging"]["pinned"]["budget"]
+    assert {"synthesize.segment", "oom"} <= set(fired)
+    from proofflow.prover import pipeline
+    staging = pipeline.shared_staging().stats()
+    assert staging["leases"] == 0 and staging["leased"] == 0 and staging["idle"] <= staging["budget"], staging
     assert [p for p in (tmp_path / "params").glob(".*") if p.is_dir()] == [], \
         "a setup killed mid-save left its temporary key directory"
     assert not any((tmp_path / "scratch").rglob("*")), "scratch left behind"
@@ -210,13 +214,13 @@ def test_sigkill_at_random_points_of_every_phase(tmp_path, monkeypatch, soak):
     print(f"fault injection: {run} runs completed, {attempts} attempts, {random_kills} random SIGKILLs "
           f"({dict(killed)}), {hook_kills} fault points fired; all {proofs} proofs verify, once each; service RSS "
           f"{last[0][2] / 2**20:.1f} -> {last[-1][2] / 2**20:.1f} MiB over the {len(last)} runs of its longest-lived "
-          "incarnation, staging in use 0")
+          "incarnation, no shared segment left leased")
     figures.add("faults injected: SIGKILL at random points (tasks, service)", random_kills)
-    figures.add("faults injected: fault points fired once each (kill, kill_mid_write, oom)", hook_kills)
+    figures.add("faults injected: fault points fired once each (kill, oom)", hook_kills)
     figures.add("runs completed: fault-injection harness", completed)
     figures.put("fault harness: service RSS first/last MiB (longest-lived incarnation)",
                 [round(last[0][2] / 2**20, 1), round(last[-1][2] / 2**20, 1)])
-    figures.put("fault harness: staging in use after every run (bytes)", 0)
+    figures.put("fault harness: shared segments leased after every run", 0)
     assert growth < 64 << 20, f"the service's RSS grew by {growth / 2**20:.1f} MiB over {len(last)} runs"
 
 
@@ -270,7 +274,7 @@ def test_service_killed_mid_job_the_retry_starts_a_new_one(tmp_path, monkeypatch
     assert retry.exitcode == 0, retry
     commit(runner.state, "svc-kill", "partition.prove_gpu", 0, 2)
     st = service.status()
-    assert st["pid"] != victim[0] and st["jobs_done"] == 1 and st["staging"]["pinned"]["in_use"] == 0
+    assert st["pid"] != victim[0] and st["jobs_done"] == 1 and st["queued"] == 0
     _tasks(runner, "svc-kill", conf, order[6:])
     store = TimingStore(env["PROOFFLOW_DB_URL"])
     rows = store.timings("proof_run", "svc-kill", "partition.prove_gpu")
@@ -299,30 +303,28 @@ def service_env(tmp_path, monkeypatch):
 def test_out_of_memory_fails_one_job_frees_the_pools_and_the_retry_succeeds(backend, mimc8_key_dir, tmp_path, service_env):
     """The device thread raises the backend's out-of-memory exception (CuPy's
     OutOfMemoryError on a GPU, its stand-in on the CPU) at the injection point: that job
-    fails clearly, the service gives back its cached device memory and idle staging
-    buffers, and the next job proves (its key tables uploaded again)."""
+    fails clearly, the service gives back its cached device memory, and the next job
+    proves (its key tables uploaded again)."""
     from proofflow.prover.device import available as gpu_available
     from proofflow.prover.service.client import ServiceClient, ServiceError
     from service_inputs import job, partition, verifies
     if backend == "gpu" and not gpu_available():
         pytest.skip("no GPU")
     marker = tmp_path / "oom-fired"
-    marker.touch()  # armed below, once a key is resident and a staging buffer idle
+    marker.touch()  # armed below, once a key is resident
     service_env.setenv("PROOFFLOW_FAULT", f"oom:service.device:{marker}")
     client = ServiceClient(backend, 0)
     client.ensure_running()
-    d, n, public = partition(tmp_path, 0)
+    d, n, public = partition(0)
     assert verifies(mimc8_key_dir, client.prove(job(mimc8_key_dir, d, n)), public)
     before = client.status()
-    assert before["staging"]["pinned"]["allocated"] > 0  # the idle buffer, kept for reuse
     marker.unlink()
     with pytest.raises(ServiceError) as err:
         client.prove(job(mimc8_key_dir, d, n))
     assert err.value.error_type == "MemoryError"
     assert f"out of memory on {before['device']}" in str(err.value) and "a retry can succeed" in str(err.value)
     after = client.status()
-    assert after["recoveries"] == 1 and "OutOfMemory" in after["last_error"]
-    assert after["staging"]["pinned"]["in_use"] == 0 and after["staging"]["pinned"]["allocated"] == 0
+    assert after["recoveries"] == 1 and "OutOfMemory" in after["last_error"] and after["queued"] == 0
     if backend == "gpu":
         assert after["device_pool_bytes"] < before["device_pool_bytes"]
     retry = client.prove(job(mimc8_key_dir, d, n))
@@ -333,38 +335,30 @@ def test_out_of_memory_fails_one_job_frees_the_pools_and_the_retry_succeeds(back
 
 
 @pytest.mark.reliability
-def test_a_full_staging_budget_makes_a_job_wait_then_fail_clearly(mimc8_key_dir, tmp_path, service_env):
-    from proofflow.prover.service.client import ServiceClient, ServiceError
-    from service_inputs import job, job_bytes, partition, verifies
-    d, n, public = partition(tmp_path, 0)
-    budget = job_bytes(n)  # room for exactly one job
-    service_env.setenv("PROOFFLOW_STAGING_BUDGET", str(budget))
-    service_env.setenv("PROOFFLOW_STAGING_TIMEOUT", "1")
-    client = ServiceClient("cpu", 0)
-    client.ensure_running()
-    holder = {}
-    t = threading.Thread(target=lambda: holder.update(reply=client.prove(job(mimc8_key_dir, d, n, standin_s=3))))
-    t.start()
-    for _ in range(200):
-        if client.status()["staging"]["pinned"]["in_use"] == budget:
-            break
-        time.sleep(0.02)
-    with pytest.raises(ServiceError) as err:  # waits its timeout for room that never comes
-        client.prove(job(mimc8_key_dir, d, n))
-    assert err.value.error_type == "StagingTimeout"
-    assert "within 1.0 s" in str(err.value) and f"{budget} of {budget} bytes in use" in str(err.value)
-    t.join(60)
-    assert verifies(mimc8_key_dir, holder["reply"], public)
-    assert verifies(mimc8_key_dir, client.prove(job(mimc8_key_dir, d, n)), public)  # the retry: room again
-    st = client.status()["staging"]["pinned"]
-    assert st["high_water"] <= st["budget"] == budget and st["in_use"] == 0, st
-    # a job that can never fit this budget is refused at once, as a job error (no retry helps)
-    small = ServiceClient("cpu", 1)
-    service_env.setenv("PROOFFLOW_STAGING_BUDGET", str(budget // 2))
-    small.ensure_running()
-    with pytest.raises(ServiceError, match="can never fit the staging budget") as err:
-        small.prove(job(mimc8_key_dir, d, n))
-    assert err.value.error_type == "InputError"
+def test_a_full_staging_budget_makes_synthesis_wait_then_fail_clearly(tmp_path, monkeypatch):
+    """Shared staging holds one partition: a second synthesis waits its timeout for room that
+    never comes and fails naming the bytes; once the first segment is released (its proof
+    out) the retry fits in it; a partition that can never fit is an input error at once."""
+    from proofflow.prover import pipeline
+    from proofflow.prover.circuits import get_circuit
+    from proofflow.prover.shared_staging import _capacity, segment_bytes
+    from proofflow.prover.staging import StagingTimeout
+    circuit = get_circuit("mimc", LOG2)
+    budget = _capacity(segment_bytes(circuit.domain_size, circuit.constraint_system.num_variables))
+    monkeypatch.setenv("PROOFFLOW_STAGING_BUDGET", str(budget))
+    staging = pipeline.shared_staging()
+    first = pipeline.synthesize_shared(circuit, 0, 0, staging, "d/r/p0000")
+    t0 = time.monotonic()
+    with pytest.raises(StagingTimeout, match=f"within 1.0 s: {budget} of {budget} bytes leased"):
+        pipeline.synthesize_shared(circuit, 0, 1, staging, "d/r/p0001", timeout=1.0)
+    assert time.monotonic() - t0 >= 1.0
+    assert [lease.owner for lease in staging.leases()] == ["d/r/p0000"], "the failed one left nothing leased"
+    staging.release(first["segment"])
+    second = pipeline.synthesize_shared(circuit, 0, 1, staging, "d/r/p0001", timeout=1.0)
+    assert staging.stats()["leased"] == budget and second["segment"] != first["segment"]
+    monkeypatch.setenv("PROOFFLOW_STAGING_BUDGET", str(budget // 2))
+    with pytest.raises(pipeline.InputError, match="can never fit the staging budget"):
+        pipeline.synthesize_shared(circuit, 0, 2, pipeline.shared_staging(), "d/r/p0002", timeout=1.0)
     figures.add("faults injected: staging budget full (dedicated test)", 2)
 
 
@@ -373,13 +367,12 @@ _DEAD_CALLER = ("import socket, sys; s = socket.socket(socket.AF_UNIX); s.connec
 
 
 @pytest.mark.reliability
-def test_dead_callers_jobs_are_dropped_and_their_buffers_released(mimc8_key_dir, tmp_path, service_env):
-    """Callers SIGKILLed while their jobs wait (buffers prefetched, queued behind a long
-    device phase): the service drops their jobs before the device and releases the buffers."""
+def test_dead_callers_jobs_are_dropped(mimc8_key_dir, tmp_path, service_env):
+    """Callers SIGKILLed while their jobs wait (mapped, queued behind a long device phase):
+    the service drops their jobs before the device and lets go of their segments."""
     from proofflow.prover.service.client import ServiceClient
-    from service_inputs import job, job_bytes, partition, verifies
-    d, n, public = partition(tmp_path, 0)
-    service_env.setenv("PROOFFLOW_STAGING_BUDGET", str(3 * job_bytes(n)))
+    from service_inputs import job, partition, verifies
+    d, n, public = partition(0)
     client = ServiceClient("cpu", 0)
     client.ensure_running()
     holder = {}
@@ -393,7 +386,7 @@ def test_dead_callers_jobs_are_dropped_and_their_buffers_released(mimc8_key_dir,
         {"op": "prove", "job": job(mimc8_key_dir, d, n)})]) for _ in range(2)]
     for _ in range(300):
         st = client.status()
-        if st["queued"] == 2 and st["staging"]["pinned"]["in_use"] == 3 * job_bytes(n):
+        if st["queued"] == 2:
             break
         time.sleep(0.02)
     else:
@@ -409,9 +402,9 @@ def test_dead_callers_jobs_are_dropped_and_their_buffers_released(mimc8_key_dir,
             break
         time.sleep(0.02)
     assert st["jobs_cancelled"] == 2 and st["jobs_done"] == 1 and st["jobs_failed"] == 0, json.dumps(st)
-    assert st["staging"]["pinned"]["in_use"] == 0 and st["staging"]["pinned"]["high_water"] <= 3 * job_bytes(n)
+    assert st["queued"] == 0
     assert verifies(mimc8_key_dir, client.prove(job(mimc8_key_dir, d, n)), public)
-    figures.add("faults injected: callers killed holding staging buffers (dedicated test)", 2)
+    figures.add("faults injected: callers killed with jobs queued (dedicated test)", 2)
 
 
 @pytest.mark.reliability

@@ -31,7 +31,7 @@ pytestmark = [pytest.mark.reliability, pytest.mark.slow]
 
 WAVE = 4  # runs triggered together (proof_run's max_active_runs)
 # Each fires once, under the real scheduler (proofflow/prover/faults.py).
-FAULTS = ["kill_mid_write:abc.npy", "kill:task.stage.stage", "kill:client.sent", "kill:service.device",
+FAULTS = ["kill:synthesize.segment", "kill:task.stage.register", "kill:client.sent", "kill:service.device",
           "oom:service.device", "kill:task.finalize_partition.flushed", "kill:task.finalize_run.verify"]
 
 
@@ -92,6 +92,7 @@ def stack(tmp_path_factory, isolated_pg, pg_new_database_module):
     env = {
         "PROOFFLOW_HOME": str(root / "proofflow"),
         "PROOFFLOW_RUNTIME": str(runtime),
+        "PROOFFLOW_SHARED_STAGING": str(root / "shm"),
         "PROOFFLOW_RETRIES": "4",  # a prove_gpu try may meet three faults in a row
         "PROOFFLOW_SERVICE_IDLE_S": "900",
         "PROOFFLOW_FAULT": ",".join(f"{spec}:{markers / str(i)}" for i, spec in enumerate(FAULTS)),
@@ -198,10 +199,11 @@ def test_rest_trigger_refuses_bad_params(stack):
 
 
 def _samples(s, client):
+    from proofflow.prover.shared_staging import SharedStaging
     st = client.status()
-    pinned = st["staging"]["pinned"]
+    staging = SharedStaging(s.env["PROOFFLOW_SHARED_STAGING"], 1).stats()
     return {"rss": s.rss(), "service_rss": st["rss_bytes"], "service_pid": st["pid"],
-            "staging_in_use": pinned["in_use"], "staging_allocated": pinned["allocated"]}
+            "leases": staging["leases"], "leased": staging["leased"]}
 
 
 def _check_rows(store, run_id: str, tis: list[dict]):
@@ -277,7 +279,7 @@ def test_soak_with_kills_and_a_timing_database_outage(stack, soak):
     params = stack["root"] / "proofflow" / "params"
     assert [p for p in params.glob(".*") if p.is_dir()] == [], "a killed setup's temporary key directory"
     fired = fired or len(list(stack["markers"].iterdir()))
-    assert all(x["staging_in_use"] == 0 for x in samples)
+    assert all(x["leases"] == 0 and x["leased"] == 0 for x in samples), "a shared segment was left leased"
     logs = stack["stack"].home / "logs"
     waited = [p for p in logs.rglob("*.log") if b"retrying in" in p.read_bytes()]
     assert waited, "no task met the timing database's outage: it tested nothing"
@@ -300,7 +302,7 @@ def test_soak_with_kills_and_a_timing_database_outage(stack, soak):
     figures.put("soak: RSS MiB first/last third (scheduler, api-server, dag-processor)",
                 {k: [round(a / mib), round(b / mib)] for k, (a, b) in comp.items()})
     figures.put("soak: prover service RSS MiB first/last", [round(service[0] / mib), round(service[-1] / mib)])
-    figures.put("soak: staging in use after every wave (bytes)", 0)
+    figures.put("soak: shared segments leased after every wave", 0)
     figures.put("soak: wall seconds", round(wall))
     for name, (a, b) in comp.items():
         assert b <= a * 1.25 + 64 * mib, f"{name} RSS grew from {a / mib:.0f} to {b / mib:.0f} MiB over the soak"

@@ -149,53 +149,112 @@ class PrepareScratchOperator(ProofflowOperator):
         return list(self.config["partition_ids"])
 
 
+def _holder(context, partition: int) -> str:
+    from proofflow.prover import pipeline
+    return pipeline.owner(context["ti"].dag_id, context["ti"].run_id, partition)
+
+
 class SynthesizeOperator(ProofflowOperator):
-    """Witness and a/b/c evaluation vectors of one partition, to scratch."""
+    """Witness and a/b/c evaluation vectors of one partition, written once into a
+    shared-memory segment leased for the partition, from which the device uploads in place.
+    On a host without the GPU (PROOFFLOW_STAGING_ENDPOINT set) the partition streams into
+    the GPU host's shared staging instead (transfer ``net``)."""
 
     def run(self, context, rec):
         from proofflow.prover import pipeline
         from proofflow.prover.circuits import get_circuit
-        cfg, d = self.config, self.partition_scratch(context)
+        cfg = self.config
         input = cfg["inputs"][self.partition] if cfg.get("inputs") else None  # a registered circuit's
-        out = pipeline.synthesize_to(d, get_circuit(cfg["circuit"], cfg["log2"]), cfg["seed"], self.partition, rec,
-                                     input)
-        return {"partition": self.partition, "dir": str(d), **out}
+        (self.partition_scratch(context) / "proof.bin").unlink(missing_ok=True)  # an earlier synthesis's
+        circuit, holder = get_circuit(cfg["circuit"], cfg["log2"]), _holder(context, self.partition)
+        endpoint = settings.staging_endpoint()
+        if endpoint:
+            out = pipeline.synthesize_remote(circuit, cfg["seed"], self.partition, endpoint, settings.staging_token(),
+                                             holder, rec, input=input)
+            rec.transfer("net", out.pop("stream_bytes"), "pageable", out.pop("stream_s"),
+                         start=out.pop("stream_start"))
+        else:
+            out = pipeline.synthesize_shared(circuit, cfg["seed"], self.partition, pipeline.shared_staging(), holder,
+                                             rec, input=input)
+        return {"partition": self.partition, **out}
 
 
 class StageOperator(ProofflowOperator):
-    """Packs a partition's a/b/c into the device layout (one contiguous (3, n, 4) Fr block)
-    in scratch, which prove_gpu's side (the device's prover service, or the task itself)
-    reads straight into a staging buffer. Records the packing copy (``h2s``, host memory)."""
+    """Readies a partition's segment for the device: the device's prover service maps it and
+    page-locks it in place (once per segment: a reused one is already pinned), off the
+    device's critical path; in-process (PROOFFLOW_GPU_SERVICE=0) the segment is only
+    checked. Records the host copy of a/b/c between synthesis and the upload (``h2s``): 0
+    bytes, with the pinning's seconds."""
 
     template_fields = ("config", "partition", "synthesized")
 
     def __init__(self, *, synthesized=None, **kwargs):
+        kwargs.setdefault("queue", settings.gpu_queue())  # the service is on the GPU's host
         super().__init__(**kwargs)
         self.synthesized = synthesized
 
     def run(self, context, rec):
         from proofflow.prover import pipeline
-        out = pipeline.stage(self.synthesized["dir"], rec)
-        rec.transfer("h2s", out["bytes"], "pageable", out["seconds"], start=out["start"])
-        return {"partition": self.partition, "staged": str(out["path"]), "n": out["n"], "bytes": out["bytes"]}
+        seg, holder = self.synthesized["segment"], _holder(context, self.partition)
+        cfg = self.config
+        if settings.gpu_service_enabled():
+            out = _service_call(rec, cfg, self.partition, lambda c: c.stage(
+                {"segment": seg, "staging": cfg["staging"], "holder": holder}), phase="register")
+            kind = "pinned" if out["pinned"] else "pageable"
+        else:
+            with rec.phase("register"):
+                try:
+                    pipeline.shared_staging().lookup(seg, owner=holder)
+                except pipeline.SegmentError as exc:
+                    raise pipeline.InputError(str(exc)) from None
+            out, kind = {"start": time.time(), "seconds": 0.0}, cfg["staging"]
+        rec.transfer("h2s", 0, kind, out["seconds"], start=out["start"])
+        return {"partition": self.partition, "segment": seg, "n": int(self.synthesized["n"]),
+                "bytes": int(self.synthesized["bytes"])}
+
+
+def _service_call(rec, cfg: dict, partition: int, call, phase: str | None = None):
+    """``call(client)`` on the prover service of the device this partition goes to, started
+    if none runs (``service_start`` recorded), timed as ``phase`` when given; service errors
+    as task errors (InputError: no retry)."""
+    from proofflow.prover.service.client import ServiceClient, ServiceError, least_busy
+    devices = settings.gpu_devices()
+    device = least_busy(cfg["backend"], devices, prefer=partition) if len(devices) > 1 else devices[0]
+    client = ServiceClient(cfg["backend"], device)
+    t0 = time.time()
+    try:
+        took = client.ensure_running()
+        if took is not None:
+            rec.add("service_start", t0, t0 + took)
+        if phase is None:
+            return call(client)
+        with rec.phase(phase):
+            return call(client)
+    except ServiceError as exc:
+        if exc.error_type in ("InputError", "ProofCheckFailed"):  # the inputs are wrong: a retry cannot help
+            raise AirflowFailException(f"partition {partition}: {exc}") from None
+        raise RuntimeError(f"partition {partition}: prover service: {exc}") from None
 
 
 class ProveGpuOperator(ProofflowOperator):
     """The proof of one partition, in pool ``gpu`` (the pool's slots bound the partitions in
-    flight per GPU). With the prover service (default) the task hands the partition to the
-    device's long-lived service and waits: the service prefetches its inputs into pinned
-    memory while the device finishes the partition before, so the device goes from one
-    partition to the next without Airflow's hand-off in between; in-process
-    (PROOFFLOW_GPU_SERVICE=0) the task proves itself, paying the device's start-up.
+    flight per GPU). With the prover service (default) the task hands the partition's
+    segment to the device's long-lived service and waits: the service uploads it from the
+    page-locked segment on a copy stream while the device finishes the partition before, so
+    the device goes from one partition to the next without Airflow's hand-off in between;
+    in-process (PROOFFLOW_GPU_SERVICE=0) the task proves itself, paying the device's
+    start-up and the segment's pinning. With the proof written (proof.bin, which a retry
+    reuses), the segment goes back to the shared staging.
 
     Phase rows: pool_wait (from the upstream ``stage`` finishing, i.e. the task becoming
     ready, to this task instance's start: Airflow keeps a task waiting for a pool slot in
     'scheduled'), queue_wait (queued -> start, from the REST API when the connection
     proofflow_airflow_api is defined), then the service's: service_start (when this task
-    started it), key_load, staging_wait, prefetch, mutex_wait (waiting for the device),
-    key_upload, h2d, ntt, msm, msm_g2_wait (a host G2 MSM), assemble; in-process: key_load,
-    staging_wait, load, h2d, ntt, msm, msm_g2_wait, assemble; then finalize (the proof
-    written). Transfers: h2d (a/b/c) and h2d_witness, timed on the device."""
+    started it), key_load, prefetch (the segment mapped), mutex_wait (waiting for the device;
+    the upload, h2d, runs within it), key_upload, ntt, msm, msm_g2_wait (a host G2 MSM),
+    assemble; in-process: key_load, load, h2d, ntt, msm, msm_g2_wait, assemble; then
+    finalize (the proof written). Transfers: h2d (a/b/c) and h2d_witness, timed on the
+    device."""
 
     template_fields = ("config", "partition", "staged", "setup_result")
 
@@ -212,12 +271,17 @@ class ProveGpuOperator(ProofflowOperator):
         # the partition goes to the device first; the waits before this task started are
         # history, looked up (timing store, REST API) after it
         try:
-            abc, witness = pipeline.partition_files(Path(self.staged["staged"]).parent)
-            prove = self._via_service if settings.gpu_service_enabled() else self._in_process
-            proof = prove(rec, abc, witness)
-            fin0 = time.time()
-            out = files.write_bytes(abc.parent / "proof.bin", proof)
-            rec.add("finalize", fin0, time.time())
+            out = self.partition_scratch(context) / "proof.bin"
+            if out.exists():  # a try killed after its proof (the segment may be gone): phase "reused"
+                now = time.time()
+                rec.add("reused", now, now)
+            else:
+                prove = self._via_service if settings.gpu_service_enabled() else self._in_process
+                proof = prove(rec, self.staged["segment"], _holder(context, self.partition))
+                fin0 = time.time()
+                files.write_bytes(out, proof)
+                rec.add("finalize", fin0, time.time())
+            pipeline.shared_staging().release(self.staged["segment"])  # proved: the segment goes back
         finally:  # a failed try's waits are recorded too, never hiding its error
             try:
                 self._record_waits(context["ti"], rec)
@@ -235,25 +299,12 @@ class ProveGpuOperator(ProofflowOperator):
         if queued is not None:
             rec.add("queue_wait", min(queued, started), started)
 
-    def _via_service(self, rec, abc: Path, witness: Path) -> bytes:
-        from proofflow.prover.service.client import ServiceClient, ServiceError, least_busy
+    def _via_service(self, rec, segment: str, holder: str) -> bytes:
         cfg = self.config
-        devices = settings.gpu_devices()
-        device = least_busy(cfg["backend"], devices, prefer=self.partition) if len(devices) > 1 else devices[0]
-        client = ServiceClient(cfg["backend"], device)
-        t0 = time.time()
-        try:
-            took = client.ensure_running()
-            if took is not None:
-                rec.add("service_start", t0, t0 + took)
-            reply = client.prove({
-                "params_dir": self.setup_result["params_dir"], "circuit": cfg["circuit"], "log2": cfg["log2"],
-                "abc_path": str(abc), "witness_path": str(witness), "n": int(self.staged["n"]), "staging": cfg["staging"],
-                "standin_s": settings.standin_gpu_s(), "job_id": f"{rec.run_id}/{self.partition}/{rec.try_number}"})
-        except ServiceError as exc:
-            if exc.error_type in ("InputError", "ProofCheckFailed"):  # the inputs are wrong: a retry cannot help
-                raise AirflowFailException(f"partition {self.partition}: {exc}") from None
-            raise RuntimeError(f"partition {self.partition}: prover service: {exc}") from None
+        reply = _service_call(rec, cfg, self.partition, lambda c: c.prove({
+            "params_dir": self.setup_result["params_dir"], "circuit": cfg["circuit"], "log2": cfg["log2"],
+            "segment": segment, "holder": holder, "n": int(self.staged["n"]), "staging": cfg["staging"],
+            "standin_s": settings.standin_gpu_s(), "job_id": f"{rec.run_id}/{self.partition}/{rec.try_number}"}))
         rec.device = reply["device"]
         spans = {phase: (s, e) for phase, s, e in reply["spans"]}
         for phase, (s, e) in spans.items():
@@ -262,7 +313,7 @@ class ProveGpuOperator(ProofflowOperator):
             rec.transfer(direction, nbytes, kind, ms / 1e3, start=spans.get("h2d", (None,))[0])
         return bytes.fromhex(reply["proof"])
 
-    def _in_process(self, rec, abc: Path, witness: Path) -> bytes:
+    def _in_process(self, rec, segment: str, holder: str) -> bytes:
         from proofflow.prover import device, pipeline
         from proofflow.prover.backend import get_backend
         from proofflow.prover.backend.standin import StandinBackend
@@ -276,9 +327,16 @@ class ProveGpuOperator(ProofflowOperator):
         if settings.standin_gpu_s():
             backend = StandinBackend(backend, settings.standin_gpu_s())
         timer, transfers = PhaseTimer(), {}
-        pool = pipeline.staging_pool(pinned=cfg["staging"] == "pinned")
-        with pipeline.load_for(key, pool, abc, witness, int(self.staged["n"]), rec) as staged:
-            proof = pipeline.prove(key, staged, backend, timer, transfers)
+        # the naive design again: this process maps (and pins) the segment for one proof
+        segments = pipeline.MappedSegments(pipeline.shared_staging(), pin=cfg["staging"] == "pinned"
+                                           and backend.name == "gpu")
+        try:
+            with rec.phase("load"):
+                staged = segments.get_for(key, segment, holder)
+            with staged:
+                proof = pipeline.prove(key, staged, backend, timer, transfers)
+        finally:
+            segments.close()
         for s in timer.spans:
             rec.add(s.phase, s.start, s.end)
         h2d0 = next((s.start for s in timer.spans if s.phase == "h2d"), None)
@@ -371,6 +429,7 @@ class FinalizeRunOperator(ProofflowOperator):
                              proofs_verified=verified, bundle_dir=str(out))
         with rec.phase("cleanup"):
             files.remove_tree(self.run_scratch(context))
+            pipeline.shared_staging().release_owned(pipeline.run_owner(ti.dag_id, ti.run_id))
         return summary
 
 
@@ -382,9 +441,11 @@ class CleanupScratchOperator(ProofflowOperator):
 
     def run(self, context, rec):
         from proofflow.prover import files
+        from proofflow.prover import pipeline
         ti = context["ti"]
         with rec.phase("cleanup"):
             removed = files.remove_tree(self.run_scratch(context))
+            pipeline.shared_staging().release_owned(pipeline.run_owner(ti.dag_id, ti.run_id))
             store = _store()
             row = store.run(ti.dag_id, ti.run_id)
             if row is None or row.get("state") != "success":

@@ -75,6 +75,23 @@ def pinned(size: int):
     return cp.cuda.PinnedMemoryPointer(cp.cuda.PinnedMemory(size), 0)
 
 
+def register(address: int, nbytes: int) -> None:
+    """Page-lock ``nbytes`` of existing host memory at ``address`` (cudaHostRegister): a
+    shared-memory segment the device then reads at full PCIe rate, with no copy into a
+    pinned buffer first."""
+    _cupy().cuda.runtime.hostRegister(address, nbytes, 0)
+
+
+def unregister(address: int) -> None:
+    _cupy().cuda.runtime.hostUnregister(address)
+
+
+def copy_stream():
+    """A stream of its own for uploads, not synchronizing with the default stream, so a
+    copy overlaps kernels running there."""
+    return _cupy().cuda.Stream(non_blocking=True)
+
+
 def _cupy():
     import cupy
     return cupy

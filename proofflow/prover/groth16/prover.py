@@ -97,9 +97,16 @@ class PendingProof:
         return Proof(a, b2, c)
 
 
+def upload(backend: Backend, abc, witness: np.ndarray, memory_kind: str | None = None) -> list:
+    """a, b, c and the witness copied to where ``backend`` computes, each with its timed
+    transfer: what ``prove_qap`` does first unless it is handed this (a prover service
+    uploads the next proof's vectors while the device computes the one before)."""
+    return [backend.upload(v, memory_kind) for v in (*abc, witness)]
+
+
 def prove_device(pk: ProvingKey, cs: ConstraintSystem, witness: np.ndarray, backend: Backend,
                  rng: np.random.Generator | None = None, abc=None, timer: PhaseTimer | None = None,
-                 transfers: dict | None = None, memory_kind: str | None = None) -> PendingProof:
+                 transfers: dict | None = None, memory_kind: str | None = None, uploaded=None) -> PendingProof:
     """The device part of a proof (see ``prove``): uploads, H, the MSMs. ``witness`` (and
     ``abc``) must stay valid until the returned proof is finished when the backend runs
     its G2 MSM on the host."""
@@ -111,15 +118,16 @@ def prove_device(pk: ProvingKey, cs: ConstraintSystem, witness: np.ndarray, back
     if abc is None:
         with timer.phase("witness_map"):
             abc = r1cs_to_qap.witness_map(cs, witness)
-    return prove_qap(pk, domain, cs.num_instance, witness, abc, backend, rng, timer, transfers, memory_kind)
+    return prove_qap(pk, domain, cs.num_instance, witness, abc, backend, rng, timer, transfers, memory_kind, uploaded)
 
 
 def prove_qap(pk: ProvingKey, domain, num_instance: int, witness: np.ndarray, abc, backend: Backend,
               rng: np.random.Generator | None = None, timer: PhaseTimer | None = None,
-              transfers: dict | None = None, memory_kind: str | None = None) -> PendingProof:
-    """The device part from a/b/c already over the key's domain: uploads, H in the key's
-    basis, the A, B (G1, G2), L and H MSMs (L over the witness past its ``num_instance``
-    public variables, the constant one included)."""
+              transfers: dict | None = None, memory_kind: str | None = None, uploaded=None) -> PendingProof:
+    """The device part from a/b/c already over the key's domain: uploads (unless
+    ``uploaded``, ``upload``'s result, has them there already), H in the key's basis, the
+    A, B (G1, G2), L and H MSMs (L over the witness past its ``num_instance`` public
+    variables, the constant one included)."""
     timer = timer if timer is not None else PhaseTimer()
     h_points = domain.size + H_BASES[pk.h_basis]
     if len(pk.h_query) != h_points:
@@ -130,8 +138,10 @@ def prove_qap(pk: ProvingKey, domain, num_instance: int, witness: np.ndarray, ab
     k = num_instance
     with contextlib.ExitStack() as device:
         device.enter_context(backend.device_phase())
-        with timer.phase("h2d"):
-            ups = [backend.upload(v, memory_kind) for v in (*abc, witness)]
+        if uploaded is None:
+            with timer.phase("h2d"):
+                uploaded = upload(backend, abc, witness, memory_kind)
+        ups = uploaded
         (a, _), (b, _), (c, _), (w, w_tr) = ups
         with timer.phase("ntt"):
             h = backend.compute_h_resident(domain, a, b, c, pk.h_basis)

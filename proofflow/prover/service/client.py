@@ -119,6 +119,10 @@ class ServiceClient:
             raise ServiceUnavailable(f"the prover service did not start within {start_timeout:.0f} s; "
                                      f"see {self.path.with_suffix('.log')}")
 
+    def stage(self, job: dict, timeout: float | None = None) -> dict:
+        """Have the service map (and page-lock) a partition's segment ahead of its proof."""
+        return self._request({"op": "stage", "job": job}, timeout or settings.service_job_timeout_s())
+
     def prove(self, job: dict, timeout: float | None = None) -> dict:
         return self._request({"op": "prove", "job": job}, timeout or settings.service_job_timeout_s())
 

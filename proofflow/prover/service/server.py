@@ -1,28 +1,36 @@
 """The prover service: one process per device, serving prove jobs over a Unix socket.
 
+A partition's a/b/c and witness reach the service in a shared-memory segment that synthesis
+wrote (``shared_staging``): the service maps it and page-locks it in place once per segment
+(``pipeline.MappedSegments``; the stage task asks for that ahead of the proof with a
+``stage`` request), so nothing copies them on the host before the upload.
+
 Threads:
 * the accept loop (main thread) hands each connection to its own thread;
 * a connection thread validates its job, loads the proving key if it is not cached (once,
-  under a lock), and loads the partition's a/b/c and witness into a staging buffer (pinned
-  for the GPU, within the budget): the *prefetch*, overlapping other proofs' device work
-  (``pipeline.load_for``); it then queues the job and, when the device part is done,
-  finishes the proof on the host (``pipeline.finish``) and replies;
-* the device thread takes queued jobs in order and runs their device part
+  under a lock), and maps the job's segment (the *prefetch*); it then queues the job and,
+  when the device part is done, finishes the proof on the host (``pipeline.finish``) and
+  replies;
+* the upload thread copies queued jobs' vectors to the device on a copy stream of its own,
+  at most one proof ahead of the device thread, so an upload overlaps the kernels of the
+  proof before;
+* the device thread takes uploaded jobs in order and runs their device part
   (``pipeline.prove_device``): it is the fine-grained GPU mutex, held from a proof's first
-  upload to its last MSM. A job's wait for it is its ``mutex_wait``.
+  kernel to its last MSM. A job's wait for it is its ``mutex_wait``, from its prefetch to
+  its first kernel (its upload runs within).
 
 Every step is a span (epoch seconds) in the reply, so the caller records where the time went.
 The service stops after ``idle_s`` seconds without a job, on a ``stop`` request, or on SIGTERM.
 
 Failures stay per job: a bad job (fields, files, a witness that does not satisfy the circuit)
 is refused as ``pipeline.InputError``; every proof is verified before it is returned; a device running
-out of memory fails that job only, after the service gave back its cached device memory and
-idle staging buffers; a job whose caller died (a killed task) before its device turn is
-dropped, its staging buffer released. Fault-injection points: ``proofflow/prover/faults.py``.
+out of memory fails that job only, after the service gave back its cached device memory; a
+job whose caller died (a killed task) before its device turn is dropped. Fault-injection points: ``proofflow/prover/faults.py``.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fcntl
 import logging
 import os
@@ -46,9 +54,9 @@ from proofflow.prover.timing import PhaseTimer, Span
 
 log = logging.getLogger("proofflow.service")
 
-JOB_FIELDS = {"params_dir": str, "circuit": str, "log2": int, "abc_path": str, "n": int,
-              "witness_path": str, "staging": str}
-OPTIONAL_FIELDS = {"standin_s", "job_id"}
+JOB_FIELDS = {"params_dir": str, "circuit": str, "log2": int, "segment": str, "n": int, "staging": str}
+OPTIONAL_FIELDS = {"standin_s", "job_id", "holder"}
+STAGE_FIELDS = {"segment": str, "staging": str}
 
 
 class CallerGone(RuntimeError):
@@ -86,22 +94,27 @@ class _Job:
     ready_at: float = 0.0
     done: threading.Event = field(default_factory=threading.Event)
     pending: object = None
+    uploaded: list | None = None
     transfers: dict = field(default_factory=dict)
     error: BaseException | None = None
     conn: socket.socket | None = None
 
 
-def _validate(job) -> dict:
+def _validate(job, fields=JOB_FIELDS, optional=OPTIONAL_FIELDS) -> dict:
     if not isinstance(job, dict):
         raise InputError("the job must be a JSON object")
-    unknown = sorted(set(job) - set(JOB_FIELDS) - OPTIONAL_FIELDS)
+    unknown = sorted(set(job) - set(fields) - optional)
     if unknown:
         raise InputError(f"unknown job field(s) {', '.join(map(repr, unknown))}")
-    for name, kind in JOB_FIELDS.items():
+    for name, kind in fields.items():
         if not isinstance(job.get(name), kind) or isinstance(job.get(name), bool):
             raise InputError(f"job field {name!r} must be a {kind.__name__}, got {job.get(name)!r}")
     if job["staging"] not in spec.STAGING:
         raise InputError(f"staging must be one of {', '.join(spec.STAGING)}, got {job['staging']!r}")
+    if job.get("holder") is not None and not isinstance(job["holder"], str):
+        raise InputError(f"holder must be a string, got {job['holder']!r}")
+    if fields is STAGE_FIELDS:
+        return job
     if job["n"] <= 0 or job["n"] & (job["n"] - 1):
         raise InputError(f"n must be a power of two, got {job['n']}")
     standin = job.get("standin_s")
@@ -119,16 +132,19 @@ class ProverService:
         self.jobs_done = self.jobs_failed = self.jobs_cancelled = 0
         self.recoveries = 0
         self.last_error: str | None = None
-        self._queue: queue.Queue = queue.Queue()
+        self._queue: queue.Queue = queue.Queue()  # uploaded jobs, for the device thread
+        self._uploads: queue.Queue = queue.Queue()  # prefetched jobs, for the upload thread
+        self._ahead = threading.Semaphore(2)  # the proof on the device and one uploaded behind it
         self.keys = pipeline.KeyCache(max_keys)
         self._state = threading.Lock()
         self._active = 0
         self._jobs_in_hand = 0  # prove jobs between their request and their reply
+        self._waiting = 0  # prove jobs prefetched, not yet on the device
         self._last_activity = time.time()
         self._busy = False
         self._stop = threading.Event()
         self.backend = None
-        self.pools = {}
+        self.segments = {}
         self._instance = None  # the instance lock's file, held while the process lives
 
     # ---- set-up -------------------------------------------------------------------------
@@ -145,27 +161,53 @@ class ProverService:
         return "cpu" if self.device == 0 else f"cpu:{self.device}"
 
     def start(self) -> None:
-        """Backend, staging pools and kernels ready before the socket accepts anything."""
+        """Backend, segment mappings and kernels ready before the socket accepts anything."""
         from proofflow.prover.backend import get_backend
         self._use_device()
         self.backend = get_backend(self.backend_name)
         self.backend.warm_up()
-        gpu = self.backend_name == "gpu"
-        self.pools = {"pinned": pipeline.staging_pool(pinned=gpu), "pageable": pipeline.staging_pool(pinned=False)}
+        staging = pipeline.shared_staging()
+        self.segments = {"pinned": pipeline.MappedSegments(staging, pin=self.backend_name == "gpu"),
+                         "pageable": pipeline.MappedSegments(staging, pin=False)}
+        threading.Thread(target=self._upload_loop, name="proofflow-upload", daemon=True).start()
         threading.Thread(target=self._device_loop, name="proofflow-device", daemon=True).start()
 
     # ---- prefetch (connection thread) -----------------------------------------------------
     def _prefetch(self, spec: dict, timer: PhaseTimer, conn: socket.socket | None = None) -> _Job:
         key = self.keys.get(spec["params_dir"], spec["circuit"], spec["log2"], timer)
-
-        def before_read():
-            if _caller_gone(conn):
-                raise CallerGone("the caller left while its job waited for staging memory")
+        if spec["n"] != key.domain_size:
+            raise InputError(f"the job's a/b/c have {spec['n']} points, the circuit's domain {key.domain_size}")
+        with timer.phase("prefetch"):
             faults.point("service.prefetch")
-
-        staged = pipeline.load_for(key, self.pools[spec["staging"]], spec["abc_path"], spec["witness_path"],
-                                   spec["n"], timer, phase="prefetch", before_read=before_read)
+            staged = self.segments[spec["staging"]].get_for(key, spec["segment"], spec.get("holder"))
         return _Job(spec, key, staged, timer, conn=conn)
+
+    # ---- the upload thread ------------------------------------------------------------------
+    def _upload_loop(self) -> None:
+        """Uploads on a copy stream of its own (a GPU's; the CPU's "upload" is a copy), one
+        proof ahead of the device thread: the next proof's H2D overlaps the kernels of the
+        one before, and device memory holds at most two proofs' vectors."""
+        self._use_device()
+        stream = device.copy_stream() if self.backend_name == "gpu" else contextlib.nullcontext()
+        with stream:
+            while True:
+                job = self._uploads.get()
+                if job is None:
+                    self._queue.put(None)
+                    return
+                self._ahead.acquire()
+                try:
+                    if _caller_gone(job.conn):
+                        raise CallerGone("the caller left before its job was uploaded")
+                    job.uploaded = pipeline.upload(job.staged, self.backend, job.timer)
+                except BaseException as exc:
+                    self._ahead.release()
+                    self._dequeued()
+                    job.error = exc
+                    self._recover(exc)
+                    job.done.set()
+                    continue
+                self._queue.put(job)
 
     # ---- the device thread ------------------------------------------------------------------
     def _device_loop(self) -> None:
@@ -177,6 +219,7 @@ class ProverService:
                 return
             start = time.time()
             job.timer.spans.append(Span("mutex_wait", job.ready_at, start))
+            self._dequeued()
             self._busy = True
             try:
                 if self._stop.is_set():
@@ -190,18 +233,25 @@ class ProverService:
                     job.key.resident = True
                 standin = job.spec.get("standin_s")
                 backend = StandinBackend(self.backend, standin) if standin else self.backend
-                job.pending = pipeline.prove_device(job.key, job.staged, backend, job.timer, job.transfers)
+                job.pending = pipeline.prove_device(job.key, job.staged, backend, job.timer, job.transfers,
+                                                    job.uploaded)
             except BaseException as exc:  # the job fails, the service goes on
                 job.error = exc
                 self._recover(exc)
             finally:
+                job.uploaded = None  # the device copies go back to the pool
                 self._busy = False
+                self._ahead.release()
                 job.done.set()
+
+    def _dequeued(self) -> None:
+        with self._state:
+            self._waiting -= 1
 
     def _recover(self, exc: BaseException) -> None:
         """After a failed job. Out of memory: give back the device memory the service
-        caches (CuPy's pools, the keys' resident tables, uploaded again by the next job)
-        and the staging pools' idle buffers, so the next job starts from what is in use."""
+        caches (CuPy's pools, the keys' resident tables, uploaded again by the next job),
+        so the next job starts from what is in use."""
         if isinstance(exc, CallerGone):
             log.info("%s", exc)
             return
@@ -214,8 +264,6 @@ class ProverService:
             for name in ("a_query", "b_g1_query", "b_g2_query", "h_query", "l_query"):
                 getattr(key.pk, name).device_cache.clear()
             key.resident = False
-        for pool in self.pools.values():
-            pool.trim()
         if self.backend_name == "gpu":
             try:
                 device.free_pools()
@@ -228,18 +276,20 @@ class ProverService:
     def status(self) -> dict:
         device_pool = device.pool_bytes() if self.backend_name == "gpu" else None
         return {"ok": True, "pid": os.getpid(), "backend": self.backend_name, "device": self.device_label,
-                "started_at": self.started_at, "queued": self._queue.qsize(), "busy": self._busy,
+                "started_at": self.started_at, "queued": self._waiting, "busy": self._busy,
                 "active": self._active, "jobs_in_hand": self._jobs_in_hand, "jobs_done": self.jobs_done, "jobs_failed": self.jobs_failed,
                 "jobs_cancelled": self.jobs_cancelled, "recoveries": self.recoveries, "last_error": self.last_error,
                 "rss_bytes": _rss_bytes(), "device_pool_bytes": device_pool, "keys": self.keys.directories(),
-                "staging": {k: p.stats() for k, p in self.pools.items()}}
+                "segments": {k: m.stats() for k, m in self.segments.items()}}
 
     def _prove(self, spec, conn: socket.socket | None = None) -> dict:
         timer = PhaseTimer()
         job = self._prefetch(_validate(spec), timer, conn)
         try:
-            job.ready_at = time.time()
-            self._queue.put(job)
+            with self._state:
+                self._waiting += 1
+            job.ready_at = time.time()  # its mutex_wait: until the device takes it, the upload running meanwhile
+            self._uploads.put(job)
             job.done.wait()
             if isinstance(job.error, MemoryError):
                 raise MemoryError(f"out of memory on {self.device_label} ({type(job.error).__name__}: {job.error}); "
@@ -256,8 +306,6 @@ class ProverService:
                 raise InputError(f"no proof returned: {exc}") from None
         finally:
             job.staged.release()
-            if isinstance(job.error, MemoryError):
-                self.pools[job.spec["staging"]].trim()  # this job's buffer too, now idle
         return {"ok": True, "proof": proof.to_bytes().hex(), "device": self.device_label, "pid": os.getpid(),
                 "spans": [[s.phase, s.start, s.end] for s in timer.spans],
                 "transfers": {k: [t.nbytes, t.ms, t.kind] for k, t in job.transfers.items()}}
@@ -280,6 +328,9 @@ class ProverService:
         if op == "stop":
             self._stop.set()
             return {"ok": True, "stopping": True}
+        if op == "stage":
+            req = _validate(req.get("job"), STAGE_FIELDS)
+            return {"ok": True, **self.segments[req["staging"]].stage(req["segment"], req.get("holder"))}
         if op != "prove":
             return {"ok": False, "error": f"unknown op {op!r}", "error_type": "ProtocolError"}
         with self._state:
@@ -375,7 +426,7 @@ class ProverService:
             deadline = time.time() + 30
             while self._active and time.time() < deadline:  # let running jobs reply
                 time.sleep(0.05)
-            self._queue.put(None)
+            self._uploads.put(None)
 
 
 def main(argv=None) -> int:

@@ -1,0 +1,333 @@
+"""Shared staging: a partition's a/b/c and witness written once, by synthesis, into shared
+memory that the device's prover service maps and page-locks (``cudaHostRegister``) and
+uploads from. No file holds a/b/c and nothing copies them on the host between synthesis
+and the H2D: the synthesize task, the stage task and the service all see one segment.
+
+Layout of the root (a tmpfs directory, ``settings.shared_staging_dir()``)::
+
+    <id>.seg        a leased segment: a/b/c as one (3, n, 4) Fr block, then the witness
+    <id>.json       its lease: owner, sizes, state (writing | ready), writer pid and host
+    idle/<cap>-<x>.seg  a released segment kept for reuse: renaming it keeps its inode, so the
+                    service's mapping and registration (slow: ~0.1 s a GiB) are reused too
+    .lock           held (flock) while leases change
+
+Segments are leased under a byte budget (in use and idle together, like the in-process
+``staging.StagingPool``): a lease that does not fit evicts idle segments, then waits for
+holders to release, and gives up with ``StagingTimeout``. Space is reserved when a segment
+is created (``posix_fallocate``), so a full /dev/shm is an error at lease time, never a
+SIGBUS mid-write. An owner (``dag/run/partition``) holds one lease at a time: leasing again
+replaces its previous segment, as a re-run synthesis replaces its output.
+
+Leases end by ``release`` (the proof is out), ``release_owned`` (a run's cleanup), or
+``reclaim``: a segment whose writer died before it was ready (a killed synthesize task), or
+one older than the lease TTL.
+"""
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import mmap
+import os
+import re
+import secrets
+import socket
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from proofflow.prover.staging import StagingTimeout
+
+FR_BYTES = 32
+_ID = re.compile(r"[0-9a-f]{16}")  # lease ids name files: nothing else may reach a path
+_ALIGN = 1 << 21  # 2 MiB: sizes round up so near-equal partitions share idle segments
+
+
+class SegmentError(ValueError):
+    """A segment that is missing, of the wrong size or owner, or not fully written."""
+
+
+def segment_bytes(n: int, num_variables: int) -> int:
+    return (3 * n + num_variables) * FR_BYTES
+
+
+def _capacity(nbytes: int) -> int:
+    return max(_ALIGN, -(-nbytes // _ALIGN) * _ALIGN)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@dataclass
+class Lease:
+    id: str
+    owner: str
+    n: int
+    num_variables: int
+    capacity: int
+    state: str = "writing"
+    pid: int = 0
+    host: str = ""
+    created: float = 0.0
+
+    @property
+    def nbytes(self) -> int:
+        return segment_bytes(self.n, self.num_variables)
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__)
+
+
+class Mapping:
+    """One segment file mapped read-write (page-locking needs writable pages). It keeps the
+    file open, so ``gone`` can tell when the file was removed under it."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._fd = os.open(self.path, os.O_RDWR)
+        try:
+            st = os.fstat(self._fd)
+            self.inode, self.size = (st.st_dev, st.st_ino), st.st_size
+            self._mm = mmap.mmap(self._fd, st.st_size)
+        except BaseException:
+            os.close(self._fd)
+            raise
+        self.words = np.frombuffer(self._mm, dtype=np.uint64)
+        self.address = self.words.ctypes.data
+
+    def gone(self) -> bool:
+        return os.fstat(self._fd).st_nlink == 0
+
+    def views(self, lease: Lease) -> tuple[tuple, np.ndarray]:
+        """(a, b, c) and the witness of ``lease`` over this mapping."""
+        if self.size < lease.nbytes:
+            raise SegmentError(f"segment {self.path}: {self.size} bytes, its lease needs {lease.nbytes}")
+        n, nv = lease.n, lease.num_variables
+        block = self.words[:3 * n * 4].reshape(3, n, 4)
+        return (block[0], block[1], block[2]), self.words[3 * n * 4:(3 * n + nv) * 4].reshape(nv, 4)
+
+    def close(self) -> None:
+        self.words = None
+        try:
+            self._mm.close()
+        except BufferError:  # a view is still alive: the mapping goes when it does
+            pass
+        os.close(self._fd)
+
+
+class Segment:
+    """A leased segment mapped for its writer or a reader: ``abc`` and ``witness`` views."""
+
+    def __init__(self, path: Path, lease: Lease):
+        self.lease = lease
+        self.mapping = Mapping(path)
+        self.abc, self.witness = self.mapping.views(lease)
+
+    def close(self) -> None:
+        self.abc = self.witness = None
+        self.mapping.close()
+
+
+class SharedStaging:
+    def __init__(self, root, budget_bytes: int, lease_ttl_s: float = 86400.0):
+        if budget_bytes <= 0:
+            raise ValueError("budget_bytes must be positive")
+        self.root = Path(root)
+        self.budget = int(budget_bytes)
+        self.lease_ttl_s = float(lease_ttl_s)
+        self.host = socket.gethostname()
+
+    # ---- bookkeeping (under the lock) ---------------------------------------------------
+    @contextmanager
+    def _locked(self):
+        (self.root / "idle").mkdir(parents=True, exist_ok=True, mode=0o700)
+        with open(self.root / ".lock", "a") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(f, fcntl.LOCK_UN)
+
+    def _seg(self, lease_id: str) -> Path:
+        return self.root / f"{lease_id}.seg"
+
+    def _meta(self, lease_id: str) -> Path:
+        return self.root / f"{lease_id}.json"
+
+    def _read(self, lease_id: str) -> Lease | None:
+        try:
+            return Lease(**json.loads(self._meta(lease_id).read_text()))
+        except (OSError, ValueError, TypeError):
+            return None
+
+    def _write(self, lease: Lease) -> None:
+        tmp = self.root / f".{lease.id}.json.tmp"
+        tmp.write_text(json.dumps(lease.to_json()))
+        os.replace(tmp, self._meta(lease.id))
+
+    def leases(self) -> list[Lease]:
+        out = []
+        for meta in sorted(self.root.glob("*.json")) if self.root.exists() else []:
+            lease = self._read(meta.stem)
+            if lease is not None:
+                out.append(lease)
+        return out
+
+    def _idle(self) -> list[Path]:
+        return sorted((self.root / "idle").glob("*.seg"))
+
+    def _held_bytes(self) -> tuple[int, int]:
+        """(bytes of leased segments, bytes of idle ones)."""
+        used = sum(p.stat().st_size for p in self.root.glob("*.seg"))
+        idle = sum(p.stat().st_size for p in self._idle())
+        return used, idle
+
+    def _drop(self, lease_id: str, keep: bool = True) -> None:
+        """End a lease: its segment goes idle (or is removed), then its lease file."""
+        seg = self._seg(lease_id)
+        if seg.exists():
+            if keep:
+                os.replace(seg, self.root / "idle" / f"{seg.stat().st_size}-{lease_id}.seg")
+            else:
+                seg.unlink()
+        self._meta(lease_id).unlink(missing_ok=True)
+
+    def _stale(self, lease: Lease, now: float) -> str | None:
+        if lease.state == "writing" and lease.host == self.host and not _pid_alive(lease.pid):
+            return f"its writer (pid {lease.pid}) died before the segment was ready"
+        if now - lease.created > self.lease_ttl_s:
+            return f"older than the lease TTL ({self.lease_ttl_s:.0f} s)"
+        return None
+
+    def _reclaim_locked(self) -> list[tuple[Lease, str]]:
+        now, out = time.time(), []
+        for lease in self.leases():
+            why = self._stale(lease, now)
+            if why:
+                self._drop(lease.id, keep=False)  # a dead writer's bytes are not worth keeping
+                out.append((lease, why))
+        for seg in self.root.glob("*.seg"):  # a segment whose lease file never got written
+            if not self._meta(seg.stem).exists() and now - seg.stat().st_mtime > 60:
+                seg.unlink(missing_ok=True)
+        return out
+
+    def reclaim(self) -> list[tuple[Lease, str]]:
+        """End the leases of dead writers and expired ones; returns them with the reason."""
+        with self._locked():
+            return self._reclaim_locked()
+
+    # ---- leasing ------------------------------------------------------------------------
+    def _take(self, owner: str, n: int, num_variables: int) -> Lease | None:
+        """A lease if it fits now (under the lock), else None."""
+        for lease in self.leases():  # the owner's previous segment is replaced
+            if lease.owner == owner:
+                self._drop(lease.id)
+        self._reclaim_locked()
+        need = segment_bytes(n, num_variables)
+        cap = _capacity(need)
+        if cap > self.budget:
+            raise ValueError(f"a partition of {need} bytes (a/b/c and witness) can never fit the staging "
+                             f"budget of {self.budget} bytes")
+        used, idle = self._held_bytes()
+        if used + cap > self.budget:
+            return None
+        lease = Lease(secrets.token_hex(8), owner, n, num_variables, cap, "writing", os.getpid(), self.host,
+                      time.time())
+        reuse = next((p for p in self._idle() if p.stat().st_size == cap), None)
+        if reuse is not None:
+            os.replace(reuse, self._seg(lease.id))
+        else:
+            for p in self._idle():  # make room: idle segments of other sizes go
+                if used + idle + cap <= self.budget:
+                    break
+                idle -= p.stat().st_size
+                p.unlink()
+            fd = os.open(self._seg(lease.id), os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                os.posix_fallocate(fd, 0, cap)
+            except OSError as exc:
+                os.close(fd)
+                self._seg(lease.id).unlink()
+                if exc.errno == errno.ENOSPC:
+                    raise MemoryError(f"{self.root} is full: no room for {cap} bytes of staging (shared memory "
+                                      "is smaller than PROOFFLOW_STAGING_BUDGET)") from None
+                raise
+            os.close(fd)
+        self._write(lease)
+        return lease
+
+    def lease(self, owner: str, n: int, num_variables: int, timeout: float | None = None) -> Lease:
+        """A segment for ``owner``'s partition (n domain points, ``num_variables`` witness
+        entries), waiting up to ``timeout`` seconds (None: forever) for room."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        delay = 0.02
+        while True:
+            with self._locked():
+                lease = self._take(owner, n, num_variables)
+            if lease is not None:
+                return lease
+            if deadline is not None and time.monotonic() >= deadline:
+                used, _ = self._held_bytes()
+                raise StagingTimeout(f"no room for {segment_bytes(n, num_variables)} bytes of shared staging "
+                                     f"within {timeout} s: {used} of {self.budget} bytes leased")
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
+    def lookup(self, lease_id: str, writer: bool = False, owner: str | None = None) -> tuple[Lease, Path]:
+        """A lease and its segment's path: its writer's, or (else) a ready one. ``owner``
+        checks that it holds the lease (a job naming another partition's segment is refused)."""
+        if not isinstance(lease_id, str) or not _ID.fullmatch(lease_id):
+            raise SegmentError(f"{lease_id!r} is not a staged segment's id")
+        meta = self._read(lease_id)
+        if meta is None or not self._seg(lease_id).exists():
+            raise SegmentError(f"staged segment {lease_id} is gone from {self.root} (released, reclaimed, or "
+                               "the host restarted): run the partition's synthesis again")
+        if owner is not None and meta.owner != owner:
+            raise SegmentError(f"staged segment {lease_id} belongs to {meta.owner}, not {owner}")
+        if not writer and meta.state != "ready":
+            raise SegmentError(f"staged segment {lease_id} is not fully written (state {meta.state})")
+        return meta, self._seg(lease_id)
+
+    def open(self, lease: Lease | str, writer: bool = False, owner: str | None = None) -> Segment:
+        lease, path = self.lookup(lease.id if isinstance(lease, Lease) else lease, writer, owner)
+        return Segment(path, lease)
+
+    def ready(self, lease: Lease) -> None:
+        """The writer is done: the segment may be proved (and is no longer reclaimed when
+        the writer exits)."""
+        with self._locked():
+            lease.state = "ready"
+            self._write(lease)
+
+    def release(self, lease_id: str) -> bool:
+        if not _ID.fullmatch(lease_id):
+            return False
+        with self._locked():
+            if self._read(lease_id) is None:
+                return False
+            self._drop(lease_id)
+            return True
+
+    def release_owned(self, prefix: str) -> int:
+        """End every lease whose owner starts with ``prefix`` (a run's cleanup)."""
+        with self._locked():
+            mine = [lease for lease in self.leases() if lease.owner.startswith(prefix)]
+            for lease in mine:
+                self._drop(lease.id)
+            return len(mine)
+
+    def stats(self) -> dict:
+        with self._locked():
+            used, idle = self._held_bytes()
+            return {"root": str(self.root), "budget": self.budget, "leased": used, "idle": idle,
+                    "leases": len(self.leases())}
