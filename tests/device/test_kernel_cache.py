@@ -1,5 +1,5 @@
 """The GPU kernel cache without a GPU or CuPy: what names a cubin, where it lives, a damaged
-one rebuilt. NVRTC is faked at its boundary (``cache.compile_cubin``,
+one rebuilt, `proofflow kernels`. NVRTC is faked at its boundary (``cache.compile_cubin``,
 ``cache.nvrtc_version``); the real compile and load are test_gpu_kernel_cache.py's."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from proofflow import settings
+from proofflow import cli, settings
 from proofflow.prover.device import cache, source
 
 
@@ -134,3 +134,54 @@ def test_processes_starting_together_compile_once(kernel_dir, monkeypatch):
     for t in threads:
         t.join()
     assert calls == ["ntt.cu"] and sorted(built for _, built in results) == [False, False, True]
+
+
+def test_kernels_build_and_list(kernel_dir, nvrtc, capsys):
+    assert cli.main(["kernels", "build", "--arch", "90,80"]) == 0
+    assert len(nvrtc) == 12 and len(list(kernel_dir.glob("*.cubin"))) == 12
+    assert "12 compiled, 0 already cached" in capsys.readouterr().out
+    assert cli.main(["kernels", "build", "--arch", "sm_90", "--json"]) == 0
+    assert [r["built"] for r in json.loads(capsys.readouterr().out)] == [False] * 6 and len(nvrtc) == 12
+    assert cli.main(["kernels", "list", "--json"]) == 0
+    listing = json.loads(capsys.readouterr().out)
+    assert listing["directory"] == str(kernel_dir) and len(listing["kernels"]) == 12
+    assert {e["status"] for e in listing["kernels"]} == {"current"}
+    assert cli.main(["kernels", "list"]) == 0
+    out = capsys.readouterr().out
+    assert "12 cubin(s)" in out and "msm-mul32-g2" in out and "sm_80" in out
+
+
+def test_kernels_build_needs_an_arch_without_a_gpu(kernel_dir, nvrtc, monkeypatch, capsys):
+    from proofflow.prover import device
+    monkeypatch.setattr(cache, "cupy_installed", lambda: True)
+    monkeypatch.setattr(device, "available", lambda: False)
+    assert cli.main(["kernels", "build"]) == cli.EXIT_FAILED
+    assert "--arch" in capsys.readouterr().err and nvrtc == []
+    monkeypatch.setenv("PROOFFLOW_CUDA_ARCHS", "90")
+    assert cli.main(["kernels", "build"]) == 0 and len(nvrtc) == 6
+    assert cli.main(["kernels", "build", "--arch", "ampere"]) == cli.EXIT_BAD_INPUT
+
+
+def test_setup_builds_the_kernels_best_effort(kernel_dir, nvrtc, monkeypatch, capsys):
+    monkeypatch.setattr(cache, "cupy_installed", lambda: False)
+    assert cli._setup_kernels() == {"skipped": "CuPy is not installed"} and nvrtc == []
+    monkeypatch.setattr(cache, "cupy_installed", lambda: True)
+    monkeypatch.setenv("PROOFFLOW_CUDA_ARCHS", "90")
+    assert cli._setup_kernels() == {"directory": str(kernel_dir), "archs": ["90"], "cubins": 6, "compiled": 6}
+
+    def no_nvrtc():
+        raise cache.KernelBuildError("NVRTC is missing or unusable (libnvrtc.so.12)")
+    monkeypatch.setattr(cache, "nvrtc_version", no_nvrtc)
+    assert "NVRTC is missing" in cli._setup_kernels()["skipped"]
+    assert "GPU kernels not built" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, words", [(["kernels", "--help"], ["build", "list"]),
+                                         (["kernels", "build", "--help"], ["--arch", "NVRTC needs no GPU"]),
+                                         (["kernels", "list", "--help"], ["stale", "--json"]),
+                                         (["setup", "--help"], ["--no-kernels"])])
+def test_kernels_help(argv, words, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.parser().parse_args(argv)
+    out = " ".join(capsys.readouterr().out.split())
+    assert exit_.value.code == 0 and all(w in out for w in words), out
