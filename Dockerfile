@@ -35,3 +35,10 @@ RUN useradd --uid 50000 --create-home proofflow \
 USER proofflow
 # compile the CPU kernels now, not in the first task of every container
 RUN python -c "from proofflow.prover.native import load; load('fr')"
+# The GPU image also ships its CUDA kernels compiled (issue #19): NVRTC needs no GPU, so every
+# module is compiled here into cubins for the H100/H200 (sm_90; other GPUs: --build-arg
+# PROOFFLOW_CUDA_ARCHS=80,90) in $PROOFFLOW_CACHE/kernels, and a fresh worker loads them instead
+# of compiling for 79-143 s before its first proof. A GPU of an arch not built here still works:
+# its first process compiles the missing cubins into the same directory.
+ARG PROOFFLOW_CUDA_ARCHS=90
+RUN case ",${PROOFFLOW_EXTRAS}," in *,gpu,*) proofflow kernels build --arch "${PROOFFLOW_CUDA_ARCHS}" ;; esac

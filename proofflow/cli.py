@@ -1,7 +1,9 @@
 """``proofflow``: run a whole proof_run through Airflow on a local, embedded setup.
 
     proofflow run [--log2 K] [--partitions N] [--backend B] [--staging S] [--seed S] [--json]
-    proofflow setup [--gpu-slots N]     # pool `gpu` + connection + timing tables, for a deployment
+    proofflow setup [--gpu-slots N]     # pool `gpu` + connection + timing tables (+ GPU kernels), for a deployment
+    proofflow kernels build [--arch 90 ...]   # compile the GPU kernels into the kernel cache ahead of time
+    proofflow kernels list [--json]     # the cached cubins: module, arch, size, current or stale
     proofflow summary RUN_ID [--json]   # a run's summary from the timing tables
     proofflow calibrate [--device D]    # this host's reference H2D rate (proofflow/timing/calibrate.py)
     proofflow report RUN_ID [--png FILE] [--compare OTHER_RUN]   # views, PNG (proofflow/timing/report.py)
@@ -140,7 +142,63 @@ def cmd_setup(args) -> int:
     from proofflow.airflow import bootstrap
     info = bootstrap.setup_all(slots=args.gpu_slots, migrate=not args.no_migrate)
     info["timing_url"] = _redact(info["timing_url"])
+    if not args.no_kernels:
+        info["kernels"] = _setup_kernels()
     print(json.dumps(info))
+    return EXIT_OK
+
+
+def _setup_kernels() -> dict:
+    """Best effort: the GPU kernels compiled into the kernel cache where CuPy is installed
+    (for the visible device's arch, or PROOFFLOW_CUDA_ARCHS), so no worker compiles them."""
+    from proofflow.prover.device import cache
+    if not cache.cupy_installed():
+        return {"skipped": "CuPy is not installed"}
+    try:
+        results = cache.build(cache.default_archs(), progress=_kernel_progress)
+    except (cache.KernelBuildError, ValueError, OSError) as exc:
+        _say(f"setup: GPU kernels not built, they will compile on first use: {exc}")
+        return {"skipped": str(exc)}
+    return {"directory": str(cache.directory()), "archs": sorted({r["arch"] for r in results}),
+            "cubins": len(results), "compiled": sum(r["built"] for r in results)}
+
+
+def _kernel_progress(r: dict) -> None:
+    done = f"compiled in {r['seconds']:.1f} s" if r["built"] else "already cached"
+    _say(f"kernels: {r['module']} sm_{r['arch']}: {done} ({r['bytes'] / 1e6:.2f} MB)")
+
+
+def cmd_kernels_build(args) -> int:
+    from proofflow.prover.device import cache
+    t0 = time.time()
+    try:
+        archs = [a for spec in args.arch for a in spec.replace(",", " ").split()] if args.arch else \
+            cache.default_archs()
+        results = cache.build(archs, progress=None if args.json else _kernel_progress)
+    except cache.KernelBuildError as exc:
+        _say(f"error: {exc}")
+        return EXIT_FAILED
+    if args.json:
+        print(json.dumps(results))
+    else:
+        built = sum(r["built"] for r in results)
+        print(f"{len(results)} cubins for {', '.join(sorted({'sm_' + r['arch'] for r in results}))} in "
+              f"{cache.directory()}: {built} compiled, {len(results) - built} already cached ({time.time() - t0:.1f} s)")
+    return EXIT_OK
+
+
+def cmd_kernels_list(args) -> int:
+    from proofflow.prover.device import cache
+    entries = cache.entries()
+    if args.json:
+        print(json.dumps({"directory": str(cache.directory()), "kernels": entries}))
+        return EXIT_OK
+    total = sum(e["bytes"] for e in entries)
+    print(f"{cache.directory()}: {len(entries)} cubin(s), {total / 1e6:.2f} MB")
+    for e in entries:
+        arch = f"sm_{e['arch']}" if e.get("arch") else "?"
+        print(f"  {e.get('module', '?'):<22}{arch:<8}{e['bytes'] / 1e6:>8.2f} MB  {e['status']:<8}"
+              f"NVRTC {e.get('nvrtc', '?'):<6}{e['file']}")
     return EXIT_OK
 
 
@@ -217,7 +275,8 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("setup", help="create pool `gpu`, connection proofflow_timing and the timing tables; or, "
                                      "with --r1cs, write a test-only zkey",
                        description="For a deployment: runs `airflow db migrate`, creates/updates pool `gpu` (one "
-                                   "slot per GPU) and the proofflow_timing connection, and migrates the timing store. "
+                                   "slot per GPU) and the proofflow_timing connection, migrates the timing store and, "
+                                   "where CuPy is installed, compiles the GPU kernels into the kernel cache. "
                                    "With --r1cs X.r1cs --out X.zkey: a snarkjs Groth16 zkey for that circuit from a "
                                    "seeded toxic waste, for tests and benchmarks only (no ceremony: anyone who knows "
                                    "the seed can forge proofs; the file says so).")
@@ -228,7 +287,34 @@ def parser() -> argparse.ArgumentParser:
                                                                         "(with --r1cs; default auto)")
     s.add_argument("--gpu-slots", type=_int_in(1, None, "gpu-slots"), help="pool slots (default: GPUs visible x PROOFFLOW_GPU_DEPTH, or x 1 with PROOFFLOW_GPU_SERVICE=0)")
     s.add_argument("--no-migrate", action="store_true", help="skip `airflow db migrate`")
+    s.add_argument("--no-kernels", action="store_true",
+                   help="skip compiling the GPU kernels (done by default where CuPy is installed; "
+                        "`proofflow kernels build`)")
     s.set_defaults(func=cmd_setup)
+    k = sub.add_parser("kernels", help="compile the GPU kernels ahead of time, or list the compiled ones",
+                       description="The GPU kernels are compiled by NVRTC into cubins kept in the kernel cache "
+                                   "($PROOFFLOW_KERNEL_DIR, default $PROOFFLOW_CACHE/kernels), named by a digest of "
+                                   "their source, options, arch and NVRTC version; a GPU process loads them from "
+                                   "there, and compiles (and saves) only what is missing.")
+    actions = k.add_subparsers(dest="action", required=True, metavar="ACTION")
+    kb = actions.add_parser("build", help="compile every kernel module for the given archs into the kernel cache",
+                            description="Compile every module proofflow loads (ntt.cu in each Fr variant, msm.cu "
+                                        "and fixed_base.cu for G1 and G2) into cubins, keeping those already "
+                                        "there. NVRTC needs no GPU: --arch 90 builds for an H100/H200 anywhere "
+                                        "CuPy and NVRTC are installed.")
+    kb.add_argument("--arch", action="extend", nargs="+", metavar="CC",
+                    help="compute capabilities, e.g. 90 (or sm_90, 9.0; several allowed); default "
+                         "PROOFFLOW_CUDA_ARCHS, else the visible GPU's")
+    kb.add_argument("--json", action="store_true", help="print one JSON list instead of the progress lines")
+    kb.set_defaults(func=cmd_kernels_build)
+    kl = actions.add_parser("list", help="the cubins in the kernel cache: module, arch, size, status",
+                            description="Each cubin in the kernel cache with its size and status: current (what "
+                                        "this source and NVRTC load), stale (another source, options or NVRTC) or "
+                                        "damaged (rebuilt on next use).")
+    kl.add_argument("--json", action="store_true")
+    kl.set_defaults(func=cmd_kernels_list)
+    for action in actions.choices.values():
+        action.add_argument("--home", default=argparse.SUPPRESS, help=HOME_HELP)
     m = sub.add_parser("summary", help="print a run's summary from the timing tables")
     m.add_argument("run_id")
     m.add_argument("--dag-id", default="proof_run")

@@ -16,7 +16,12 @@ Where things live:
     PROOFFLOW_AIRFLOW_HOME  the embedded Airflow home of `proofflow run` ($PROOFFLOW_HOME/airflow)
     PROOFFLOW_DAGS_FOLDER   the DAG files `proofflow run` loads (the source tree's dags/)
     PROOFFLOW_CACHE         compiled CPU kernels ($XDG_CACHE_HOME/proofflow, ~/.cache/proofflow)
+    PROOFFLOW_KERNEL_DIR    compiled GPU kernels, cubins ($PROOFFLOW_CACHE/kernels)
     PROOFFLOW_RUNTIME       the prover services' sockets (/tmp/proofflow-<uid>/<digest of home>)
+
+The GPU kernels:
+    PROOFFLOW_CUDA_ARCHS    compute capabilities `proofflow kernels build` compiles for when no
+                            --arch is given (e.g. "90" or "80,90"; default: the visible device's)
 
 How prove_gpu reaches the device:
     PROOFFLOW_GPU_SERVICE   1 (default): through the device's long-lived prover service
@@ -145,6 +150,16 @@ def runtime_dir() -> Path:
     key = f"{home().absolute()}\0{shared_staging_dir().absolute()}"
     digest = hashlib.sha256(key.encode()).hexdigest()[:10]
     return Path(f"/tmp/proofflow-{os.getuid()}") / digest
+
+
+def kernel_dir() -> Path:
+    """The compiled GPU kernels (cubins, proofflow/prover/device/cache.py)."""
+    return Path(_get("PROOFFLOW_KERNEL_DIR")) if _get("PROOFFLOW_KERNEL_DIR") else cache_root() / "kernels"
+
+
+def cuda_archs() -> list[str]:
+    """PROOFFLOW_CUDA_ARCHS as written, one entry per comma or space (empty: unset)."""
+    return [a for a in (_get("PROOFFLOW_CUDA_ARCHS") or "").replace(",", " ").split() if a]
 
 
 def c_compiler() -> str | None:

@@ -174,10 +174,11 @@ class GpuBackend(Backend):
         return cp.asnumpy(self.compute_h_odd_coset_device(domain, a, b, c))
 
     def warm_up(self):
-        # compiled (or loaded from CuPy's on-disk cache) now, not inside a proof's device phase
-        self._kernel("bitrev_scale")  # fetching a kernel compiles its module
+        # every module loaded now (from its cubin in the kernel cache, compiled into it the
+        # first time on a machine), not inside a proof's device phase
+        self._kernel("bitrev_scale")
         for group in ("g1",) + (() if self.g2_on_host else ("g2",)):
-            kernels.load("mul32", "msm.cu", group).get_function(f"to_montgomery_{group}")
+            kernels.load(kernels.CURVE_VARIANT, "msm.cu", group).get_function(f"to_montgomery_{group}")
         cp.cuda.get_current_stream().synchronize()
 
     def prepare(self, pk):

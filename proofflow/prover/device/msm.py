@@ -28,7 +28,7 @@ class CupyExecutor:
     xp = cp
 
     def __init__(self, name: str, group: str):
-        self._module = kernels.load("mul32", name, group)
+        self._module = kernels.load(kernels.CURVE_VARIANT, name, group)
         self._fn: dict = {}
 
     def launch(self, kernel: str, threads: int, *args) -> None:

@@ -1,10 +1,12 @@
-"""CUDA kernels, compiled at run time by NVRTC through CuPy.
+"""CUDA kernels, compiled by NVRTC into cubins kept on disk.
 
 The source lives in this package (``*.cuh`` headers, ``ntt.cu``, ``msm.cu``,
 ``fixed_base.cu``) like the C kernels of ``proofflow.prover.native``: nothing to build at install
-time. ``load`` compiles once per process (lru_cache) and CuPy keeps the compiled module in
-its on-disk kernel cache. That cache is keyed by the source text, not by included files,
-so headers are inlined here rather than ``#include``d by NVRTC: editing one then
+time. ``load`` loads a module once per process (lru_cache) from its cubin in the kernel
+directory (``cache.py``), compiling and saving it first when there is none for this
+source, NVRTC and the device's arch; ``proofflow kernels build`` compiles them all ahead
+of time (the GPU image does, for sm_90). The cubins are named by a digest of the source
+text, so headers are inlined here rather than ``#include``d by NVRTC: editing one then
 recompiles as it should. The headers also compile on the host (``common.cuh``): the CPU
 twin in ``tests/kernel_twin.py`` builds them with g++.
 ``source`` needs no CuPy (the CPU twin and the compile checks use it); ``load`` imports it.
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
 _DIR = Path(__file__).resolve().parent
 VARIANTS = ("mul32", "mul64")  # 32-bit words with PTX carry chains, or 64-bit CIOS
 GROUPS = ("g1", "g2")  # msm.cu and fixed_base.cu build one group's kernels a module
+CURVE_VARIANT = "mul32"  # the Fr product msm.cu and fixed_base.cu are loaded with
 
 
 _INCLUDE = re.compile(r'^#include "([\w.]+)"[^\n]*$', re.MULTILINE)
@@ -54,10 +57,15 @@ def options(variant: str = "mul32", group: str | None = None) -> tuple[str, ...]
             + ((f"-DPF_GROUP_{group.upper()}",) if group else ()))
 
 
-@lru_cache(maxsize=None)
 def load(variant: str = "mul32", name: str = "ntt.cu", group: str | None = None) -> "cupy.RawModule":
-    """The module compiled from ``name``: ``ntt.cu``, or ``msm.cu`` / ``fixed_base.cu`` for
-    one ``group`` (``g1`` or ``g2``)."""
-    opts = options(variant, group)
+    """The module compiled from ``name`` for the current device: ``ntt.cu``, or ``msm.cu`` /
+    ``fixed_base.cu`` for one ``group`` (``g1`` or ``g2``)."""
+    options(variant, group)  # a bad name fails before CuPy is imported
     import cupy
-    return cupy.RawModule(code=source(name), options=opts)
+    return _load(variant, name, group, cupy.cuda.Device().compute_capability)
+
+
+@lru_cache(maxsize=None)
+def _load(variant: str, name: str, group: str | None, arch: str) -> "cupy.RawModule":
+    from proofflow.prover.device import cache
+    return cache.load_module(cache.Module(name, variant, group), arch)

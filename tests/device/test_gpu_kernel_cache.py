@@ -1,0 +1,109 @@
+"""On a GPU, the shipped kernels: `proofflow kernels build` into an empty kernel directory,
+then a fresh process loads every module from it without one NVRTC compile, and its NTTs and
+MSMs still match the CPU bit for bit; the first load on a machine compiles and persists, and
+a damaged cubin is rebuilt. Skipped without CuPy or a GPU."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("cupy")
+from proofflow.prover.device import available as gpu_available  # noqa: E402
+
+if not gpu_available():
+    pytest.skip("no GPU visible", allow_module_level=True)
+
+pytestmark = [pytest.mark.gpu, pytest.mark.slow]
+ROOT = Path(__file__).resolve().parents[2]
+
+# Run in a fresh process: loads the modules named on its command line ("all", or "ntt": the
+# mul32 NTT module only), refusing any NVRTC compile with "no-compile", then checks the
+# kernels against the CPU and prints what happened as JSON.
+CHECK = r"""
+import json, sys, time
+import numpy as np
+from proofflow.prover.device import cache, source
+
+which, mode = sys.argv[1], sys.argv[2]
+if mode == "no-compile":
+    def refuse(*args):
+        raise AssertionError("an NVRTC compile in a process that should only load cubins")
+    cache.compile_cubin = refuse
+modules = cache.MODULES if which == "all" else (cache.Module("ntt.cu", "mul32"),)
+t0 = time.perf_counter()
+for m in modules:
+    source.load(m.variant, m.name, m.group)
+load_s = time.perf_counter() - t0
+
+from proofflow.prover import curve
+from proofflow.prover.backend.cpu import CpuBackend
+from proofflow.prover.device.backend import GpuBackend
+from proofflow.prover.field import fr
+from proofflow.prover.polynomial.domain import Radix2Domain
+rng = np.random.default_rng(19)
+d = Radix2Domain(12)
+x = fr.random(d.size, rng)
+same = {f"ntt-{v}": bool(np.array_equal(GpuBackend(v).ntt(d, x), CpuBackend().ntt(d, x)))
+        for v in (source.VARIANTS if which == "all" else ("mul32",))}
+if which == "all":
+    from proofflow.prover.device import msm as gpu_msm
+    for group, n in (("g1", 64), ("g2", 16)):
+        g = curve.point_class(group)()
+        table = curve.PointTable.from_points(group, [g * curve.scalar(int(k)) for k in fr.to_ints(fr.random(n, rng))])
+        s = fr.random(n, rng)
+        got = (gpu_msm.msm_g1 if group == "g1" else gpu_msm.msm_g2)(table, s)
+        same[f"msm-{group}"] = bool(got == curve.msm(table, s))
+print(json.dumps({"compiles": cache.compiles, "load_s": load_s, "same": same}))
+"""
+
+
+def _env(kernel_dir: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "PROOFFLOW_CUDA_ARCHS"}
+    env["PROOFFLOW_KERNEL_DIR"] = str(kernel_dir)
+    return env
+
+
+def _check(kernel_dir: Path, which: str, mode: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", CHECK, which, mode], env=_env(kernel_dir), cwd=ROOT,
+                         capture_output=True, text=True, timeout=1200)
+    assert out.returncode == 0, out.stderr[-4000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_built_kernels_load_in_a_fresh_process_without_compiling(tmp_path):
+    kernel_dir = tmp_path / "kernels"
+    build = subprocess.run([sys.executable, "-m", "proofflow.cli", "kernels", "build", "--json"],
+                           env=_env(kernel_dir), cwd=ROOT, capture_output=True, text=True, timeout=1200)
+    assert build.returncode == 0, build.stderr[-4000:]
+    results = json.loads(build.stdout)
+    assert len(results) == 6 and all(r["built"] for r in results), results
+    assert len(list(kernel_dir.glob("*.cubin"))) == 6
+
+    got = _check(kernel_dir, "all", "no-compile")
+    assert got["compiles"] == 0
+    assert got["same"] == {"ntt-mul32": True, "ntt-mul64": True, "msm-g1": True, "msm-g2": True}, got
+    assert got["load_s"] < 30, got  # loading, not the minutes of compiling
+
+    listing = subprocess.run([sys.executable, "-m", "proofflow.cli", "kernels", "list", "--json"],
+                             env=_env(kernel_dir), cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert {e["status"] for e in json.loads(listing.stdout)["kernels"]} == {"current"}
+
+
+def test_the_first_load_compiles_and_persists_and_a_damaged_cubin_is_rebuilt(tmp_path):
+    kernel_dir = tmp_path / "kernels"
+    first = _check(kernel_dir, "ntt", "compile")
+    assert first["compiles"] == 1 and first["same"] == {"ntt-mul32": True}, first
+    (cubin,) = kernel_dir.glob("ntt-mul32-sm_*.cubin")
+
+    again = _check(kernel_dir, "ntt", "no-compile")
+    assert again["compiles"] == 0 and again["same"] == {"ntt-mul32": True}, again
+
+    cubin.write_bytes(cubin.read_bytes()[: cubin.stat().st_size // 2])
+    rebuilt = _check(kernel_dir, "ntt", "compile")
+    assert rebuilt["compiles"] == 1 and rebuilt["same"] == {"ntt-mul32": True}, rebuilt
+    assert _check(kernel_dir, "ntt", "no-compile")["compiles"] == 0
