@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -77,11 +78,18 @@ def _check(kernel_dir: Path, which: str, mode: str) -> dict:
 
 def test_built_kernels_load_in_a_fresh_process_without_compiling(tmp_path):
     kernel_dir = tmp_path / "kernels"
+    # cubins this session built already (PROOFFLOW_KERNEL_DIR, e.g. bench/h200_staging.sh's first
+    # step) are copied in, and must be found current: compiling them again takes minutes
+    prebuilt = os.environ.get("PROOFFLOW_KERNEL_DIR")
+    reused = bool(prebuilt and any(Path(prebuilt).glob("*.cubin")))
+    if reused:
+        shutil.copytree(prebuilt, kernel_dir)
     build = subprocess.run([sys.executable, "-m", "proofflow.cli", "kernels", "build", "--json"],
                            env=_env(kernel_dir), cwd=ROOT, capture_output=True, text=True, timeout=1200)
     assert build.returncode == 0, build.stderr[-4000:]
     results = json.loads(build.stdout)
-    assert len(results) == 6 and all(r["built"] for r in results), results
+    assert len(results) == 6, results
+    assert all(r["built"] is not reused for r in results), results  # all compiled, or all found current
     assert len(list(kernel_dir.glob("*.cubin"))) == 6
 
     got = _check(kernel_dir, "all", "no-compile")
