@@ -3,10 +3,18 @@ import pytest
 
 
 @pytest.fixture(autouse=True)
-def _shared_staging(tmp_path, monkeypatch):
-    """Each test's shared staging (segments of a/b/c) in its own directory, inherited by the
-    services and Airflow processes it starts."""
-    monkeypatch.setenv("PROOFFLOW_SHARED_STAGING", str(tmp_path / "shm"))
+def _shared_staging(monkeypatch):
+    """Each test's shared staging (segments of a/b/c) in its own directory of shared memory
+    (the device can page-lock a tmpfs mapping, not a disk file's), inherited by the services
+    and Airflow processes it starts."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+    base = "/dev/shm" if Path("/dev/shm").is_dir() else None
+    root = Path(tempfile.mkdtemp(prefix="pf-test-", dir=base))
+    monkeypatch.setenv("PROOFFLOW_SHARED_STAGING", str(root / "shm"))
+    yield
+    shutil.rmtree(root, ignore_errors=True)
 
 
 # --- prover fixtures ---------------------------------------------------------------------

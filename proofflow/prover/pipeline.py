@@ -412,9 +412,11 @@ class MappedSegments:
                 if self.pin:
                     try:
                         device.register(mapping.address, mapping.size)
-                    except BaseException:
+                    except Exception as exc:
                         mapping.close()
-                        raise
+                        raise RuntimeError(f"cannot page-lock staged segment {path}: {exc} (the shared staging "
+                                           "must be shared memory, a tmpfs such as /dev/shm: "
+                                           "PROOFFLOW_SHARED_STAGING)") from exc
                 entry = {"mapping": mapping, "pinned": self.pin, "users": 0}
                 self._maps[mapping.inode] = entry
             entry["users"] += 1
