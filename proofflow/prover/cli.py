@@ -55,7 +55,8 @@ def cmd_setup(args) -> int:
     _say(f"setup: circuit {circuit.name}, 2^{circuit.log2} constraints, seed {args.seed} (TEST-ONLY toxic waste), "
          f"backend {backend.name}")
     t0 = time.time()
-    pk = generator.setup(circuit, args.seed, progress=_setup_progress if not args.quiet else None, backend=backend)
+    pk = generator.setup(circuit, args.seed, progress=_setup_progress if not args.quiet else None, backend=backend,
+                         directory=args.out)  # each table straight into its file
     pk.save(args.out)
     _say(f"setup: wrote {args.out} in {time.time() - t0:.1f} s")
     return EXIT_OK
