@@ -34,6 +34,13 @@ PK_TABLES = {"a_query": "g1", "b_g1_query": "g1", "b_g2_query": "g2", "h_query":
 H_BASES = {"monomial": -1, "odd-coset": 0}  # basis -> H points minus the domain size
 
 
+def table_points(n: int, num_variables: int, num_instance: int, h_basis: str = "monomial") -> dict[str, int]:
+    """The points of each table of a key over a domain of ``n`` points (a, b_g1, b_g2: one
+    per variable; l: one per private variable; h: by its basis)."""
+    return {"a_query": num_variables, "b_g1_query": num_variables, "b_g2_query": num_variables,
+            "h_query": n + H_BASES[h_basis], "l_query": num_variables - num_instance}
+
+
 class KeyFormatError(ValueError):
     """A key or proof file is missing, truncated, corrupted or of another format."""
 

@@ -1,0 +1,254 @@
+"""Will a proof run fit this machine? What a run of (circuit, log2, partitions, backend,
+staging) needs, estimated before any work (``estimate``), against what the machine has
+(``Machine``, probed by ``probe``; tests describe their own machines), with every number
+that does not fit named in one message (``check``, ``refusal``). ``spec.validate_params``
+calls it last, so the ``validate`` task, ``proofflow run`` and ``python -m proofflow.prover
+setup`` refuse such a run before any work.
+
+What is checked:
+
+* disk where the proving key goes: its tables, from the table widths of
+  ``proofflow.prover.curve`` (G1 affine 96 bytes: a, b_g1, h, l; G2 192: b_g2; 576 bytes a
+  point of the domain, 77.3 GB at 2^27), unless the key is there already; and the run's
+  scratch (each partition's a/b/c and witness files, twice the a/b/c: saved, then staged),
+  together when both are on one file system;
+* staging: one partition's a/b/c (3 x n x 32 bytes) and witness must fit in a staging
+  pool's budget (PROOFFLOW_STAGING_BUDGET), or the prove step could never take it;
+* host memory (MemAvailable): the key's setup when the key is not there yet, and the
+  proving: the staging the run can fill, one partition's synthesis, and on the CPU backend
+  the key's points decoded for arkworks;
+* device memory, on the GPU backend: the key's tables resident on the device, the NTT
+  tables, and one proof's working set (a/b/c, H, MSM buckets), against the smallest of the
+  devices this worker proves on (its total: a prover service that still holds another
+  run's key and cached blocks frees them for a new one; free memory is only reported).
+
+The per-point constants of the host and device working sets were measured (host) or
+counted from the allocations of the code (device); they are estimates, not bounds, kept
+close to what was seen so that a run which fits is not refused.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from proofflow import settings
+
+FR_BYTES = 32
+NPY_HEADER = 128  # bytes before a .npy file's data (numpy's format 1.0, as np.save writes it)
+KEY_JSON = 64 << 10  # vk.json and params.json, generously (a few KB)
+
+# Host bytes a domain point: peak anonymous memory measured with bench/setup_sizes.py on this
+# code (bench/results/setup-sizes-cpu.json), rounded up a little:
+SETUP_HOST = 384  # setup apart from its multiplications: the constraint system's first build on
+#                   a machine (355-360 at 2^20-2^22), then the QAP at tau (the Lagrange basis, the
+#                   transposed matrices, u, v, w) and the query scalars (222-256)
+SYNTHESIS_HOST = 240  # one partition's synthesis to files (the witness, a/b/c and their stacked
+#                       copy: 220-224)
+CPU_PROVE_HOST = 1664  # a CPU-backend proof besides its staged a/b/c and witness (1730 in all at
+#                        2^12-2^14, of which 128 the staging buffer): the key's points decoded for
+#                        arkworks (186 bytes a G1 point, 321 a G2 point), the MSMs' scalars, the NTTs
+# Device bytes a domain point besides the key's tables, counted from the allocations of
+# proofflow/prover/device (backend.py, pippenger.py):
+DEVICE_NTT_TABLES = 4 * FR_BYTES  # twiddles (n/2 each way), coset powers (n, three of them)
+DEVICE_PROOF = 9 * FR_BYTES  # a/b/c, the witness and H (5 x 32), and the larger of H's three
+#   coset evaluations (3 x 32) and the G2 MSM's scratch (~121: 16 windows of u32 sorted digits
+#   64, the pieces' XYZZ partial sums 49 and their first merge 6, the pieces' indices 2); CuPy
+#   gives its cached blocks back before an allocation fails, so only live arrays count
+
+
+class ResourceError(ValueError):
+    """A run that cannot fit this machine (the message names each number)."""
+
+
+@dataclass(frozen=True)
+class Machine:
+    """What this machine has for a run (``probe``; a test describes one). None: unknown,
+    not checked."""
+    key_dir: Path  # where the run's proving key goes
+    key_on_disk: bool  # the key is there already: no disk for it, no setup
+    key_disk_free: int | None  # bytes free on the key's file system
+    scratch_dir: Path  # the run's scratch files
+    scratch_disk_free: int | None
+    same_disk: bool  # key and scratch on one file system
+    host_available: int | None  # MemAvailable
+    staging_budget: int  # PROOFFLOW_STAGING_BUDGET
+    device_total: int | None = None  # the GPU backend's device (the smallest of them)
+    device_free: int | None = None
+    device_name: str | None = None
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A circuit's sizes: its QAP domain, its variables (the witness), its instance variables."""
+    n: int
+    variables: int
+    instance: int
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What a run needs (bytes)."""
+    key_disk: int  # the proving key's files (0 when it is on disk already)
+    scratch_disk: int  # every partition's scratch files
+    staging: int  # one partition's a/b/c and witness
+    host: int  # the peak of setup and proving
+    host_setup: int  # the key's setup (0 when the key is on disk)
+    host_prove: int
+    device: int | None  # the GPU backend's device (None: another backend)
+    key_tables: int  # the key's tables, resident on the device on the GPU backend
+
+
+def shape(config: dict) -> Shape:
+    """The run's circuit sizes: a registered circuit's from its circuit.json, a built-in
+    family's from the family (without building its constraint system)."""
+    from proofflow import spec
+    info = spec.circuit_info(config["circuit"]) if config.get("circom") else None
+    if info is not None:
+        return Shape(1 << int(info["log2"]), int(info["signals"]), int(info["public"]) + 1)
+    from proofflow.prover.circuits import get_circuit
+    circuit = get_circuit(config["circuit"], config["log2"])
+    return Shape(circuit.domain_size, circuit.num_variables, circuit.num_public + 1)
+
+
+def key_table_bytes(s: Shape) -> int:
+    """The proving key's table files: each table's points at its group's width."""
+    from proofflow.prover.curve import XY_BYTES
+    from proofflow.prover.groth16.data_structures import PK_TABLES, table_points
+    points = table_points(s.n, s.variables, s.instance)
+    return sum(points[name] * XY_BYTES[group] + NPY_HEADER for name, group in PK_TABLES.items())
+
+
+def abc_bytes(n: int) -> int:
+    """A partition's a/b/c over a domain of n points (as ``pipeline.abc_bytes``)."""
+    return 3 * n * FR_BYTES
+
+
+def estimate(config: dict, machine: Machine, s: Shape | None = None) -> Needs:
+    """What the run of ``config`` (validate_params's normalized config: circuit, log2,
+    partitions, backend as it will be used, staging) needs on ``machine``. Partitions 0:
+    the key's setup alone."""
+    s = s or shape(config)
+    n, partitions = s.n, int(config.get("partitions") or 0)
+    abc, witness = abc_bytes(n), s.variables * FR_BYTES
+    tables = key_table_bytes(s)
+    key_disk = 0 if machine.key_on_disk else tables + KEY_JSON
+    # per partition: abc.npy and witness.npy (synthesize), abc.staged (stage); kept to the run's end
+    scratch = partitions * (2 * (abc + NPY_HEADER) + witness + NPY_HEADER)
+    staging = abc + witness if partitions else 0
+    host_setup = 0 if machine.key_on_disk else SETUP_HOST * n
+    host_prove = 0
+    if partitions:
+        filled = min(machine.staging_budget, partitions * staging)
+        host_prove = filled + SYNTHESIS_HOST * n + (CPU_PROVE_HOST * n if config["backend"] == "cpu" else 0)
+    device = None
+    if config["backend"] == "gpu" and partitions:
+        device = tables + (DEVICE_NTT_TABLES + DEVICE_PROOF) * n
+    return Needs(key_disk, scratch, staging, max(host_setup, host_prove), host_setup, host_prove, device, tables)
+
+
+def _gb(x: int) -> str:
+    return f"{x / 1e12:.1f} TB" if x >= 1e12 else f"{x / 1e9:.1f} GB" if x >= 1e9 else f"{x / 1e6:.1f} MB"
+
+
+def _gib(x: int) -> str:
+    return f"{x / (1 << 30):.1f} GiB" if x >= 1 << 30 else f"{x / (1 << 20):.1f} MiB"
+
+
+def check(config: dict, machine: Machine, s: Shape | None = None) -> list[str]:
+    """Each way the run does not fit ``machine``, with its numbers; [] when it fits."""
+    need = estimate(config, machine, s)
+    problems = []
+    parts = config.get("partitions")
+    # (bytes, alone, beside the other): what needs disk, said alone or with the other on one file system
+    key = (need.key_disk, f"the proving key needs {_gb(need.key_disk)}", f"the proving key ({_gb(need.key_disk)})")
+    scratch = (need.scratch_disk, f"the run's scratch files need {_gb(need.scratch_disk)} ({parts} partitions)",
+               f"the run's scratch files ({_gb(need.scratch_disk)}, {parts} partitions)")
+    disks = [([key, scratch], machine.key_disk_free, machine.key_dir)] if machine.same_disk else \
+        [([key], machine.key_disk_free, machine.key_dir), ([scratch], machine.scratch_disk_free, machine.scratch_dir)]
+    for items, free, where in disks:
+        items = [item for item in items if item[0]]
+        nbytes = sum(item[0] for item in items)
+        if not items or free is None or nbytes <= free:
+            continue
+        what = items[0][1] if len(items) == 1 else " and ".join(item[2] for item in items) + f" need {_gb(nbytes)}"
+        problems.append(f"{what} on disk at {where} ({_gb(free)} free)")
+    if need.staging > machine.staging_budget:
+        problems.append(f"a partition's a/b/c and witness need {_gib(need.staging)} of staging "
+                        f"(budget {_gib(machine.staging_budget)}, PROOFFLOW_STAGING_BUDGET)")
+    if machine.host_available is not None and need.host > machine.host_available:
+        what = "the key's setup" if need.host_setup >= need.host_prove else "proving"
+        problems.append(f"{what} needs about {_gib(need.host)} of host memory ({_gib(machine.host_available)} "
+                        "available, MemAvailable)")
+    if need.device is not None and machine.device_total is not None and need.device > machine.device_total:
+        free = f", {_gib(machine.device_free)} free" if machine.device_free is not None else ""
+        problems.append(f"proving on the GPU needs about {_gib(need.device)} of device memory (the key's tables "
+                        f"{_gib(need.key_tables)} and a proof's working set; {machine.device_name or 'the GPU'} has "
+                        f"{_gib(machine.device_total)}{free})")
+    return problems
+
+
+def refusal(config: dict, problems: list[str]) -> str:
+    """One message for a run that does not fit."""
+    what = (f"circuit {config['circuit']!r} (2^{config['log2']})" if config.get("circom")
+            else f"log2 {config['log2']}")
+    return f"{what} does not fit this machine: " + "; ".join(problems)
+
+
+# -- probing this machine --------------------------------------------------------------------
+def mem_available(meminfo: str = "/proc/meminfo") -> int | None:
+    """MemAvailable in bytes, or None where the kernel does not say (not Linux)."""
+    try:
+        with open(meminfo) as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _existing(path: Path) -> Path:
+    """The path, or its nearest ancestor that exists (where it would be created)."""
+    path = Path(path).absolute()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def disk_free(path: Path) -> int | None:
+    try:
+        return shutil.disk_usage(_existing(path)).free
+    except OSError:
+        return None
+
+
+def _same_disk(a: Path, b: Path) -> bool:
+    try:
+        return os.stat(_existing(a)).st_dev == os.stat(_existing(b)).st_dev
+    except OSError:
+        return False
+
+
+def probe(config: dict, key_dir: Path | None = None) -> Machine:
+    """This machine, for the run of ``config``: its key's directory (``layout.params_dir``
+    unless given) and whether the key is there, the free space of the key's and the
+    scratch's file systems, MemAvailable, the staging budget, and on the GPU backend the
+    device's memory."""
+    from proofflow.prover import layout
+    key_dir = Path(key_dir) if key_dir is not None else layout.params_dir(config["circuit"], config["log2"],
+                                                                           config.get("seed", 0))
+    scratch = settings.scratch_root()
+    device_total = device_free = device_name = None
+    if config.get("backend") == "gpu":
+        from proofflow.prover import device
+        seen = [(m, i) for i in settings.gpu_devices() if (m := device.memory(i)) is not None]
+        if seen:
+            (device_free, device_total), index = min(seen, key=lambda x: x[0][1])
+            device_name = device.name(index)
+    return Machine(key_dir=key_dir, key_on_disk=(key_dir / "params.json").exists(),
+                   key_disk_free=disk_free(key_dir), scratch_dir=scratch, scratch_disk_free=disk_free(scratch),
+                   same_disk=_same_disk(key_dir, scratch), host_available=mem_available(),
+                   staging_budget=settings.staging_budget(), device_total=device_total, device_free=device_free,
+                   device_name=device_name)
