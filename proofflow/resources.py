@@ -2,21 +2,23 @@
 staging) needs, estimated before any work (``estimate``), against what the machine has
 (``Machine``, probed by ``probe``; tests describe their own machines), with every number
 that does not fit named in one message (``check``, ``refusal``). ``spec.validate_params``
-calls it last, so the ``validate`` task, ``proofflow run`` and ``python -m proofflow.prover
-setup`` refuse such a run before any work.
+calls it last, so the ``validate`` task and ``proofflow run`` refuse such a run before any
+work; ``python -m proofflow.prover setup`` checks a key's part (its disk, its setup's memory).
 
 What is checked:
 
 * disk where the proving key goes: its tables, from the table widths of
   ``proofflow.prover.curve`` (G1 affine 96 bytes: a, b_g1, h, l; G2 192: b_g2; 576 bytes a
-  point of the domain, 77.3 GB at 2^27), unless the key is there already; and the run's
-  scratch (each partition's a/b/c and witness files, twice the a/b/c: saved, then staged),
-  together when both are on one file system;
+  point of the domain, 77.3 GB at 2^27), unless the key is there already; the run's
+  scratch (each partition's a/b/c and witness files, twice the a/b/c: saved, then staged);
+  and the circuit's constraint system in the cache (PROOFFLOW_CACHE) unless it is there
+  already (30 GB at 2^27); together where they share a file system;
 * staging: one partition's a/b/c (3 x n x 32 bytes) and witness must fit in a staging
   pool's budget (PROOFFLOW_STAGING_BUDGET), or the prove step could never take it;
-* host memory (MemAvailable): the key's setup when the key is not there yet, and the
-  proving: the staging the run can fill, one partition's synthesis, and on the CPU backend
-  the key's points decoded for arkworks;
+* host memory (MemAvailable): the key's setup when the key is not there yet (the
+  constraint system's first build on the machine, the QAP at tau and the query scalars;
+  the tables go straight to their files), and the proving: the staging the run can fill,
+  one partition's synthesis, and on the CPU backend the key's points decoded for arkworks;
 * device memory, on the GPU backend: the key's tables resident on the device, the NTT
   tables, and one proof's working set (a/b/c, H, MSM buckets), against the smallest of the
   devices this worker proves on (its total: a prover service that still holds another
@@ -41,9 +43,11 @@ KEY_JSON = 64 << 10  # vk.json and params.json, generously (a few KB)
 
 # Host bytes a domain point: peak anonymous memory measured with bench/setup_sizes.py on this
 # code (bench/results/setup-sizes-cpu.json), rounded up a little:
-SETUP_HOST = 384  # setup apart from its multiplications: the constraint system's first build on
-#                   a machine (355-360 at 2^20-2^22), then the QAP at tau (the Lagrange basis, the
-#                   transposed matrices, u, v, w) and the query scalars (222-256)
+CS_BUILD_HOST = 384  # the constraint system's first build on a machine (355-361 at 2^20-2^22)
+SETUP_HOST = 288  # setup apart from its multiplications, the constraint system mapped from the
+#                   cache: the QAP at tau (the Lagrange basis, the transposed matrices, u, v, w)
+#                   and the query scalars (222-256 at 2^20-2^22)
+CS_CACHE_DISK = 240  # the constraint system's files (224 for the MiMC chain) and round constants
 SYNTHESIS_HOST = 240  # one partition's synthesis to files (the witness, a/b/c and their stacked
 #                       copy: 220-224)
 CPU_PROVE_HOST = 1664  # a CPU-backend proof besides its staged a/b/c and witness (1730 in all at
@@ -63,15 +67,23 @@ class ResourceError(ValueError):
 
 
 @dataclass(frozen=True)
+class Disk:
+    """A directory a run writes under, and its file system's free bytes (None: unknown, not
+    checked). Places with the same ``fs`` (st_dev) share their free space; None: its own."""
+    path: Path
+    free: int | None
+    fs: int | None = None
+
+
+@dataclass(frozen=True)
 class Machine:
     """What this machine has for a run (``probe``; a test describes one). None: unknown,
     not checked."""
-    key_dir: Path  # where the run's proving key goes
+    key: Disk  # where the run's proving key goes
+    scratch: Disk  # the run's scratch files
+    cache: Disk  # the constraint system's cache (PROOFFLOW_CACHE)
     key_on_disk: bool  # the key is there already: no disk for it, no setup
-    key_disk_free: int | None  # bytes free on the key's file system
-    scratch_dir: Path  # the run's scratch files
-    scratch_disk_free: int | None
-    same_disk: bool  # key and scratch on one file system
+    cs_cached: bool  # the circuit's constraint system is in the cache already
     host_available: int | None  # MemAvailable
     staging_budget: int  # PROOFFLOW_STAGING_BUDGET
     device_total: int | None = None  # the GPU backend's device (the smallest of them)
@@ -92,6 +104,7 @@ class Needs:
     """What a run needs (bytes)."""
     key_disk: int  # the proving key's files (0 when it is on disk already)
     scratch_disk: int  # every partition's scratch files
+    cache_disk: int  # the constraint system's cache (0 when it is there already)
     staging: int  # one partition's a/b/c and witness
     host: int  # the peak of setup and proving
     host_setup: int  # the key's setup (0 when the key is on disk)
@@ -136,8 +149,9 @@ def estimate(config: dict, machine: Machine, s: Shape | None = None) -> Needs:
     key_disk = 0 if machine.key_on_disk else tables + KEY_JSON
     # per partition: abc.npy and witness.npy (synthesize), abc.staged (stage); kept to the run's end
     scratch = partitions * (2 * (abc + NPY_HEADER) + witness + NPY_HEADER)
+    cache = 0 if machine.cs_cached else CS_CACHE_DISK * n
     staging = abc + witness if partitions else 0
-    host_setup = 0 if machine.key_on_disk else SETUP_HOST * n
+    host_setup = 0 if machine.key_on_disk else max(SETUP_HOST, 0 if machine.cs_cached else CS_BUILD_HOST) * n
     host_prove = 0
     if partitions:
         filled = min(machine.staging_budget, partitions * staging)
@@ -145,7 +159,8 @@ def estimate(config: dict, machine: Machine, s: Shape | None = None) -> Needs:
     device = None
     if config["backend"] == "gpu" and partitions:
         device = tables + (DEVICE_NTT_TABLES + DEVICE_PROOF) * n
-    return Needs(key_disk, scratch, staging, max(host_setup, host_prove), host_setup, host_prove, device, tables)
+    return Needs(key_disk, scratch, cache, staging, max(host_setup, host_prove), host_setup, host_prove, device,
+                 tables)
 
 
 def _gb(x: int) -> str:
@@ -161,26 +176,35 @@ def check(config: dict, machine: Machine, s: Shape | None = None) -> list[str]:
     need = estimate(config, machine, s)
     problems = []
     parts = config.get("partitions")
-    # (bytes, alone, beside the other): what needs disk, said alone or with the other on one file system
-    key = (need.key_disk, f"the proving key needs {_gb(need.key_disk)}", f"the proving key ({_gb(need.key_disk)})")
-    scratch = (need.scratch_disk, f"the run's scratch files need {_gb(need.scratch_disk)} ({parts} partitions)",
-               f"the run's scratch files ({_gb(need.scratch_disk)}, {parts} partitions)")
-    disks = [([key, scratch], machine.key_disk_free, machine.key_dir)] if machine.same_disk else \
-        [([key], machine.key_disk_free, machine.key_dir), ([scratch], machine.scratch_disk_free, machine.scratch_dir)]
-    for items, free, where in disks:
-        items = [item for item in items if item[0]]
-        nbytes = sum(item[0] for item in items)
-        if not items or free is None or nbytes <= free:
+    # (where, bytes, said alone, said beside the others on its file system)
+    items = [(machine.key, need.key_disk, f"the proving key needs {_gb(need.key_disk)}",
+              f"the proving key ({_gb(need.key_disk)})"),
+             (machine.scratch, need.scratch_disk, f"the run's scratch files need {_gb(need.scratch_disk)} "
+              f"({parts} partitions)", f"the run's scratch files ({_gb(need.scratch_disk)}, {parts} partitions)"),
+             (machine.cache, need.cache_disk, f"the constraint system's cache needs {_gb(need.cache_disk)}",
+              f"the constraint system's cache ({_gb(need.cache_disk)})")]
+    groups: dict = {}
+    for i, item in enumerate(items):
+        if item[1]:
+            groups.setdefault(item[0].fs if item[0].fs is not None else -1 - i, []).append(item)
+    for group in groups.values():
+        disk, nbytes = group[0][0], sum(item[1] for item in group)
+        if disk.free is None or nbytes <= disk.free:
             continue
-        what = items[0][1] if len(items) == 1 else " and ".join(item[2] for item in items) + f" need {_gb(nbytes)}"
-        problems.append(f"{what} on disk at {where} ({_gb(free)} free)")
+        if len(group) == 1:
+            what = group[0][2]
+        else:
+            said = [item[3] for item in group]
+            what = ", ".join(said[:-1]) + f" and {said[-1]} need {_gb(nbytes)}"
+        problems.append(f"{what} on disk at {disk.path} ({_gb(disk.free)} free)")
     if need.staging > machine.staging_budget:
         problems.append(f"a partition's a/b/c and witness need {_gib(need.staging)} of staging "
                         f"(budget {_gib(machine.staging_budget)}, PROOFFLOW_STAGING_BUDGET)")
     if machine.host_available is not None and need.host > machine.host_available:
-        what = "the key's setup" if need.host_setup >= need.host_prove else "proving"
-        problems.append(f"{what} needs about {_gib(need.host)} of host memory ({_gib(machine.host_available)} "
-                        "available, MemAvailable)")
+        over = [(what, nb) for what, nb in (("the key's setup", need.host_setup), ("proving", need.host_prove))
+                if nb > machine.host_available]
+        what = " and ".join(f"{what}{' needs' if i == 0 else ''} about {_gib(nb)}" for i, (what, nb) in enumerate(over))
+        problems.append(f"{what} of host memory ({_gib(machine.host_available)} available, MemAvailable)")
     if need.device is not None and machine.device_total is not None and need.device > machine.device_total:
         free = f", {_gib(machine.device_free)} free" if machine.device_free is not None else ""
         problems.append(f"proving on the GPU needs about {_gib(need.device)} of device memory (the key's tables "
@@ -217,29 +241,25 @@ def _existing(path: Path) -> Path:
     return path
 
 
-def disk_free(path: Path) -> int | None:
+def disk(path: Path) -> Disk:
+    """A directory's file system: its free bytes and device (of its nearest existing ancestor)."""
+    where = _existing(path)
     try:
-        return shutil.disk_usage(_existing(path)).free
+        return Disk(Path(path), shutil.disk_usage(where).free, os.stat(where).st_dev)
     except OSError:
-        return None
-
-
-def _same_disk(a: Path, b: Path) -> bool:
-    try:
-        return os.stat(_existing(a)).st_dev == os.stat(_existing(b)).st_dev
-    except OSError:
-        return False
+        return Disk(Path(path), None)
 
 
 def probe(config: dict, key_dir: Path | None = None) -> Machine:
     """This machine, for the run of ``config``: its key's directory (``layout.params_dir``
-    unless given) and whether the key is there, the free space of the key's and the
-    scratch's file systems, MemAvailable, the staging budget, and on the GPU backend the
-    device's memory."""
+    unless given) and whether the key is there, whether the constraint system is cached,
+    the free space of the key's, the scratch's and the cache's file systems, MemAvailable,
+    the staging budget, and on the GPU backend the device's memory."""
     from proofflow.prover import layout
+    from proofflow.prover.circuits import get_circuit
     key_dir = Path(key_dir) if key_dir is not None else layout.params_dir(config["circuit"], config["log2"],
                                                                            config.get("seed", 0))
-    scratch = settings.scratch_root()
+    cs_dir = get_circuit(config["circuit"], config["log2"]).constraint_system_dir
     device_total = device_free = device_name = None
     if config.get("backend") == "gpu":
         from proofflow.prover import device
@@ -247,8 +267,7 @@ def probe(config: dict, key_dir: Path | None = None) -> Machine:
         if seen:
             (device_free, device_total), index = min(seen, key=lambda x: x[0][1])
             device_name = device.name(index)
-    return Machine(key_dir=key_dir, key_on_disk=(key_dir / "params.json").exists(),
-                   key_disk_free=disk_free(key_dir), scratch_dir=scratch, scratch_disk_free=disk_free(scratch),
-                   same_disk=_same_disk(key_dir, scratch), host_available=mem_available(),
-                   staging_budget=settings.staging_budget(), device_total=device_total, device_free=device_free,
-                   device_name=device_name)
+    return Machine(key=disk(key_dir), scratch=disk(settings.scratch_root()), cache=disk(cs_dir),
+                   key_on_disk=(key_dir / "params.json").exists(), cs_cached=(cs_dir / "shape.npy").exists(),
+                   host_available=mem_available(), staging_budget=settings.staging_budget(),
+                   device_total=device_total, device_free=device_free, device_name=device_name)

@@ -82,8 +82,8 @@ def test_a_setup_that_does_not_fit_is_refused_naming_the_numbers(tmp_path, monke
     from proofflow import resources
     from proofflow.prover import cli
     probe = resources.probe
-    monkeypatch.setattr(resources, "probe", lambda config, key_dir=None: replace(probe(config, key_dir),
-                                                                                key_disk_free=10**9))
+    monkeypatch.setattr(resources, "probe", lambda config, key_dir=None: replace(
+        probe(config, key_dir), key=resources.Disk(key_dir, 10**9), cs_cached=True))
     out = tmp_path / "keys"
     assert cli.main(["setup", "--log2", "22", "--out", str(out), "--backend", "cpu"]) == 2
     err = capsys.readouterr().err

@@ -6,18 +6,21 @@ from pathlib import Path
 import pytest
 
 from proofflow import resources
-from proofflow.resources import Machine
+from proofflow.resources import Disk, Machine
 from proofflow.spec import MAX_LOG2, InvalidParams, validate_params
 
 GiB = 1 << 30
-# the 2-core CI machine: 24 GiB of memory (22 available), 70 GB free on its one disk
-SMALL = Machine(key_dir=Path("/home/ci/.proofflow/params/mimc-log2_27-seed0"), key_on_disk=False,
-                key_disk_free=70 * 10**9, scratch_dir=Path("/home/ci/.proofflow/scratch"), scratch_disk_free=70 * 10**9,
-                same_disk=True, host_available=22 * GiB, staging_budget=8 * GiB)
+KEY, SCRATCH = Path("/home/ci/.proofflow/params/mimc-log2_27-seed0"), Path("/home/ci/.proofflow/scratch")
+CACHE = Path("/home/ci/.cache/proofflow/constraint-systems/mimc-2^27-1")
+# the 2-core CI machine: 24 GiB of memory (22 available), 70 GB free on its one disk, the
+# constraint system cached already
+SMALL = Machine(key=Disk(KEY, 70 * 10**9, fs=1), scratch=Disk(SCRATCH, 70 * 10**9, fs=1),
+                cache=Disk(CACHE, 70 * 10**9, fs=1), key_on_disk=False, cs_cached=True, host_available=22 * GiB,
+                staging_budget=8 * GiB)
 # an H200 host: 2 TB of memory, 10 TB free, the GPU's 139.8 GiB
-H200 = replace(SMALL, key_disk_free=10**13, scratch_disk_free=10**13, host_available=2000 * GiB,
-               staging_budget=64 * GiB, device_total=150_110_011_392, device_free=149_000_000_000,
-               device_name="NVIDIA H200")
+H200 = replace(SMALL, key=Disk(KEY, 10**13, fs=1), scratch=Disk(SCRATCH, 10**13, fs=1),
+               cache=Disk(CACHE, 10**13, fs=1), host_available=2000 * GiB, staging_budget=64 * GiB,
+               device_total=150_110_011_392, device_free=149_000_000_000, device_name="NVIDIA H200")
 
 
 def _validate(machine, **params):
@@ -43,11 +46,11 @@ def test_log2_27_is_in_the_domain_but_refused_on_a_small_machine_naming_each_num
     assert validate_params({"log2": 27, "backend": "cpu"}, gpu_available=lambda: False)["log2"] == 27
     with pytest.raises(InvalidParams, match="log2 must be in 8..27, got 28"):
         validate_params({"log2": 28}, gpu_available=lambda: False)
-    msg = _refusal(SMALL, log2=27, partitions=4, backend="cpu")
+    msg = _refusal(replace(SMALL, cs_cached=False), log2=27, partitions=4, backend="cpu")
     assert msg.startswith("log2 27 does not fit this machine: ")
-    # disk: the key's tables at 576 bytes a point (77.3 GB) and 4 partitions' scratch (4 x 30.1 GB)
-    assert ("the proving key (77.3 GB) and the run's scratch files (120.3 GB, 4 partitions) need 197.6 GB "
-            "on disk at /home/ci/.proofflow/params/mimc-log2_27-seed0 (70.0 GB free)") in msg
+    # disk: the key's tables at 576 bytes a point, 4 partitions' scratch (4 x 30.1 GB), the constraint system
+    assert ("the proving key (77.3 GB), the run's scratch files (120.3 GB, 4 partitions) and the constraint "
+            f"system's cache (32.2 GB) need 229.8 GB on disk at {KEY} (70.0 GB free)") in msg
     assert "a partition's a/b/c and witness need 16.0 GiB of staging (budget 8.0 GiB, PROOFFLOW_STAGING_BUDGET)" in msg
     assert "of host memory (22.0 GiB available, MemAvailable)" in msg
     assert msg.count(";") == 2, msg  # three problems, one message
@@ -81,29 +84,39 @@ def test_staging_budget_is_named():
 def test_host_memory_is_named_and_a_key_on_disk_needs_no_setup():
     tight = replace(SMALL, host_available=1 * GiB)
     assert _refusal(tight, log2=22, partitions=1, backend="gpu") == (
-        "log2 22 does not fit this machine: the key's setup needs about 1.5 GiB of host memory "
-        "(1.0 GiB available, MemAvailable)")
-    on_disk = replace(tight, key_on_disk=True)
-    assert resources.estimate(_validate(SMALL, log2=22, backend="gpu"), on_disk).host_setup == 0
+        "log2 22 does not fit this machine: the key's setup needs about 1.1 GiB and proving about 1.4 GiB of host "
+        "memory (1.0 GiB available, MemAvailable)")
+    config = _validate(SMALL, log2=22, backend="gpu")
+    assert resources.estimate(config, tight).host_setup == resources.SETUP_HOST << 22
+    # a first build of the constraint system needs more
+    assert resources.estimate(config, replace(tight, cs_cached=False)).host_setup == resources.CS_BUILD_HOST << 22
+    on_disk = replace(tight, key_on_disk=True, host_available=GiB * 6 // 5)
+    assert resources.estimate(config, on_disk).host_setup == 0
     assert _refusal(on_disk, log2=22, partitions=1, backend="gpu") == (  # a/b/c and witness staged, one synthesis
-        "log2 22 does not fit this machine: proving needs about 1.4 GiB of host memory (1.0 GiB available, "
+        "log2 22 does not fit this machine: proving needs about 1.4 GiB of host memory (1.2 GiB available, "
         "MemAvailable)")
     _validate(replace(on_disk, host_available=GiB * 3 // 2), log2=22, partitions=1, backend="gpu")
 
 
-def test_disk_where_the_key_goes_is_named_and_a_key_on_disk_needs_none():
-    no_room = replace(SMALL, key_disk_free=10**9, same_disk=False)
-    assert _refusal(no_room, log2=22, backend="cpu") == (
-        "log2 22 does not fit this machine: the proving key needs 2.4 GB on disk at "
-        "/home/ci/.proofflow/params/mimc-log2_27-seed0 (1.0 GB free)")
-    _validate(replace(no_room, key_on_disk=True), log2=22, backend="cpu")
-    scratch_full = replace(SMALL, scratch_disk_free=10**9, same_disk=False)
-    assert "the run's scratch files need 15.0 GB (64 partitions) on disk at /home/ci/.proofflow/scratch (1.0 GB free)" \
-        in _refusal(scratch_full, log2=20, partitions=64, backend="cpu")
+def test_disk_is_named_where_it_lacks_and_what_is_there_needs_none():
+    key_disk = replace(SMALL, key=Disk(KEY, 10**9, fs=2))  # the key on a file system of its own
+    assert _refusal(key_disk, log2=22, backend="cpu") == (
+        f"log2 22 does not fit this machine: the proving key needs 2.4 GB on disk at {KEY} (1.0 GB free)")
+    _validate(replace(key_disk, key_on_disk=True), log2=22, backend="cpu")
+    scratch_full = replace(SMALL, scratch=Disk(SCRATCH, 10**9))
+    assert _refusal(scratch_full, log2=20, partitions=64, backend="cpu") == (
+        "log2 20 does not fit this machine: the run's scratch files need 15.0 GB (64 partitions) on disk at "
+        f"{SCRATCH} (1.0 GB free)")
+    cache_full = replace(SMALL, cache=Disk(CACHE, 10**9), cs_cached=False)
+    assert _refusal(cache_full, log2=22, backend="cpu") == (
+        f"log2 22 does not fit this machine: the constraint system's cache needs 1.0 GB on disk at {CACHE} "
+        "(1.0 GB free)")
+    _validate(replace(cache_full, cs_cached=True), log2=22, backend="cpu")
 
 
 def test_unknown_figures_are_not_checked():
-    blind = replace(SMALL, key_disk_free=None, scratch_disk_free=None, host_available=None)
+    blind = replace(SMALL, key=Disk(KEY, None), scratch=Disk(SCRATCH, None), cache=Disk(CACHE, None),
+                    host_available=None, cs_cached=False)
     _validate(blind, log2=24, partitions=64, backend="cpu")
     _validate(H200, log2=27, partitions=1, backend="gpu")
     _validate(replace(H200, device_total=None), log2=27, partitions=1, backend="gpu")
@@ -122,21 +135,28 @@ def test_the_key_estimate_is_the_key_on_disk(tmp_path):
                                                           circuit.constraint_system.num_instance)
     tables = sum(p.stat().st_size for p in d.glob("*.npy"))
     assert resources.key_table_bytes(shape) == tables
-    assert sum(p.stat().st_size for p in d.iterdir()) <= resources.estimate(config, replace(SMALL, key_dir=d)).key_disk
+    assert sum(p.stat().st_size for p in d.iterdir()) <= resources.estimate(config, SMALL).key_disk
+    cs = circuit.constraint_system_dir
+    assert sum(p.stat().st_size for p in cs.iterdir()) <= resources.CS_CACHE_DISK * shape.n
 
 
 def test_probe_reads_this_machine(tmp_path, monkeypatch):
     monkeypatch.setenv("PROOFFLOW_HOME", str(tmp_path))
+    monkeypatch.setenv("PROOFFLOW_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("PROOFFLOW_STAGING_BUDGET", str(3 << 30))
-    config = validate_params({"log2": 10}, gpu_available=lambda: False)
+    config = validate_params({"log2": 8}, gpu_available=lambda: False)
     m = resources.probe(config)
-    assert m.key_dir == tmp_path / "params" / "mimc-log2_10-seed0" and not m.key_on_disk
-    assert m.key_disk_free > 0 and m.same_disk and m.staging_budget == 3 << 30
+    assert m.key.path == tmp_path / "params" / "mimc-log2_8-seed0" and not m.key_on_disk and not m.cs_cached
+    assert m.scratch.path == tmp_path / "scratch" and m.cache.path.parent == tmp_path / "cache" / "constraint-systems"
+    assert m.key.free > 0 and m.key.fs == m.scratch.fs == m.cache.fs and m.staging_budget == 3 << 30
     assert m.host_available is None or m.host_available > 0
     assert m.device_total is None  # the CPU backend: no device asked about
-    (m.key_dir).mkdir(parents=True)
-    (m.key_dir / "params.json").write_text("{}")
-    assert resources.probe(config).key_on_disk
+    m.key.path.mkdir(parents=True)
+    (m.key.path / "params.json").write_text("{}")
+    from proofflow.prover.circuits import get_circuit
+    get_circuit("mimc", 8).constraint_system  # noqa: B018 - built and cached
+    again = resources.probe(config)
+    assert again.key_on_disk and again.cs_cached
 
 
 def test_mem_available_parses_meminfo(tmp_path):
