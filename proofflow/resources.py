@@ -42,15 +42,16 @@ NPY_HEADER = 128  # bytes before a .npy file's data (numpy's format 1.0, as np.s
 KEY_JSON = 64 << 10  # vk.json and params.json, generously (a few KB)
 
 # Host bytes a domain point: peak anonymous memory measured with bench/setup_sizes.py on this
-# code (bench/results/setup-sizes-cpu.json), rounded up a little:
-CS_BUILD_HOST = 384  # the constraint system's first build on a machine (355-361 at 2^20-2^22)
-SETUP_HOST = 288  # setup apart from its multiplications, the constraint system mapped from the
-#                   cache: the QAP at tau (the Lagrange basis, the transposed matrices, u, v, w)
-#                   and the query scalars (222-256 at 2^20-2^22)
+# code, each figure in a fresh process (bench/results/setup-sizes-cpu.json), rounded up a little:
+CS_BUILD_HOST = 384  # the constraint system's first build on a machine (372-376 at 2^20-2^22)
+SETUP_HOST = 320  # setup apart from its multiplications, the constraint system mapped from the
+#                   cache: the QAP at tau (the Lagrange basis, the transposed matrices, u, v, w),
+#                   the query scalars and a chunk of points on its way to its file (321 at 2^20,
+#                   293 at 2^22)
 CS_CACHE_DISK = 240  # the constraint system's files (224 for the MiMC chain) and round constants
 SYNTHESIS_HOST = 240  # one partition's synthesis to files (the witness, a/b/c and their stacked
-#                       copy: 220-224)
-CPU_PROVE_HOST = 1664  # a CPU-backend proof besides its staged a/b/c and witness (1730 in all at
+#                       copy: 202-224)
+CPU_PROVE_HOST = 2048  # a CPU-backend proof besides its staged a/b/c and witness (~2150 in all at
 #                        2^12-2^14, of which 128 the staging buffer): the key's points decoded for
 #                        arkworks (186 bytes a G1 point, 321 a G2 point), the MSMs' scalars, the NTTs
 # Device bytes a domain point besides the key's tables, counted from the allocations of

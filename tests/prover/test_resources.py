@@ -84,7 +84,7 @@ def test_staging_budget_is_named():
 def test_host_memory_is_named_and_a_key_on_disk_needs_no_setup():
     tight = replace(SMALL, host_available=1 * GiB)
     assert _refusal(tight, log2=22, partitions=1, backend="gpu") == (
-        "log2 22 does not fit this machine: the key's setup needs about 1.1 GiB and proving about 1.4 GiB of host "
+        "log2 22 does not fit this machine: the key's setup needs about 1.2 GiB and proving about 1.4 GiB of host "
         "memory (1.0 GiB available, MemAvailable)")
     config = _validate(SMALL, log2=22, backend="gpu")
     assert resources.estimate(config, tight).host_setup == resources.SETUP_HOST << 22
