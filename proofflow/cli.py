@@ -88,7 +88,7 @@ def print_summary(s: dict) -> None:
 
 
 def cmd_run(args) -> int:
-    from proofflow import spec
+    from proofflow import resources, spec
     from proofflow.prover import device
     conf = {"circuit": args.circuit, "log2": args.log2, "partitions": args.partitions, "backend": args.backend,
             "staging": args.staging, "seed": args.seed}
@@ -96,7 +96,7 @@ def cmd_run(args) -> int:
         paths = [str(Path(p).resolve()) for p in args.inputs]
         conf["inputs"] = paths[0] if len(paths) == 1 and Path(paths[0]).is_dir() else paths
     try:  # the DAG's validate task checks again; this gives the message without a run
-        spec.validate_params(conf, gpu_available=device.available)
+        spec.validate_params(conf, gpu_available=device.available, machine=resources.probe)
     except spec.InvalidParams as exc:
         _say(f"error: {exc}")
         return EXIT_BAD_INPUT

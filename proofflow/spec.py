@@ -1,7 +1,7 @@
 """The domains of a proof run's parameters, defined once: the command lines, the engine,
 the DAG's Params (trigger form) and its ``validate`` task all use these. Light: it imports
-nothing of the engine (the GPU check of ``validate`` is a callable passed in; registered
-circuits are read from their circuit.json files)."""
+nothing of the engine (the GPU check of ``validate`` and the machine's resources are
+callables passed in; registered circuits are read from their circuit.json files)."""
 from __future__ import annotations
 
 import json
@@ -11,7 +11,7 @@ from pathlib import Path
 from proofflow import settings
 
 CIRCUITS = ("mimc",)
-MIN_LOG2, MAX_LOG2 = 8, 24
+MIN_LOG2, MAX_LOG2 = 8, 27  # up to 2^27 where the machine has room (proofflow.resources)
 MIN_PARTITIONS, MAX_PARTITIONS = 1, 64
 BACKENDS = ("auto", "cpu", "gpu")
 STAGING = ("pinned", "pageable")
@@ -120,11 +120,15 @@ def resolve_staging(staging: str, backend: str) -> str:
     return staging if backend == "gpu" else "pageable"
 
 
-def validate_params(params: dict, gpu_available) -> dict:
+def validate_params(params: dict, gpu_available, machine=None) -> dict:
     """Checked, normalized proof_run config; raises InvalidParams with one message naming
     every problem. ``gpu_available``: a callable, asked only when the GPU is asked for or
-    'auto' must choose. The result has the backend and staging that will really be used,
-    what was asked for (``backend_requested``, ``staging_requested``) and ``partition_ids``."""
+    'auto' must choose. ``machine``: a callable taking the normalized config and returning
+    the machine's resources (``proofflow.resources.Machine``; ``resources.probe`` probes this
+    one), asked last: a run that cannot fit is refused with one message naming each number
+    that fails (``resources.check``); None: no resource check. The result has the backend
+    and staging that will really be used, what was asked for (``backend_requested``,
+    ``staging_requested``) and ``partition_ids``."""
     params = dict(params)
     p = {**DEFAULTS, **{k: v for k, v in params.items() if k in DEFAULTS}}
     problems = []
@@ -156,6 +160,12 @@ def validate_params(params: dict, gpu_available) -> dict:
     if problems:
         raise InvalidParams("invalid proof_run parameters: " + "; ".join(problems))
     backend = resolve_backend(p["backend"], gpu_available)
-    return {**p, "circom": info is not None, "backend_requested": p["backend"], "backend": backend,
-            "staging_requested": p["staging"], "staging": resolve_staging(p["staging"], backend),
-            "partition_ids": list(range(p["partitions"]))}
+    config = {**p, "circom": info is not None, "backend_requested": p["backend"], "backend": backend,
+              "staging_requested": p["staging"], "staging": resolve_staging(p["staging"], backend),
+              "partition_ids": list(range(p["partitions"]))}
+    if machine is not None:
+        from proofflow import resources
+        problems = resources.check(config, machine(config))
+        if problems:
+            raise InvalidParams(resources.refusal(config, problems))
+    return config

@@ -10,9 +10,9 @@ from proofflow.spec import (BACKENDS, CIRCUIT_NAME, CIRCUITS, DEFAULTS, MAX_LOG2
 def _range(lo: int, hi: int | None = None) -> dict:
     """An integer range, kept inside ``allOf``: Airflow 3.3's trigger form hands a top-level
     minimum/maximum to its number field, which silently clamps an out-of-range entry to the
-    bound on blur (99 becomes a 2^24 run). Inside ``allOf`` the form takes the value as typed
+    bound on blur (99 becomes a 2^27 run). Inside ``allOf`` the form takes the value as typed
     and the API refuses it with the schema's message ("99 is greater than the maximum of
-    24") before any run is created. The range is also in each description, shown under the field."""
+    27") before any run is created. The range is also in each description, shown under the field."""
     return {"allOf": [{"minimum": lo} if hi is None else {"minimum": lo, "maximum": hi}]}
 
 

@@ -52,13 +52,29 @@ def cmd_setup(args) -> int:
     from proofflow.prover.groth16 import generator
     circuit = get_circuit(args.circuit, args.log2)
     backend = _backend(args.backend)
+    refused = _does_not_fit(args.circuit, args.log2, backend.name, Path(args.out))
+    if refused:
+        _say(f"error: {refused}")
+        return EXIT_BAD_INPUT
     _say(f"setup: circuit {circuit.name}, 2^{circuit.log2} constraints, seed {args.seed} (TEST-ONLY toxic waste), "
          f"backend {backend.name}")
     t0 = time.time()
-    pk = generator.setup(circuit, args.seed, progress=_setup_progress if not args.quiet else None, backend=backend)
+    pk = generator.setup(circuit, args.seed, progress=_setup_progress if not args.quiet else None, backend=backend,
+                         directory=args.out)  # each table straight into its file
     pk.save(args.out)
     _say(f"setup: wrote {args.out} in {time.time() - t0:.1f} s")
     return EXIT_OK
+
+
+def _does_not_fit(circuit: str, log2: int, backend: str, out: Path) -> str | None:
+    """Why a key's setup into ``out`` cannot fit this machine (its disk, host memory), or None."""
+    from dataclasses import replace
+
+    from proofflow import resources
+    config = {"circuit": circuit, "log2": log2, "partitions": 0, "backend": backend, "staging": "pageable"}
+    machine = replace(resources.probe(config, key_dir=out), key_on_disk=False)  # written again whatever is there
+    problems = resources.check(config, machine)
+    return resources.refusal(config, problems) if problems else None
 
 
 def _backend(name: str):

@@ -79,6 +79,19 @@ def save_npy(path, array) -> Path:
     return Path(path)
 
 
+@contextmanager
+def npy_in_place(path, shape: tuple, dtype):
+    """A new ``.npy`` file filled in place through a memory map (numpy's ``open_memmap``): yields
+    the writable array, which the caller fills piece by piece (never needing it whole in
+    memory); flushed, fsynced and renamed into place only if the block completes. The bytes
+    are np.save's for the same array, header included."""
+    import numpy as np
+    with atomic_path(path) as tmp:
+        array = np.lib.format.open_memmap(tmp, mode="w+", dtype=dtype, shape=tuple(shape))
+        yield array
+        array.flush()
+
+
 def sha256_file(path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:

@@ -58,8 +58,9 @@ def _timer(timer):
 # -- keys ------------------------------------------------------------------------------------
 def ensure_key(directory: Path, circuit: str, log2: int, seed: int, backend="auto", timer=None) -> bool:
     """The proving key of (circuit, log2, seed) in ``directory``: loaded and checked (every
-    table's digest) when it is there, else generated and saved atomically. One process at a
-    time per directory (a lock file), so concurrent first runs generate it once. Returns
+    table's digest) when it is there, else generated and saved atomically, each table
+    written into its file as it is computed (a large key is never whole in memory). One
+    process at a time per directory (a lock file), so concurrent first runs generate it once. Returns
     True when a cached key was used. A registered circuit's key came with it: it is only
     checked here."""
     from proofflow.prover.groth16 import generator
@@ -88,10 +89,10 @@ def ensure_key(directory: Path, circuit: str, log2: int, seed: int, backend="aut
                         return True
                 except KeyFormatError:
                     pass  # unusable: generated again below
-        with timer.phase("setup"):
-            pk = generator.setup(get_circuit(circuit, log2), seed, backend=backend)
-        with timer.phase("save"):
-            with files.atomic_dir(directory) as tmp:
+        with files.atomic_dir(directory) as tmp:
+            with timer.phase("setup"):  # each table written straight into its file as it is computed
+                pk = generator.setup(get_circuit(circuit, log2), seed, backend=backend, directory=tmp)
+            with timer.phase("save"):  # vk.json, params.json last; the directory renamed into place on exit
                 pk.save(tmp)
         return False
     finally:

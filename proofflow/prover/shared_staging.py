@@ -326,6 +326,11 @@ class SharedStaging:
                 self._drop(lease.id)
             return len(mine)
 
+    def held_bytes(self) -> int:
+        """Bytes of shared memory the staging holds (leased and idle segments)."""
+        with self._locked():
+            return sum(self._held_bytes())
+
     def stats(self) -> dict:
         with self._locked():
             used, idle = self._held_bytes()

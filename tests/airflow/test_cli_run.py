@@ -21,10 +21,11 @@ def _env(user_home=None):
     return env
 
 
-def _proofflow(*args, timeout=300, user_home=None):
+def _proofflow(*args, timeout=300, user_home=None, env=None):
     exe = shutil.which("proofflow")
     cmd = [exe] if exe else [sys.executable, "-m", "proofflow.cli"]
-    return subprocess.run(cmd + list(args), capture_output=True, text=True, env=_env(user_home), timeout=timeout)
+    return subprocess.run(cmd + list(args), capture_output=True, text=True, env={**_env(user_home), **(env or {})},
+                          timeout=timeout)
 
 
 @pytest.mark.slow
@@ -74,13 +75,27 @@ def test_run_json_then_table(tmp_path):
 
 @pytest.mark.parametrize("args,msg", [
     (["--partitions", "0"], "partitions must be in 1..64, got 0"),
-    (["--log2", "30"], "log2 must be in 8..24, got 30"),
+    (["--log2", "30"], "log2 must be in 8..27, got 30"),
     (["--circuit", "sha"], "unknown circuit 'sha'"),
 ])
 def test_bad_arguments_fail_fast(args, msg, tmp_path):
     out = _proofflow("run", "--home", str(tmp_path / "h"), *args, timeout=60)
     assert out.returncode == 2 and msg in out.stderr
     assert not (tmp_path / "h").exists(), "no Airflow home set up for bad arguments"
+
+
+def test_a_run_that_does_not_fit_is_refused_before_any_work(tmp_path):
+    """log2 27 is in the domain, but its partitions' a/b/c cannot fit a 1 GiB staging budget
+    (nor, on most machines, its 77 GB key on disk or its setup in memory): one message with
+    the numbers, no traceback, nothing set up."""
+    out = _proofflow("run", "--log2", "27", "--home", str(tmp_path / "h"), timeout=60,
+                     env={"PROOFFLOW_STAGING_BUDGET": str(1 << 30)})
+    assert out.returncode == 2, out.stderr[-3000:]
+    assert out.stderr.startswith("error: log2 27 does not fit this machine: ") and out.stderr.count("\n") == 1
+    assert ("a partition's a/b/c and witness need 16.0 GiB of staging (budget 1.0 GiB, PROOFFLOW_STAGING_BUDGET)"
+            in out.stderr)
+    assert "Traceback" not in out.stderr and out.stdout == ""
+    assert not (tmp_path / "h").exists(), "no Airflow home set up for a run that cannot fit"
 
 
 def test_gpu_asked_for_but_absent(tmp_path):

@@ -67,7 +67,7 @@ def test_params_schema_matches_prover_and_builds_the_form(proof_run_dag):
         assert "minimum" not in param.schema and "maximum" not in param.schema, name
     from airflow.sdk.definitions.param import ParamValidationError
     for name, bad, good, message, shown in (("partitions", 0, 64, "0 is less than the minimum of 1", "1..64"),
-                                            ("log2", 99, 8, "99 is greater than the maximum of 24", "8..24"),
+                                            ("log2", 99, 8, "99 is greater than the maximum of 27", "8..27"),
                                             ("seed", -1, 0, "-1 is less than the minimum of 0", "0..2^63-1")):
         param = params.get_param(name)
         with pytest.raises(ParamValidationError, match=message):
@@ -84,8 +84,8 @@ def test_params_schema_matches_prover_and_builds_the_form(proof_run_dag):
 @pytest.mark.parametrize("bad,msg", [
     ({"partitions": 0}, "partitions must be in 1..64, got 0"),
     ({"partitions": 65}, "partitions must be in 1..64"),
-    ({"log2": 7}, "log2 must be in 8..24, got 7"),
-    ({"log2": 25}, "log2 must be in 8..24"),
+    ({"log2": 7}, "log2 must be in 8..27, got 7"),
+    ({"log2": 28}, "log2 must be in 8..27"),
     ({"circuit": "sha256"}, "unknown circuit 'sha256'"),
     ({"backend": "tpu"}, "backend must be one of auto, cpu, gpu"),
     ({"staging": "mapped"}, "staging must be one of pinned, pageable"),

@@ -100,8 +100,8 @@ def test_writes_into_given_buffers(mimc10):
         r1cs_to_qap.witness_map(cs, mimc10.instance(3, 0).witness, out=(fr.zeros(8),) * 3)
 
 
-@pytest.mark.parametrize("name,log2,msg", [("sha", 10, "unknown circuit"), ("mimc", 7, "8..24"),
-                                           ("mimc", 25, "8..24"), ("mimc", "10", "8..24")])
+@pytest.mark.parametrize("name,log2,msg", [("sha", 10, "unknown circuit"), ("mimc", 7, "8..27"),
+                                           ("mimc", 28, "8..27"), ("mimc", "10", "8..27")])
 def test_bad_circuit_requests(name, log2, msg):
     with pytest.raises(ValueError, match=msg):
         get_circuit(name, log2)

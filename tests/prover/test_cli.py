@@ -28,7 +28,7 @@ def test_demo_exits_zero_and_prints_phases():
 
 
 @pytest.mark.parametrize("args,msg", [
-    (["demo", "--log2", "30"], "must be in 8..24"),
+    (["demo", "--log2", "30"], "must be in 8..27"),
     (["demo", "--partitions", "0"], "must be at least 1"),
     (["demo", "--circuit", "nope"], "unknown circuit"),
     (["verify", "/nonexistent/bundle"], "not found"),
@@ -73,3 +73,20 @@ def test_prove_then_verify_2_16(tmp_path):
     proof.write_bytes(good[:150])  # truncated
     proc = run("verify", proofs, check_rc=2)
     assert "192 bytes" in proc.stderr
+
+
+def test_a_setup_that_does_not_fit_is_refused_naming_the_numbers(tmp_path, monkeypatch, capsys):
+    """The key's disk (and host memory) are checked before any work: here a disk with 1 GB free."""
+    from dataclasses import replace
+
+    from proofflow import resources
+    from proofflow.prover import cli
+    probe = resources.probe
+    monkeypatch.setattr(resources, "probe", lambda config, key_dir=None: replace(
+        probe(config, key_dir), key=resources.Disk(key_dir, 10**9), cs_cached=True))
+    out = tmp_path / "keys"
+    assert cli.main(["setup", "--log2", "22", "--out", str(out), "--backend", "cpu"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: log2 22 does not fit this machine: the proving key needs 2.4 GB on disk at {out} "
+                          "(1.0 GB free)"), err
+    assert "Traceback" not in err and not out.exists()

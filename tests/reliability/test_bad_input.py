@@ -109,15 +109,15 @@ ARG_CASES = {  # argv (KEY, OUT, FILE stand for paths) -> exit code, message on 
                                "holds no readable proving key"),
     "prove --out is a file": (["prove", "--params", "KEY", "--partitions", "1", "--out", "FILE", "--backend", "cpu",
                                "--staging", "pageable"], 2, "File exists"),
-    "setup --log2 7": (["setup", "--log2", "7", "--out", "OUT"], 2, "must be in 8..24, got 7"),
-    "setup --log2 25": (["setup", "--log2", "25", "--out", "OUT"], 2, "must be in 8..24, got 25"),
+    "setup --log2 7": (["setup", "--log2", "7", "--out", "OUT"], 2, "must be in 8..27, got 7"),
+    "setup --log2 28": (["setup", "--log2", "28", "--out", "OUT"], 2, "must be in 8..27, got 28"),
     "setup --log2 ten": (["setup", "--log2", "ten", "--out", "OUT"], 2, "not an integer: 'ten'"),
     "setup --circuit sha256": (["setup", "--circuit", "sha256", "--log2", "8", "--out", "OUT"], 2,
                                "unknown circuit 'sha256'"),
     "setup --seed x": (["setup", "--log2", "8", "--out", "OUT", "--seed", "x"], 2, "not an integer"),
     "setup --out is a file": (["setup", "--log2", "8", "--out", "FILE", "--quiet"], 2, "File exists"),
     "demo --partitions 0": (["demo", "--partitions", "0"], 2, "must be at least 1"),
-    "demo --log2 99": (["demo", "--log2", "99"], 2, "must be in 8..24"),
+    "demo --log2 99": (["demo", "--log2", "99"], 2, "must be in 8..27"),
     "no command": ([], 2, "required: COMMAND"),
 }
 
@@ -188,7 +188,7 @@ def test_prover_cli_verify_names_what_is_wrong_with_a_bundle(case, files, tmp_pa
 
 
 PROOFFLOW_CASES = {  # argv -> exit code, message
-    "run --log2 7": (["run", "--log2", "7"], 2, "log2 must be in 8..24, got 7"),
+    "run --log2 7": (["run", "--log2", "7"], 2, "log2 must be in 8..27, got 7"),
     "run --log2 ten": (["run", "--log2", "ten"], 2, "not an integer: 'ten'"),
     "run --partitions 0": (["run", "--partitions", "0"], 2, "partitions must be in 1..64, got 0"),
     "run --partitions 65": (["run", "--partitions", "65"], 2, "partitions must be in 1..64, got 65"),
@@ -203,7 +203,7 @@ PROOFFLOW_CASES = {  # argv -> exit code, message
     "calibrate --device tpu": (["calibrate", "--device", "tpu"], 2, "unknown device 'tpu'"),
     "calibrate --device cuda:x": (["calibrate", "--device", "cuda:x"], 2, "unknown device 'cuda:x'"),
     "calibrate --min-log2 0": (["calibrate", "--device", "cpu", "--min-log2", "0"], 2, "must satisfy 1 <= min"),
-    "calibrate --max-log2 40": (["calibrate", "--device", "cpu", "--max-log2", "40"], 2, "max <= 24"),
+    "calibrate --max-log2 40": (["calibrate", "--device", "cpu", "--max-log2", "40"], 2, "max <= 27"),
     "calibrate --reps 0": (["calibrate", "--device", "cpu", "--reps", "0"], 2, "--reps and --min-log2 must be"),
     "no command": ([], 2, "required: COMMAND"),
 }
@@ -238,8 +238,8 @@ PARAM_CASES = {  # conf -> message (validate_params, as the validate task and pr
     "log2 a float": ({"log2": 10.0}, "log2 must be an integer, got 10.0"),
     "log2 a bool": ({"log2": True}, "log2 must be an integer, got True"),
     "log2 null": ({"log2": None}, "log2 must be an integer, got None"),
-    "log2 too small": ({"log2": 7}, "log2 must be in 8..24, got 7"),
-    "log2 too large": ({"log2": 31}, "log2 must be in 8..24, got 31"),
+    "log2 too small": ({"log2": 7}, "log2 must be in 8..27, got 7"),
+    "log2 too large": ({"log2": 31}, "log2 must be in 8..27, got 31"),
     "partitions negative": ({"partitions": -3}, "partitions must be in 1..64, got -3"),
     "partitions a list": ({"partitions": [4]}, "partitions must be an integer, got [4]"),
     "seed negative": ({"seed": -1}, "seed must be in 0..9223372036854775807, got -1"),
@@ -263,7 +263,7 @@ def test_validate_names_each_bad_param(case):
         validate_params(conf, gpu_available=lambda: False)
     assert msg in str(err.value)
     if case == "several problems at once":  # one message naming every problem
-        assert "log2 must be in 8..24" in str(err.value) and "backend must be one of" in str(err.value)
+        assert "log2 must be in 8..27" in str(err.value) and "backend must be one of" in str(err.value)
     tried("proof_run params (validate)")
 
 

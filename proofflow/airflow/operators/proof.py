@@ -99,18 +99,21 @@ class ProofflowOperator(BaseOperator):
 
 
 class ValidateOperator(ProofflowOperator):
-    """Checks the run's params before any work; fails (no retry) with one clear message.
+    """Checks the run's params, and that the run fits this machine, before any work; fails
+    (no retry) with one clear message.
     Returns the normalized config (backend and staging as they will really be used,
     partition_ids listed)."""
 
     ui_color = "#fce8e6"
 
     def run(self, context, rec):
+        from proofflow import resources
         from proofflow.prover import device
         ti = context["ti"]
         with rec.phase("validate"):
-            try:
-                config = spec.validate_params(dict(context["params"]), gpu_available=device.available)
+            try:  # the params' domains, then whether the run fits this machine (disk, memory, staging)
+                config = spec.validate_params(dict(context["params"]), gpu_available=device.available,
+                                              machine=resources.probe)
             except spec.InvalidParams as exc:
                 log.error("%s", exc)
                 raise AirflowFailException(str(exc)) from None

@@ -38,18 +38,24 @@ class Circuit(abc.ABC):
     #: constraints change, a registered circuit names its r1cs's digest.
     cache_version = "1"
 
+    @property
+    def constraint_system_dir(self):
+        """Where this machine keeps the circuit's constraint system (under PROOFFLOW_CACHE)."""
+        from proofflow import settings
+        return settings.cache_root() / "constraint-systems" / f"{self.name}-2^{self.log2}-{self.cache_version}"
+
     @cached_property
     def constraint_system(self) -> ConstraintSystem:
         """Built once per circuit and size on this machine, then memory-mapped from the cache
-        (a 2^24 MiMC chain takes ~20 s to build, milliseconds to map)."""
-        from proofflow import settings
-        d = settings.cache_root() / "constraint-systems" / f"{self.name}-2^{self.log2}-{self.cache_version}"
+        (a 2^24 MiMC chain takes ~20 s to build, milliseconds to map). A first build is
+        mapped back from the files it saved, so its memory is not held (~224 bytes a
+        constraint, 30 GB at 2^27)."""
+        d = self.constraint_system_dir
         try:
             return ConstraintSystem.load(d)
         except (OSError, ValueError):
-            cs = self._build()
-            cs.save(d)
-            return cs
+            self._build().save(d)
+            return ConstraintSystem.load(d)
 
     @property
     def domain_size(self) -> int:

@@ -46,6 +46,20 @@ def using(index: int):
         yield
 
 
+def memory(index: int | None = None) -> tuple[int, int] | None:
+    """(free, total) bytes of a device's memory (the current one unless ``index``), or None
+    without CuPy, a driver or that device."""
+    if not available():
+        return None
+    try:
+        cp = _cupy()
+        with cp.cuda.Device(cp.cuda.Device().id if index is None else index):
+            free, total = cp.cuda.runtime.memGetInfo()
+        return int(free), int(total)
+    except Exception:  # no such device, or the driver refuses: unknown
+        return None
+
+
 def out_of_memory(nbytes: int) -> MemoryError | None:
     """The exception a device allocation of ``nbytes`` raises when the device is full
     (CuPy's OutOfMemoryError, a MemoryError), or None without CuPy."""

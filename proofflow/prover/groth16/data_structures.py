@@ -3,15 +3,20 @@
 A proving-key directory holds ``params.json`` (what the key is for, its single points, and
 the SHA-256 of every table) and one ``.npy`` table per query, points as xy-LE bytes
 (``proofflow.prover.curve``): tables load memory-mapped, and the GPU uploads them unchanged.
-A verifying key is JSON with compressed points in hex. A proof is the standard 192
-compressed bytes: A (G1, 48) || B (G2, 96) || C (G1, 48). Every file is written to a
-temporary name and renamed into place, so a crash never leaves a half-written artifact.
+Setup can write the tables straight into their files as it computes them (``KeyTables``), so
+a large key is never whole in memory. A verifying key is JSON with compressed points in hex.
+A proof is the standard 192 compressed bytes: A (G1, 48) || B (G2, 96) || C (G1, 48). Every
+file is written to a temporary name and renamed into place, so a crash never leaves a
+half-written artifact.
 """
 from __future__ import annotations
 
+import hashlib
 import json
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -27,6 +32,13 @@ PK_TABLES = {"a_query": "g1", "b_g1_query": "g1", "b_g2_query": "g2", "h_query":
 # keys, as arkworks) or "odd-coset" (the Lagrange basis of the 2n domain at its odd points,
 # over delta, n points: snarkjs keys; r1cs_to_qap says how the prover's H vector differs).
 H_BASES = {"monomial": -1, "odd-coset": 0}  # basis -> H points minus the domain size
+
+
+def table_points(n: int, num_variables: int, num_instance: int, h_basis: str = "monomial") -> dict[str, int]:
+    """The points of each table of a key over a domain of ``n`` points (a, b_g1, b_g2: one
+    per variable; l: one per private variable; h: by its basis)."""
+    return {"a_query": num_variables, "b_g1_query": num_variables, "b_g2_query": num_variables,
+            "h_query": n + H_BASES[h_basis], "l_query": num_variables - num_instance}
 
 
 class KeyFormatError(ValueError):
@@ -98,13 +110,21 @@ class ProvingKey:
     h_query: PointTable
     l_query: PointTable
     h_basis: str = "monomial"
+    # tables setup wrote in place (``KeyTables``): name -> (its file, its SHA-256)
+    written: dict = field(default_factory=dict, repr=False, compare=False)
 
     def save(self, directory) -> None:
-        """Write the tables, then params.json last: a directory with params.json is complete."""
+        """Write the tables, then params.json last: a directory with params.json is complete.
+        A table setup already wrote into this directory (``written``) is kept as it is."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        digests = {name: files.sha256_file(files.save_npy(directory / f"{name}.npy", getattr(self, name).xy))
-                   for name in PK_TABLES}
+        digests = {}
+        for name in PK_TABLES:
+            path = directory / f"{name}.npy"
+            there, digest = self.written.get(name, (None, None))
+            if there is None or Path(there).resolve() != path.resolve() or not path.exists():
+                digest = files.sha256_file(files.save_npy(path, getattr(self, name).xy))
+            digests[name] = digest
         self.vk.save(directory / "vk.json")
         params = {"format": FORMAT, "warning": TOXIC_WASTE_LABEL, "circuit": self.circuit, "log2": self.log2,
                   "h_basis": self.h_basis,
@@ -146,6 +166,64 @@ class ProvingKey:
                 raise KeyFormatError(f"{path} has {len(tables[name])} points, params.json says {points}")
         return cls(circuit, log2, VerifyingKey.load(directory / "vk.json"), _point("g1", beta_g1),
                    _point("g1", delta_g1), **tables, h_basis=h_basis)
+
+
+class KeyTables:
+    """Where setup puts a proving key's tables as it computes them, their rows handed over in
+    order, a chunk at a time: in memory (``directory`` None), or straight into each table's
+    memory-mapped ``.npy`` file in ``directory``, no table ever whole in memory, each file's
+    SHA-256 taken as its rows go in (np.save's bytes, so ``ProvingKey.save`` into that
+    directory keeps the files and writes only vk.json and params.json). ``tables``: the
+    finished tables (read-only memory maps of their files); ``written``: name -> (file, SHA-256)."""
+
+    def __init__(self, directory=None):
+        self.directory = None if directory is None else Path(directory)
+        self.tables: dict[str, PointTable] = {}
+        self.written: dict[str, tuple[Path, str]] = {}
+
+    @contextmanager
+    def table(self, name: str, group: str, points: int):
+        """Yields ``put(rows)``, which takes the table's next rows; the table is complete
+        when the block ends (ValueError when the rows do not add up to ``points``)."""
+        shape = (points, curve.XY_BYTES[group])
+        if self.directory is None:
+            xy = np.empty(shape, dtype=np.uint8)
+            put = _rows_into(xy, None)
+            yield put
+            _complete(name, put, points)
+            self.tables[name] = PointTable(group, xy)
+            return
+        self.directory.mkdir(parents=True, exist_ok=True)
+        path = self.directory / f"{name}.npy"
+        with files.npy_in_place(path, shape, np.uint8) as xy:
+            with open(xy.filename, "rb") as f:
+                digest = hashlib.sha256(f.read(xy.offset))  # the .npy header, then the rows in order
+            put = _rows_into(xy, digest)
+            yield put
+            _complete(name, put, points)
+        self.tables[name] = PointTable(group, np.load(path, mmap_mode="r", allow_pickle=False))
+        self.written[name] = (path, digest.hexdigest())
+
+
+def _complete(name: str, put, points: int) -> None:
+    if put.done != points:
+        raise ValueError(f"{name}: {put.done} of {points} rows written")
+
+
+def _rows_into(xy: np.ndarray, digest) -> Callable[[np.ndarray], None]:
+    """A ``put`` writing consecutive rows into ``xy`` (and into ``digest`` when given)."""
+
+    def put(rows: np.ndarray) -> None:
+        lo = put.done
+        if lo + len(rows) > len(xy):
+            raise ValueError(f"{lo + len(rows)} rows for a table of {len(xy)}")
+        xy[lo:lo + len(rows)] = rows
+        if digest is not None:
+            digest.update(np.ascontiguousarray(rows, dtype=np.uint8).data)
+        put.done = lo + len(rows)
+
+    put.done = 0
+    return put
 
 
 @dataclass

@@ -9,6 +9,7 @@ of worker processes. Both give the same bytes, so a seed gives the same key file
 from __future__ import annotations
 
 import multiprocessing
+from collections import deque
 from concurrent.futures import ProcessPoolExecutor
 from typing import Callable
 
@@ -23,10 +24,15 @@ from proofflow.prover.circuits.base import derive
 from proofflow.prover.curve import PointTable
 from proofflow.prover.field import fr
 from proofflow.prover.groth16 import r1cs_to_qap
-from proofflow.prover.groth16.data_structures import ProvingKey, VerifyingKey
+from proofflow.prover.groth16.data_structures import KeyTables, ProvingKey, VerifyingKey
 
-_CHUNK = 2048
+_CHUNK = 2048  # scalars a worker's job on the CPU path
 _SERIAL_BELOW = 4096
+_IN_FLIGHT = 16  # CPU jobs queued per worker: enough to keep it busy, few results waiting
+STREAM_CHUNK = 1 << 22  # scalars a call of the backend's fixed_base: bounds the host memory of a table's rows
+
+Scalars = Callable[[int, int], np.ndarray]  # (lo, hi) -> the Fr scalars of points lo..hi-1
+Rows = Callable[[np.ndarray], None]  # takes the next rows of a table (xy-LE, in order)
 
 
 def _generator_multiples(job: tuple[str, bytes]) -> bytes:
@@ -37,32 +43,67 @@ def _generator_multiples(job: tuple[str, bytes]) -> bytes:
     return b"".join((g * Scalar.from_le_bytes(raw[i:i + 32])).to_xy_bytes_le() for i in range(0, len(raw), 32))
 
 
+def _cpu_multiples(group: str, count: int, scalars: Scalars, put: Rows,
+                   progress: Callable[[int], None] | None = None, workers: int | None = None) -> None:
+    """s * G through arkworks for the ``count`` scalars, handed to ``put`` in order, a job of
+    ``_CHUNK`` at a time: in a pool of worker processes (a bounded number of jobs in flight)
+    unless the table is small or there is one worker."""
+    width = curve.XY_BYTES[group]
+    workers = workers or settings.setup_workers()
+    spans = [(lo, min(count, lo + _CHUNK)) for lo in range(0, count, _CHUNK)]
+
+    def job(lo: int, hi: int) -> tuple[str, bytes]:
+        return group, fr.to_bytes_le(np.ascontiguousarray(scalars(lo, hi)))
+
+    def take(part: bytes) -> None:
+        put(np.frombuffer(part, dtype=np.uint8).reshape(-1, width))
+        if progress:
+            progress(len(part) // width)
+
+    if count < _SERIAL_BELOW or workers <= 1:
+        for lo, hi in spans:
+            take(_generator_multiples(job(lo, hi)))
+        return
+    # forkserver, not fork: a process that holds a CUDA context (the GPU worker's, the
+    # prover service's) must not fork workers, whose copies of it can hang
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("forkserver"))
+    try:
+        pending: deque = deque()
+        for lo, hi in spans:
+            pending.append(pool.submit(_generator_multiples, job(lo, hi)))
+            if len(pending) >= _IN_FLIGHT * workers:
+                take(pending.popleft().result())
+        while pending:
+            take(pending.popleft().result())
+    finally:
+        pool.shutdown(cancel_futures=True)
+
+
 def fixed_base(group: str, scalars: np.ndarray, progress: Callable[[int], None] | None = None,
                workers: int | None = None) -> PointTable:
-    """[s * G for s in scalars] for the group's generator G."""
-    raw = fr.to_bytes_le(scalars)
-    step = 32 * _CHUNK
-    jobs = [(group, raw[i:i + step]) for i in range(0, len(raw), step)]
-    workers = workers or settings.setup_workers()
-    parts = []
-    if len(scalars) < _SERIAL_BELOW or workers <= 1:
-        results = map(_generator_multiples, jobs)
-        pool = None
-    else:
-        # forkserver, not fork: a process that holds a CUDA context (the GPU worker's, the
-        # prover service's) must not fork workers, whose copies of it can hang
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("forkserver"))
-        results = pool.map(_generator_multiples, jobs)
-    try:
-        for part in results:
-            parts.append(part)
-            if progress:
-                progress(len(part) // curve.XY_BYTES[group])
-    finally:
-        if pool:
-            pool.shutdown(cancel_futures=True)
-    width = curve.XY_BYTES[group]
-    return PointTable(group, np.frombuffer(b"".join(parts), dtype=np.uint8).reshape(-1, width).copy())
+    """[s * G for s in scalars] for the group's generator G, through arkworks on the CPU."""
+    tables = KeyTables()
+    with tables.table("points", group, len(scalars)) as put:
+        _cpu_multiples(group, len(scalars), lambda lo, hi: scalars[lo:hi], put, progress, workers)
+    return tables.tables["points"]
+
+
+def multiples_into(group: str, count: int, scalars: Scalars, put: Rows, backend: Backend | None = None,
+                   progress: Callable[[int], None] | None = None) -> None:
+    """s * G for ``count`` scalars, handed to ``put`` in order, ``STREAM_CHUNK`` scalars at a
+    time: on the backend where it has a kernel for it (``Backend.fixed_base``), else through
+    arkworks on the CPU. No more than a chunk of the scalars or of the points is held here."""
+    lo = 0
+    if backend is not None:
+        while lo < count:
+            hi = min(count, lo + STREAM_CHUNK)
+            table = backend.fixed_base(group, np.ascontiguousarray(scalars(lo, hi)), progress)
+            if table is None:  # no kernel for it: arkworks from here on
+                break
+            put(table.xy)
+            lo = hi
+    if lo < count:
+        _cpu_multiples(group, count - lo, lambda a, b: scalars(lo + a, lo + b), put, progress)
 
 
 def toxic_waste(seed: int) -> dict[str, int]:
@@ -71,16 +112,19 @@ def toxic_waste(seed: int) -> dict[str, int]:
 
 
 def setup(circuit: Circuit, seed: int, progress: Callable[[str, int, int], None] | None = None,
-          backend: Backend | str | None = None) -> ProvingKey:
+          backend: Backend | str | None = None, directory=None) -> ProvingKey:
     """Proving key (with its verifying key) for ``circuit``; ``progress(stage, done, total)``.
     ``backend`` (a Backend or a name for ``proofflow.prover.backend.get_backend``) computes the key
-    tables where it can (``Backend.fixed_base``); None: arkworks on the CPU."""
+    tables where it can (``Backend.fixed_base``); None: arkworks on the CPU.
+
+    ``directory``: each table is written straight into its memory-mapped ``.npy`` file there
+    as its points are computed, a chunk at a time, so no table is ever whole in memory (a
+    2^27 key's tables are 77 GB); the key returned holds them memory-mapped, and its
+    ``save`` into the same directory writes only vk.json and params.json: the same files,
+    byte for byte, as the in-memory key's ``save``. Without it the tables are built in memory."""
     if isinstance(backend, str):
         backend = get_backend(backend)
-
-    def multiples(group: str, scalars: np.ndarray, on_points=None) -> PointTable:
-        table = backend.fixed_base(group, scalars, on_points) if backend is not None else None
-        return table if table is not None else fixed_base(group, scalars, on_points)
+    tables = KeyTables(directory)
 
     cs = circuit.constraint_system
     tw = toxic_waste(seed)
@@ -91,14 +135,24 @@ def setup(circuit: Circuit, seed: int, progress: Callable[[str, int, int], None]
 
     # (beta*u_i + alpha*v_i + w_i), divided by gamma for the public part, by delta for the rest.
     mixed = fr.add(fr.add(fr.mul(u, fr.constant(beta)), fr.mul(v, fr.constant(alpha))), w)
+    del w
     gamma_abc = fr.mul(mixed[:k], fr.constant(pow(gamma, -1, p)))
     l_scalars = fr.mul(np.ascontiguousarray(mixed[k:]), fr.constant(pow(delta, -1, p)))
+    del mixed
+    # h_i = tau^i Z(tau) / delta for i < n - 1, a chunk at a time (never a whole vector of them)
     z_over_delta = domain.evaluate_vanishing(tau) * pow(delta, -1, p) % p
-    h_scalars = fr.powers(fr.constant(tau), n - 1, start=fr.constant(z_over_delta))
+    tau_fr = fr.constant(tau)
 
-    jobs = [("a_query", "g1", u), ("b_g1_query", "g1", v), ("b_g2_query", "g2", v),
-            ("h_query", "g1", h_scalars), ("l_query", "g1", l_scalars)]
-    total = sum(len(s) for _, _, s in jobs)
+    def h_scalars(lo: int, hi: int) -> np.ndarray:
+        return fr.powers(tau_fr, hi - lo, start=fr.constant(z_over_delta * pow(tau, lo, p)))
+
+    def rows_of(vector: np.ndarray) -> Scalars:
+        return lambda lo, hi: vector[lo:hi]
+
+    jobs = [("a_query", "g1", len(u), rows_of(u)), ("b_g1_query", "g1", len(v), rows_of(v)),
+            ("b_g2_query", "g2", len(v), rows_of(v)), ("h_query", "g1", n - 1, h_scalars),
+            ("l_query", "g1", len(l_scalars), rows_of(l_scalars))]
+    total = sum(count for _, _, count, _ in jobs)
     done = 0
 
     def tick(count: int, stage: str):
@@ -107,9 +161,15 @@ def setup(circuit: Circuit, seed: int, progress: Callable[[str, int, int], None]
         if progress:
             progress(stage, done, total)
 
-    tables = {name: multiples(group, s, lambda c, name=name: tick(c, name)) for name, group, s in jobs}
+    for name, group, count, scalars in jobs:
+        with tables.table(name, group, count) as put:
+            multiples_into(group, count, scalars, put, backend, lambda c, name=name: tick(c, name))
     g1, g2 = curve.point_class("g1")(), curve.point_class("g2")()
     sc = curve.scalar
+    gamma_abc_g1 = KeyTables()  # the verifying key's points: in memory, always few
+    with gamma_abc_g1.table("gamma_abc_g1", "g1", k) as put:
+        multiples_into("g1", k, rows_of(gamma_abc), put, backend)
     vk = VerifyingKey(g1 * sc(alpha), g2 * sc(beta), g2 * sc(gamma), g2 * sc(delta),
-                      multiples("g1", gamma_abc).points())
-    return ProvingKey(circuit.name, circuit.log2, vk, g1 * sc(beta), g1 * sc(delta), **tables)
+                      gamma_abc_g1.tables["gamma_abc_g1"].points())
+    return ProvingKey(circuit.name, circuit.log2, vk, g1 * sc(beta), g1 * sc(delta), **tables.tables,
+                      written=tables.written)

@@ -1,0 +1,283 @@
+"""Will a proof run fit this machine? What a run of (circuit, log2, partitions, backend,
+staging) needs, estimated before any work (``estimate``), against what the machine has
+(``Machine``, probed by ``probe``; tests describe their own machines), with every number
+that does not fit named in one message (``check``, ``refusal``). ``spec.validate_params``
+calls it last, so the ``validate`` task and ``proofflow run`` refuse such a run before any
+work; ``python -m proofflow.prover setup`` checks a key's part (its disk, its setup's memory).
+
+What is checked:
+
+* disk where the proving key goes: its tables, from the table widths of
+  ``proofflow.prover.curve`` (G1 affine 96 bytes: a, b_g1, h, l; G2 192: b_g2; 576 bytes a
+  point of the domain, 77.3 GB at 2^27), unless the key is there already, and the
+  circuit's constraint system in the cache (PROOFFLOW_CACHE) unless it is there already
+  (30 GB at 2^27); together where they share a file system;
+* staging: one partition's a/b/c (3 x n x 32 bytes) and witness must fit in the staging
+  budget (PROOFFLOW_STAGING_BUDGET), or no synthesis could ever lease its segment; and the
+  shared memory the run's segments can fill (the budget, or fewer partitions' worth, less
+  what the shared staging holds already) must be free in its tmpfs (PROOFFLOW_SHARED_STAGING);
+* host memory (MemAvailable): the key's setup when the key is not there yet (the
+  constraint system's first build on the machine, the QAP at tau and the query scalars;
+  the tables go straight to their files), and the proving: the staging the run can fill,
+  one partition's synthesis, and on the CPU backend the key's points decoded for arkworks;
+* device memory, on the GPU backend: the key's tables resident on the device, the NTT
+  tables, and one proof's working set (a/b/c, H, MSM buckets), against the smallest of the
+  devices this worker proves on (its total: a prover service that still holds another
+  run's key and cached blocks frees them for a new one; free memory is only reported).
+
+The per-point constants of the host and device working sets were measured (host) or
+counted from the allocations of the code (device); they are estimates, not bounds, kept
+close to what was seen so that a run which fits is not refused.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from proofflow import settings
+
+FR_BYTES = 32
+NPY_HEADER = 128  # bytes before a .npy file's data (numpy's format 1.0, as np.save writes it)
+KEY_JSON = 64 << 10  # vk.json and params.json, generously (a few KB)
+
+# Host bytes a domain point: peak anonymous memory measured with bench/setup_sizes.py on this
+# code, each figure in a fresh process (bench/results/setup-sizes-cpu.json), rounded up a little:
+CS_BUILD_HOST = 384  # the constraint system's first build on a machine (372-376 at 2^20-2^22)
+SETUP_HOST = 320  # setup apart from its multiplications, the constraint system mapped from the
+#                   cache: the QAP at tau (the Lagrange basis, the transposed matrices, u, v, w),
+#                   the query scalars and a chunk of points on its way to its file (321 at 2^20,
+#                   293 at 2^22)
+CS_CACHE_DISK = 240  # the constraint system's files (224 for the MiMC chain) and round constants
+SYNTHESIS_HOST = 240  # one partition's synthesis besides its segment (measured when it went to files,
+#                       with a stacked copy of a/b/c: 202-224; into a segment it takes less)
+CPU_PROVE_HOST = 2048  # a CPU-backend proof besides its staged a/b/c and witness (~2150 in all at
+#                        2^12-2^14, of which 128 the staging buffer): the key's points decoded for
+#                        arkworks (186 bytes a G1 point, 321 a G2 point), the MSMs' scalars, the NTTs
+# Device bytes a domain point besides the key's tables, counted from the allocations of
+# proofflow/prover/device (backend.py, pippenger.py):
+DEVICE_NTT_TABLES = 4 * FR_BYTES  # twiddles (n/2 each way), coset powers (n, three of them)
+DEVICE_PROOF = 9 * FR_BYTES  # a/b/c, the witness and H (5 x 32), and the larger of H's three
+#   coset evaluations (3 x 32) and the G2 MSM's scratch (~121: 16 windows of u32 sorted digits
+#   64, the pieces' XYZZ partial sums 49 and their first merge 6, the pieces' indices 2); CuPy
+#   gives its cached blocks back before an allocation fails, so only live arrays count
+
+
+class ResourceError(ValueError):
+    """A run that cannot fit this machine (the message names each number)."""
+
+
+@dataclass(frozen=True)
+class Disk:
+    """A directory a run writes under, and its file system's free bytes (None: unknown, not
+    checked). Places with the same ``fs`` (st_dev) share their free space; None: its own."""
+    path: Path
+    free: int | None
+    fs: int | None = None
+
+
+@dataclass(frozen=True)
+class Machine:
+    """What this machine has for a run (``probe``; a test describes one). None: unknown,
+    not checked."""
+    key: Disk  # where the run's proving key goes
+    shared: Disk  # the shared staging's tmpfs: the partitions' a/b/c segments
+    cache: Disk  # the constraint system's cache (PROOFFLOW_CACHE)
+    key_on_disk: bool  # the key is there already: no disk for it, no setup
+    cs_cached: bool  # the circuit's constraint system is in the cache already
+    host_available: int | None  # MemAvailable
+    staging_budget: int  # PROOFFLOW_STAGING_BUDGET
+    shared_held: int = 0  # bytes the shared staging holds already (leased and idle segments)
+    device_total: int | None = None  # the GPU backend's device (the smallest of them)
+    device_free: int | None = None
+    device_name: str | None = None
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A circuit's sizes: its QAP domain, its variables (the witness), its instance variables."""
+    n: int
+    variables: int
+    instance: int
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What a run needs (bytes)."""
+    key_disk: int  # the proving key's files (0 when it is on disk already)
+    shared: int  # shared memory the run's segments can take beyond what the staging holds
+    cache_disk: int  # the constraint system's cache (0 when it is there already)
+    staging: int  # one partition's a/b/c and witness
+    host: int  # the peak of setup and proving
+    host_setup: int  # the key's setup (0 when the key is on disk)
+    host_prove: int
+    device: int | None  # the GPU backend's device (None: another backend)
+    key_tables: int  # the key's tables, resident on the device on the GPU backend
+
+
+def shape(config: dict) -> Shape:
+    """The run's circuit sizes: a registered circuit's from its circuit.json, a built-in
+    family's from the family (without building its constraint system)."""
+    from proofflow import spec
+    info = spec.circuit_info(config["circuit"]) if config.get("circom") else None
+    if info is not None:
+        return Shape(1 << int(info["log2"]), int(info["signals"]), int(info["public"]) + 1)
+    from proofflow.prover.circuits import get_circuit
+    circuit = get_circuit(config["circuit"], config["log2"])
+    return Shape(circuit.domain_size, circuit.num_variables, circuit.num_public + 1)
+
+
+def key_table_bytes(s: Shape) -> int:
+    """The proving key's table files: each table's points at its group's width."""
+    from proofflow.prover.curve import XY_BYTES
+    from proofflow.prover.groth16.data_structures import PK_TABLES, table_points
+    points = table_points(s.n, s.variables, s.instance)
+    return sum(points[name] * XY_BYTES[group] + NPY_HEADER for name, group in PK_TABLES.items())
+
+
+def abc_bytes(n: int) -> int:
+    """A partition's a/b/c over a domain of n points (as ``pipeline.abc_bytes``)."""
+    return 3 * n * FR_BYTES
+
+
+def estimate(config: dict, machine: Machine, s: Shape | None = None) -> Needs:
+    """What the run of ``config`` (validate_params's normalized config: circuit, log2,
+    partitions, backend as it will be used, staging) needs on ``machine``. Partitions 0:
+    the key's setup alone."""
+    s = s or shape(config)
+    n, partitions = s.n, int(config.get("partitions") or 0)
+    abc, witness = abc_bytes(n), s.variables * FR_BYTES
+    tables = key_table_bytes(s)
+    key_disk = 0 if machine.key_on_disk else tables + KEY_JSON
+    # the segments in flight: up to the budget (a synthesis past it waits for room), 2 MiB-aligned
+    segment = -(-(abc + witness) // (2 << 20)) * (2 << 20)
+    shared = max(0, min(machine.staging_budget, partitions * segment) - machine.shared_held)
+    cache = 0 if machine.cs_cached else CS_CACHE_DISK * n
+    staging = abc + witness if partitions else 0
+    host_setup = 0 if machine.key_on_disk else max(SETUP_HOST, 0 if machine.cs_cached else CS_BUILD_HOST) * n
+    host_prove = 0
+    if partitions:
+        filled = min(machine.staging_budget, partitions * staging)
+        host_prove = filled + SYNTHESIS_HOST * n + (CPU_PROVE_HOST * n if config["backend"] == "cpu" else 0)
+    device = None
+    if config["backend"] == "gpu" and partitions:
+        device = tables + (DEVICE_NTT_TABLES + DEVICE_PROOF) * n
+    return Needs(key_disk, shared, cache, staging, max(host_setup, host_prove), host_setup, host_prove, device,
+                 tables)
+
+
+def _gb(x: int) -> str:
+    return f"{x / 1e12:.1f} TB" if x >= 1e12 else f"{x / 1e9:.1f} GB" if x >= 1e9 else f"{x / 1e6:.1f} MB"
+
+
+def _gib(x: int) -> str:
+    return f"{x / (1 << 30):.1f} GiB" if x >= 1 << 30 else f"{x / (1 << 20):.1f} MiB"
+
+
+def check(config: dict, machine: Machine, s: Shape | None = None) -> list[str]:
+    """Each way the run does not fit ``machine``, with its numbers; [] when it fits."""
+    need = estimate(config, machine, s)
+    problems = []
+    parts = config.get("partitions")
+    # (where, bytes, said alone, said beside the others on its file system)
+    items = [(machine.key, need.key_disk, f"the proving key needs {_gb(need.key_disk)}",
+              f"the proving key ({_gb(need.key_disk)})"),
+             (machine.cache, need.cache_disk, f"the constraint system's cache needs {_gb(need.cache_disk)}",
+              f"the constraint system's cache ({_gb(need.cache_disk)})")]
+    groups: dict = {}
+    for i, item in enumerate(items):
+        if item[1]:
+            groups.setdefault(item[0].fs if item[0].fs is not None else -1 - i, []).append(item)
+    for group in groups.values():
+        disk, nbytes = group[0][0], sum(item[1] for item in group)
+        if disk.free is None or nbytes <= disk.free:
+            continue
+        if len(group) == 1:
+            what = group[0][2]
+        else:
+            said = [item[3] for item in group]
+            what = ", ".join(said[:-1]) + f" and {said[-1]} need {_gb(nbytes)}"
+        problems.append(f"{what} on disk at {disk.path} ({_gb(disk.free)} free)")
+    if machine.shared.free is not None and need.shared > machine.shared.free:
+        problems.append(f"the partitions' a/b/c segments need {_gib(need.shared)} of shared memory at "
+                        f"{machine.shared.path} ({_gib(machine.shared.free)} free; {parts} partitions, budget "
+                        f"{_gib(machine.staging_budget)})")
+    if need.staging > machine.staging_budget:
+        problems.append(f"a partition's a/b/c and witness need {_gib(need.staging)} of staging "
+                        f"(budget {_gib(machine.staging_budget)}, PROOFFLOW_STAGING_BUDGET)")
+    if machine.host_available is not None and need.host > machine.host_available:
+        over = [(what, nb) for what, nb in (("the key's setup", need.host_setup), ("proving", need.host_prove))
+                if nb > machine.host_available]
+        what = " and ".join(f"{what}{' needs' if i == 0 else ''} about {_gib(nb)}" for i, (what, nb) in enumerate(over))
+        problems.append(f"{what} of host memory ({_gib(machine.host_available)} available, MemAvailable)")
+    if need.device is not None and machine.device_total is not None and need.device > machine.device_total:
+        free = f", {_gib(machine.device_free)} free" if machine.device_free is not None else ""
+        problems.append(f"proving on the GPU needs about {_gib(need.device)} of device memory (the key's tables "
+                        f"{_gib(need.key_tables)} and a proof's working set; {machine.device_name or 'the GPU'} has "
+                        f"{_gib(machine.device_total)}{free})")
+    return problems
+
+
+def refusal(config: dict, problems: list[str]) -> str:
+    """One message for a run that does not fit."""
+    what = (f"circuit {config['circuit']!r} (2^{config['log2']})" if config.get("circom")
+            else f"log2 {config['log2']}")
+    return f"{what} does not fit this machine: " + "; ".join(problems)
+
+
+# -- probing this machine --------------------------------------------------------------------
+def mem_available(meminfo: str = "/proc/meminfo") -> int | None:
+    """MemAvailable in bytes, or None where the kernel does not say (not Linux)."""
+    try:
+        with open(meminfo) as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _existing(path: Path) -> Path:
+    """The path, or its nearest ancestor that exists (where it would be created)."""
+    path = Path(path).absolute()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def disk(path: Path) -> Disk:
+    """A directory's file system: its free bytes and device (of its nearest existing ancestor)."""
+    where = _existing(path)
+    try:
+        return Disk(Path(path), shutil.disk_usage(where).free, os.stat(where).st_dev)
+    except OSError:
+        return Disk(Path(path), None)
+
+
+def probe(config: dict, key_dir: Path | None = None) -> Machine:
+    """This machine, for the run of ``config``: its key's directory (``layout.params_dir``
+    unless given) and whether the key is there, whether the constraint system is cached,
+    the free space of the key's and the cache's file systems and of the shared staging's
+    tmpfs (and what it holds), MemAvailable, the staging budget, and on the GPU backend the
+    device's memory."""
+    from proofflow.prover import layout
+    from proofflow.prover.circuits import get_circuit
+    key_dir = Path(key_dir) if key_dir is not None else layout.params_dir(config["circuit"], config["log2"],
+                                                                           config.get("seed", 0))
+    cs_dir = get_circuit(config["circuit"], config["log2"]).constraint_system_dir
+    device_total = device_free = device_name = None
+    if config.get("backend") == "gpu":
+        from proofflow.prover import device
+        seen = [(m, i) for i in settings.gpu_devices() if (m := device.memory(i)) is not None]
+        if seen:
+            (device_free, device_total), index = min(seen, key=lambda x: x[0][1])
+            device_name = device.name(index)
+    from proofflow.prover.shared_staging import SharedStaging
+    shared_dir = settings.shared_staging_dir()
+    held = SharedStaging(shared_dir, 1).held_bytes() if shared_dir.exists() else 0
+    return Machine(key=disk(key_dir), shared=disk(shared_dir), shared_held=held, cache=disk(cs_dir),
+                   key_on_disk=(key_dir / "params.json").exists(), cs_cached=(cs_dir / "shape.npy").exists(),
+                   host_available=mem_available(), staging_budget=settings.staging_budget(),
+                   device_total=device_total, device_free=device_free, device_name=device_name)

@@ -1,0 +1,170 @@
+"""Whether a run fits the machine (proofflow/resources.py): estimates against machine
+descriptions given here, so refusals and acceptances do not depend on the test machine."""
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from proofflow import resources
+from proofflow.resources import Disk, Machine
+from proofflow.spec import MAX_LOG2, InvalidParams, validate_params
+
+GiB = 1 << 30
+KEY, SHM = Path("/home/ci/.proofflow/params/mimc-log2_27-seed0"), Path("/dev/shm/proofflow-0-0123456789")
+CACHE = Path("/home/ci/.cache/proofflow/constraint-systems/mimc-2^27-1")
+# the 2-core CI machine: 24 GiB of memory (22 available), 70 GB free on its one disk, the
+# constraint system cached already
+SMALL = Machine(key=Disk(KEY, 70 * 10**9, fs=1), shared=Disk(SHM, 12 * GiB, fs=9),
+                cache=Disk(CACHE, 70 * 10**9, fs=1), key_on_disk=False, cs_cached=True, host_available=22 * GiB,
+                staging_budget=8 * GiB)
+# an H200 host: 2 TB of memory, 10 TB free, the GPU's 139.8 GiB
+H200 = replace(SMALL, key=Disk(KEY, 10**13, fs=1), shared=Disk(SHM, 1000 * GiB, fs=9),
+               cache=Disk(CACHE, 10**13, fs=1), host_available=2000 * GiB, staging_budget=64 * GiB,
+               device_total=150_110_011_392, device_free=149_000_000_000, device_name="NVIDIA H200")
+
+
+def _validate(machine, **params):
+    return validate_params(params, gpu_available=lambda: True, machine=lambda config: machine)
+
+
+def _refusal(machine, **params) -> str:
+    with pytest.raises(InvalidParams) as err:
+        _validate(machine, **params)
+    return str(err.value)
+
+
+@pytest.mark.parametrize("log2", range(8, 17))
+@pytest.mark.parametrize("partitions", [1, 4, 64])
+def test_the_test_suites_runs_fit_the_ci_machine(log2, partitions):
+    config = validate_params({"log2": log2, "partitions": partitions, "backend": "auto"},
+                             gpu_available=lambda: False, machine=lambda config: SMALL)
+    assert config["backend"] == "cpu" and resources.check(config, SMALL) == []
+
+
+def test_log2_27_is_in_the_domain_but_refused_on_a_small_machine_naming_each_number():
+    assert MAX_LOG2 == 27
+    assert validate_params({"log2": 27, "backend": "cpu"}, gpu_available=lambda: False)["log2"] == 27
+    with pytest.raises(InvalidParams, match="log2 must be in 8..27, got 28"):
+        validate_params({"log2": 28}, gpu_available=lambda: False)
+    msg = _refusal(replace(SMALL, cs_cached=False), log2=27, partitions=4, backend="cpu")
+    assert msg.startswith("log2 27 does not fit this machine: ")
+    # disk: the key's tables at 576 bytes a point and the constraint system
+    assert ("the proving key (77.3 GB) and the constraint system's cache (32.2 GB) need 109.5 GB on disk at "
+            f"{KEY} (70.0 GB free)") in msg
+    assert "a partition's a/b/c and witness need 16.0 GiB of staging (budget 8.0 GiB, PROOFFLOW_STAGING_BUDGET)" in msg
+    assert "of host memory (22.0 GiB available, MemAvailable)" in msg
+    assert msg.count(";") == 2, msg  # three problems, one message
+
+
+def test_a_fitting_large_run_is_accepted():
+    config = _validate(H200, log2=27, partitions=16, backend="gpu")
+    need = resources.estimate(config, H200)
+    # a, b_g1, b_g2 (G2), l: one point a variable (2^27 - 1 of them, l less the 3 instance ones); h: n - 1
+    assert need.key_tables == 576 * ((1 << 27) - 1) - 3 * 96 + 5 * resources.NPY_HEADER
+    assert need.device < H200.device_total and need.staging <= H200.staging_budget
+
+
+def test_device_memory_is_named():
+    h100 = replace(H200, device_total=85_520_809_984, device_free=84_000_000_000, device_name="NVIDIA H100")
+    _validate(h100, log2=26, partitions=2, backend="gpu")  # fits in 80 GiB
+    msg = _refusal(h100, log2=27, partitions=2, backend="gpu")
+    assert msg == ("log2 27 does not fit this machine: proving on the GPU needs about 124.0 GiB of device memory "
+                   "(the key's tables 72.0 GiB and a proof's working set; NVIDIA H100 has 79.6 GiB, 78.2 GiB free)")
+    assert resources.estimate(_validate(h100, log2=20, backend="cpu"), h100).device is None
+
+
+def test_staging_budget_is_named():
+    small_budget = replace(SMALL, staging_budget=64 << 20)
+    _validate(small_budget, log2=17, backend="cpu")  # 3 x 2^17 x 32 + witness: 16 MiB
+    assert _refusal(small_budget, log2=20, backend="cpu") == (
+        "log2 20 does not fit this machine: a partition's a/b/c and witness need 128.0 MiB of staging "
+        "(budget 64.0 MiB, PROOFFLOW_STAGING_BUDGET)")
+
+
+def test_host_memory_is_named_and_a_key_on_disk_needs_no_setup():
+    tight = replace(SMALL, host_available=1 * GiB)
+    assert _refusal(tight, log2=22, partitions=1, backend="gpu") == (
+        "log2 22 does not fit this machine: the key's setup needs about 1.2 GiB and proving about 1.4 GiB of host "
+        "memory (1.0 GiB available, MemAvailable)")
+    config = _validate(SMALL, log2=22, backend="gpu")
+    assert resources.estimate(config, tight).host_setup == resources.SETUP_HOST << 22
+    # a first build of the constraint system needs more
+    assert resources.estimate(config, replace(tight, cs_cached=False)).host_setup == resources.CS_BUILD_HOST << 22
+    on_disk = replace(tight, key_on_disk=True, host_available=GiB * 6 // 5)
+    assert resources.estimate(config, on_disk).host_setup == 0
+    assert _refusal(on_disk, log2=22, partitions=1, backend="gpu") == (  # a/b/c and witness staged, one synthesis
+        "log2 22 does not fit this machine: proving needs about 1.4 GiB of host memory (1.2 GiB available, "
+        "MemAvailable)")
+    _validate(replace(on_disk, host_available=GiB * 3 // 2), log2=22, partitions=1, backend="gpu")
+
+
+def test_disk_is_named_where_it_lacks_and_what_is_there_needs_none():
+    key_disk = replace(SMALL, key=Disk(KEY, 10**9, fs=2))  # the key on a file system of its own
+    assert _refusal(key_disk, log2=22, backend="cpu") == (
+        f"log2 22 does not fit this machine: the proving key needs 2.4 GB on disk at {KEY} (1.0 GB free)")
+    _validate(replace(key_disk, key_on_disk=True), log2=22, backend="cpu")
+    shm_small = replace(SMALL, shared=Disk(SHM, GiB, fs=9))
+    _validate(shm_small, log2=20, partitions=4, backend="cpu")  # 4 segments of 128 MiB
+    assert _refusal(shm_small, log2=20, partitions=64, backend="cpu") == (
+        f"log2 20 does not fit this machine: the partitions' a/b/c segments need 8.0 GiB of shared memory at {SHM} "
+        "(1.0 GiB free; 64 partitions, budget 8.0 GiB)")
+    # what the shared staging holds already (idle segments, reused) needs no more room
+    _validate(replace(shm_small, shared_held=7 * GiB), log2=20, partitions=64, backend="cpu")
+    cache_full = replace(SMALL, cache=Disk(CACHE, 10**9), cs_cached=False)
+    assert _refusal(cache_full, log2=22, backend="cpu") == (
+        f"log2 22 does not fit this machine: the constraint system's cache needs 1.0 GB on disk at {CACHE} "
+        "(1.0 GB free)")
+    _validate(replace(cache_full, cs_cached=True), log2=22, backend="cpu")
+
+
+def test_unknown_figures_are_not_checked():
+    blind = replace(SMALL, key=Disk(KEY, None), shared=Disk(SHM, None), cache=Disk(CACHE, None),
+                    host_available=None, cs_cached=False)
+    _validate(blind, log2=24, partitions=64, backend="cpu")
+    _validate(H200, log2=27, partitions=1, backend="gpu")
+    _validate(replace(H200, device_total=None), log2=27, partitions=1, backend="gpu")
+
+
+def test_the_key_estimate_is_the_key_on_disk(tmp_path):
+    """The estimate is the real files' size (the tables; vk.json and params.json are allowed for)."""
+    from proofflow.prover import pipeline
+    from proofflow.prover.circuits import get_circuit
+    d = tmp_path / "key"
+    pipeline.ensure_key(d, "mimc", 8, 1, backend="cpu")
+    config = validate_params({"log2": 8}, gpu_available=lambda: False)
+    shape = resources.shape(config)
+    circuit = get_circuit("mimc", 8)
+    assert (shape.n, shape.variables, shape.instance) == (circuit.domain_size, circuit.constraint_system.num_variables,
+                                                          circuit.constraint_system.num_instance)
+    tables = sum(p.stat().st_size for p in d.glob("*.npy"))
+    assert resources.key_table_bytes(shape) == tables
+    assert sum(p.stat().st_size for p in d.iterdir()) <= resources.estimate(config, SMALL).key_disk
+    cs = circuit.constraint_system_dir
+    assert sum(p.stat().st_size for p in cs.iterdir()) <= resources.CS_CACHE_DISK * shape.n
+
+
+def test_probe_reads_this_machine(tmp_path, monkeypatch):
+    monkeypatch.setenv("PROOFFLOW_HOME", str(tmp_path))
+    monkeypatch.setenv("PROOFFLOW_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("PROOFFLOW_STAGING_BUDGET", str(3 << 30))
+    config = validate_params({"log2": 8}, gpu_available=lambda: False)
+    m = resources.probe(config)
+    assert m.key.path == tmp_path / "params" / "mimc-log2_8-seed0" and not m.key_on_disk and not m.cs_cached
+    assert m.cache.path.parent == tmp_path / "cache" / "constraint-systems" and m.shared.free > 0
+    assert m.key.free > 0 and m.key.fs == m.cache.fs and m.staging_budget == 3 << 30 and m.shared_held == 0
+    assert m.host_available is None or m.host_available > 0
+    assert m.device_total is None  # the CPU backend: no device asked about
+    m.key.path.mkdir(parents=True)
+    (m.key.path / "params.json").write_text("{}")
+    from proofflow.prover.circuits import get_circuit
+    get_circuit("mimc", 8).constraint_system  # noqa: B018 - built and cached
+    again = resources.probe(config)
+    assert again.key_on_disk and again.cs_cached
+
+
+def test_mem_available_parses_meminfo(tmp_path):
+    (tmp_path / "meminfo").write_text("MemTotal:       24000000 kB\nMemAvailable:   20000000 kB\n")
+    assert resources.mem_available(str(tmp_path / "meminfo")) == 20000000 * 1024
+    (tmp_path / "old").write_text("MemTotal:       24000000 kB\n")
+    assert resources.mem_available(str(tmp_path / "old")) is None
+    assert resources.mem_available(str(tmp_path / "missing")) is None
