@@ -36,3 +36,18 @@ def test_gpu_calibration_is_pinned_h2d():
     rows = calibrate("cuda:0", 16, 22, reps=3, host="gpu-host")
     assert rows[-1]["method"] == "cuda-h2d-3x"
     assert rows[-1]["gbps"] > 10, rows  # pinned PCIe: tens of GB/s at 2^22 (384 MiB)
+
+
+@pytest.mark.parametrize("visible", [True, False])
+def test_check_h2d_calibrates_a_missing_gpu_on_this_host(visible, monkeypatch):
+    """check_h2d's calibrator hands the device's name (cuda:N) to calibrate when the GPU is
+    visible here, and calibrates nothing when it is not."""
+    from proofflow.airflow.operators.check_h2d import auto_calibrator
+    from proofflow.prover import device
+    from proofflow.timing import calibrate as calibrate_mod
+    calls = []
+    monkeypatch.setattr(device, "available", lambda: visible)
+    monkeypatch.setattr(calibrate_mod, "calibrate", lambda dev, lo, hi, reps, host, store: calls.append((dev, lo, hi))
+                        or [{"device": dev}])
+    got = auto_calibrator("store")(calibrate_mod.host_name(), "cuda:0", 96 << 20)
+    assert (got, calls) == (([{"device": "cuda:0"}], [("cuda:0", 8, 20)]) if visible else ([], []))

@@ -27,8 +27,8 @@ def auto_calibrator(store):
             log.warning("no calibration for host %s and it is not this host (%s): not calibrating", host, host_name())
             return []
         if device.startswith("cuda"):
-            from proofflow.prover import device
-            if not device.available():
+            from proofflow.prover import device as gpu
+            if not gpu.available():
                 return []
         elif device != "cpu":
             return []
