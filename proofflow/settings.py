@@ -55,6 +55,8 @@ How prove_gpu reaches the device:
                             1; the host's memory for the CPU backend); default 0.5. Least
                             recently used keys are evicted to fit a new one
     PROOFFLOW_SETUP_WORKERS processes of the CPU setup's fixed-base multiplications (the cores)
+    PROOFFLOW_SETUP_LOCK    the lock file that lets one GPU setup run at a time on a host
+                            (/tmp/proofflow-<uid>/gpu-setup.lock)
 
 Where tasks run (CeleryExecutor; LocalExecutor and dag.test() ignore queues):
     PROOFFLOW_GPU_QUEUE / PROOFFLOW_CPU_QUEUE   the GPU host's tasks' queue (gpu: synthesize,
@@ -278,6 +280,11 @@ def key_budget_bytes(memory_bytes: int) -> int:
     if not value > 0 or (value > 1 and value != int(value)):
         raise ValueError(f"PROOFFLOW_KEY_BUDGET must be a number of bytes or a fraction in (0, 1], got {raw!r}")
     return int(value * memory_bytes) if value <= 1 else int(value)
+
+
+def setup_lock_path() -> Path:
+    """Host-wide, shared by every proofflow home of the user: one GPU setup at a time."""
+    return Path(_get("PROOFFLOW_SETUP_LOCK") or f"/tmp/proofflow-{os.getuid()}/gpu-setup.lock")
 
 
 def setup_workers() -> int:

@@ -3,9 +3,9 @@ the Airflow tasks (``proofflow.airflow.operators.proof``) and the prover service
 (``proofflow.prover.service``) all call these:
 
     keys        ``ensure_key``: a proving key generated once per (circuit, log2, seed),
-                atomically, under a lock; ``KeyCache``: keys loaded once per process,
-                reused while their files are unchanged, and kept resident on the device
-                within a byte budget
+                atomically, under a lock (and one GPU setup at a time per host);
+                ``KeyCache``: keys loaded once per process, reused while their files are
+                unchanged, and kept resident on the device within a byte budget
     synthesize  a partition's witness and a/b/c, into a staging buffer (``synthesize``) or a
                 shared-memory segment (``synthesize_shared``) that the device reads in place
     stage       a segment mapped and page-locked once per process (``MappedSegments``): no
@@ -60,13 +60,32 @@ def _timer(timer):
 
 
 # -- keys ------------------------------------------------------------------------------------
+def _uses_gpu(backend) -> bool:
+    """Whether a setup with ``backend`` (a name or a Backend) computes on the GPU."""
+    name = backend if isinstance(backend, str) else getattr(backend, "name", "")
+    if name == "auto":
+        from proofflow.prover import device
+        return device.available()
+    return name.startswith("gpu")
+
+
+def _flock(path: Path):
+    """An exclusive lock on ``path`` (created), held until the returned file is closed."""
+    lock = open(path, "w")
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    return lock
+
+
 def ensure_key(directory: Path, circuit: str, log2: int, seed: int, backend="auto", timer=None) -> bool:
     """The proving key of (circuit, log2, seed) in ``directory``: loaded and checked (every
     table's digest) when it is there, else generated and saved atomically, each table
     written into its file as it is computed (a large key is never whole in memory). One
-    process at a time per directory (a lock file), so concurrent first runs generate it once. Returns
-    True when a cached key was used. A registered circuit's key came with it: it is only
-    checked here."""
+    process at a time per directory (a lock file, ``lock_wait``), so concurrent first runs
+    generate it once; and on the GPU one setup at a time per host
+    (``settings.setup_lock_path``, ``setup_lock_wait``): a setup wants the whole device, and
+    setups of distinct keys started together would otherwise share it (and its memory) all
+    at once. Returns True when a cached key was used. A registered circuit's key came with
+    it: it is only checked here."""
     from proofflow.prover.groth16 import generator
     timer = _timer(timer)
     directory = Path(directory)
@@ -80,8 +99,7 @@ def ensure_key(directory: Path, circuit: str, log2: int, seed: int, backend="aut
         return True
     directory.parent.mkdir(parents=True, exist_ok=True)
     with timer.phase("lock_wait"):
-        lock = open(directory.parent / f".{directory.name}.lock", "w")
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        lock = _flock(directory.parent / f".{directory.name}.lock")
     try:
         for stale in files.stale_dirs(directory):  # left by a setup killed mid-save (we hold the lock)
             files.remove_tree(stale)
@@ -93,11 +111,24 @@ def ensure_key(directory: Path, circuit: str, log2: int, seed: int, backend="aut
                         return True
                 except KeyFormatError:
                     pass  # unusable: generated again below
-        with files.atomic_dir(directory) as tmp:
-            with timer.phase("setup"):  # each table written straight into its file as it is computed
-                pk = generator.setup(get_circuit(circuit, log2), seed, backend=backend, directory=tmp)
-            with timer.phase("save"):  # vk.json, params.json last; the directory renamed into place on exit
-                pk.save(tmp)
+        device_lock = None
+        if _uses_gpu(backend):
+            path = settings.setup_lock_path()
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            with timer.phase("setup_lock_wait"):
+                device_lock = _flock(path)
+        try:
+            with files.atomic_dir(directory) as tmp:
+                with timer.phase("setup"):  # each table written straight into its file as it is computed
+                    pk = generator.setup(get_circuit(circuit, log2), seed, backend=backend, directory=tmp)
+                if device_lock is not None:  # the device is free once the tables are computed
+                    device_lock.close()
+                    device_lock = None
+                with timer.phase("save"):  # vk.json, params.json last; the directory renamed into place on exit
+                    pk.save(tmp)
+        finally:
+            if device_lock is not None:
+                device_lock.close()
         return False
     finally:
         fcntl.flock(lock, fcntl.LOCK_UN)

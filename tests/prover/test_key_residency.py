@@ -1,6 +1,8 @@
-"""Proving keys on the device within a byte budget (``pipeline.KeyCache``). The budget
-logic runs on keys of fake sizes; the prover service's use of it is in
-test_prover_service.py."""
+"""Proving keys on the device within a byte budget (``pipeline.KeyCache``), and one GPU
+setup at a time per host (``pipeline.ensure_key``). The budget logic runs on keys of fake
+sizes; the prover service's use of it is in test_prover_service.py."""
+import threading
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -131,3 +133,68 @@ def test_a_bad_key_budget_names_the_setting(monkeypatch, raw):
     monkeypatch.setenv("PROOFFLOW_KEY_BUDGET", raw)
     with pytest.raises(ValueError, match="PROOFFLOW_KEY_BUDGET"):
         settings.key_budget_bytes(1000)
+
+
+# -- one GPU setup at a time per host -----------------------------------------------------------
+@pytest.fixture
+def fake_setup(monkeypatch, mimc8_key_dir, tmp_path):
+    """generator.setup replaced by one that takes a while and counts the setups running at
+    once; it returns the real 2^8 key, so ensure_key saves a usable directory."""
+    from proofflow.prover.groth16 import generator
+    monkeypatch.setenv("PROOFFLOW_SETUP_LOCK", str(tmp_path / "lock" / "gpu-setup.lock"))
+    pk = ProvingKey.load(mimc8_key_dir)
+    state = {"running": 0, "max": 0, "backends": [], "barrier": None}
+    guard = threading.Lock()
+
+    def setup(circuit, seed, progress=None, backend=None, directory=None):
+        with guard:
+            state["running"] += 1
+            state["max"] = max(state["max"], state["running"])
+            state["backends"].append(backend)
+        try:
+            if state["barrier"] is not None:
+                state["barrier"].wait()  # every setup must be inside at once
+            time.sleep(0.2)
+            return pk
+        finally:
+            with guard:
+                state["running"] -= 1
+    monkeypatch.setattr(generator, "setup", setup)
+    return state
+
+
+def _setups(tmp_path, backend, seeds):
+    timers, errors = {s: PhaseTimer() for s in seeds}, []
+
+    def run(seed):
+        try:
+            pipeline.ensure_key(tmp_path / "params" / f"mimc-8-seed{seed}", "mimc", 8, seed, backend, timers[seed])
+        except Exception as exc:  # surfaced below
+            errors.append(exc)
+    threads = [threading.Thread(target=run, args=(s,)) for s in seeds]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors
+    return timers
+
+
+def test_gpu_setups_of_distinct_keys_run_one_at_a_time(fake_setup, tmp_path):
+    timers = _setups(tmp_path, "gpu", range(6))  # six runs with seeds 0..5 triggered together
+    assert fake_setup["max"] == 1 and len(fake_setup["backends"]) == 6
+    waits = {s: [x for x in t.spans if x.phase == "setup_lock_wait"] for s, t in timers.items()}
+    assert all(len(w) == 1 for w in waits.values())
+    assert sum(w[0].end - w[0].start for w in waits.values()) >= 0.2 * (1 + 2 + 3 + 4 + 5) * 0.9
+    assert all((tmp_path / "params" / f"mimc-8-seed{s}" / "params.json").exists() for s in range(6))
+    # the keys are there now: loading a cached key never waits for the device's lock
+    again = PhaseTimer()
+    assert pipeline.ensure_key(tmp_path / "params" / "mimc-8-seed3", "mimc", 8, 3, "gpu", again) is True
+    assert {s.phase for s in again.spans} == {"lock_wait", "load_cached"}
+
+
+def test_cpu_setups_are_not_serialized(fake_setup, tmp_path):
+    fake_setup["barrier"] = threading.Barrier(2, timeout=20)  # broken (an error) if they ran one at a time
+    timers = _setups(tmp_path, "cpu", (0, 1))
+    assert fake_setup["max"] == 2
+    assert not any(s.phase == "setup_lock_wait" for t in timers.values() for s in t.spans)
