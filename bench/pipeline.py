@@ -27,15 +27,12 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 from bench import _env
+from bench._airflow import RESULTS, add_run_arguments, deployment, prepare
+from bench._airflow import say as _say
 from tests.helpers import local_stack as stack
-from tests.helpers.local_stack import ROOT
-
-RESULTS = ROOT / "bench" / "results"
 
 VARIANTS = {
     "naive": dict(env={"PROOFFLOW_GPU_SERVICE": "0"}, slots=1),
@@ -46,10 +43,6 @@ VARIANTS = {
     "proofflow": dict(env={"PROOFFLOW_GPU_SERVICE": "1"}, slots=None),  # slots: --depth
     "proofflow-pageable": dict(env={"PROOFFLOW_GPU_SERVICE": "1"}, slots=None, staging="pageable"),
 }
-
-
-def _say(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
 
 
 def gaps(store, run_id: str, warmup: int) -> list[float]:
@@ -69,39 +62,14 @@ def run_variant(name: str, args, timing_url: str, work: Path, spec: dict | None 
     from proofflow.timing.report import steady_state
     from proofflow.timing import TimingStore
     from proofflow.prover.bundle import verify_bundle
-    from proofflow.prover.service.client import stop_all
     spec = dict(spec or VARIANTS[name])
     spec["slots"] = spec["slots"] or args.depth
-    home = work / name
-    runtime = Path(tempfile.mkdtemp(prefix="pf-rt-"))
-    env = {"PROOFFLOW_HOME": str(home / "proofflow"), "PROOFFLOW_DB_URL": timing_url, "PROOFFLOW_RUNTIME": str(runtime),
-           "PROOFFLOW_RETRIES": "0", "PROOFFLOW_SERVICE_IDLE_S": "120", **spec["env"]}
-    if args.scratch:
-        env["PROOFFLOW_SCRATCH"] = str(Path(args.scratch) / name)
-    if args.params_cache:  # one proving key for every variant
-        env["PROOFFLOW_PARAMS_CACHE"] = str(args.params_cache)
-    if args.standin_s:
-        env["PROOFFLOW_STANDIN_GPU_S"] = str(args.standin_s)
-    if args.synth_concurrency:
-        env["PROOFFLOW_SYNTH_CONCURRENCY"] = str(args.synth_concurrency)
-    port = stack.free_port()
-    airflow_env = stack.airflow_env(home / "airflow", args.metadata_db or f"sqlite:///{home / 'airflow.db'}", port,
-                                    AIRFLOW__CORE__PARALLELISM=str(args.parallelism), **env)
-    t0 = time.time()
-    home.mkdir(parents=True, exist_ok=True)
-    _say(f"[{name}] setup (pool gpu: {spec['slots']} slot(s))")
-    stack.proofflow_setup(airflow_env, spec["slots"])
     conf = {"log2": args.log2, "partitions": args.partitions, "backend": args.backend,
             "staging": spec.get("staging", args.staging), "seed": args.seed}
-    try:
-        with stack.running(airflow_env, home / "logs") as (base, procs):
-            stack.wait("proof_run to be parsed", lambda: stack.api(base, "/api/v2/dags/proof_run")["is_paused"] is False,
-                       240, 2, procs=procs)
-            _say(f"[{name}] started in {time.time() - t0:.0f} s; triggering {args.partitions} partitions of 2^{args.log2}")
-            run_id = stack.trigger(base, "proof_run", conf)
-            state, tis = stack.wait_for_run(base, "proof_run", run_id, args.timeout, procs)
-    finally:
-        stop_all(runtime)
+    with deployment(name, args, timing_url, work, spec["env"], spec["slots"]) as dep:
+        _say(f"[{name}] triggering {args.partitions} partitions of 2^{args.log2}")
+        run_id = stack.trigger(dep.base, "proof_run", conf)
+        state, tis = stack.wait_for_run(dep.base, "proof_run", run_id, args.timeout, dep.procs)
     failed = sorted({t["task_id"] for t in tis if t["state"] not in ("success", "skipped")})
     store = TimingStore(timing_url)
     record = store.run("proof_run", run_id) or {}
@@ -130,40 +98,6 @@ def run_variant(name: str, args, timing_url: str, work: Path, spec: dict | None 
          f"flagged {out['flagged_partitions']}")
     store.dispose()
     return out
-
-
-def add_run_arguments(p: argparse.ArgumentParser, partitions: int = 16) -> None:
-    """The options of one proof_run through Airflow (shared with bench.scaling)."""
-    p.add_argument("--partitions", type=int, default=partitions)
-    p.add_argument("--log2", type=int, default=8)
-    p.add_argument("--backend", choices=("cpu", "gpu"), default="cpu")
-    p.add_argument("--staging", choices=("pinned", "pageable"), default="pinned")
-    p.add_argument("--standin-s", type=float, default=None,
-                   help="stretch each device phase to this many seconds (no GPU: e.g. 1.0)")
-    p.add_argument("--depth", type=int, default=4, help="pool slots per device of the prover-service variants")
-    p.add_argument("--params-cache", help="proving keys dir shared by the variants (PROOFFLOW_PARAMS_CACHE)")
-    p.add_argument("--warmup", type=int, default=1, help="steady state: leave out the first K partitions")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--parallelism", type=int, default=8, help="AIRFLOW__CORE__PARALLELISM")
-    p.add_argument("--synth-concurrency", type=int, default=None, help="PROOFFLOW_SYNTH_CONCURRENCY")
-    p.add_argument("--metadata-db", help="Airflow metadata DB URL (default: SQLite in each variant's home)")
-    p.add_argument("--timing-db", help="timing store URL (default: SQLite in the work dir)")
-    p.add_argument("--work", help="work dir (default: a temporary one)")
-    p.add_argument("--scratch", help="scratch root (default: under each variant's home; /dev/shm is faster)")
-    p.add_argument("--timeout", type=float, default=900, help="seconds a run may take")
-
-
-def prepare(args) -> tuple[Path, str, dict]:
-    """The work dir, the timing store URL and the environment record of an invocation."""
-    if args.backend == "cpu" and not args.standin_s:
-        _say("note: no --standin-s: the CPU backend's own device phase is what gets measured")
-    work = Path(args.work or tempfile.mkdtemp(prefix="proofflow-pipeline-"))
-    work.mkdir(parents=True, exist_ok=True)
-    timing_url = args.timing_db or f"sqlite:///{work / 'timing.db'}"
-    env = _env.environment(("numpy", "py-arkworks-bls12381", "apache-airflow-core", "cupy", "cupy-cuda12x",
-                            "cupy-cuda13x"))
-    env["device"] = _device_name(args.backend)
-    return work, timing_url, env
 
 
 def main(argv=None) -> int:
@@ -250,16 +184,6 @@ def _document(args, env: dict, results: dict, timing_url: str) -> dict:
 
 def _fmt(v, scale: float, spec: str) -> str:
     return "-" if v is None else format(v * scale, spec)
-
-
-def _device_name(backend: str) -> str:
-    if backend != "gpu":
-        return "cpu (stand-in GPU phase)"
-    try:
-        import cupy
-        return cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
-    except Exception as exc:
-        return f"unknown ({exc})"
 
 
 if __name__ == "__main__":

@@ -50,7 +50,13 @@ How prove_gpu reaches the device:
     PROOFFLOW_SERVICE_IDLE_S / _START_TIMEOUT / _JOB_TIMEOUT
                             a prover service stops after this long idle (600 s); a caller waits
                             this long for one to start (600 s: a first compile) and for a job (3600 s)
+    PROOFFLOW_KEY_BUDGET    device memory a prover service keeps proving keys resident in: bytes
+                            (an integer), or a fraction of the device's memory (a number up to
+                            1; the host's memory for the CPU backend); default 0.5. Least
+                            recently used keys are evicted to fit a new one
     PROOFFLOW_SETUP_WORKERS processes of the CPU setup's fixed-base multiplications (the cores)
+    PROOFFLOW_SETUP_LOCK    the lock file that lets one GPU setup run at a time on a host
+                            (/tmp/proofflow-<uid>/gpu-setup.lock)
 
 Where tasks run (CeleryExecutor; LocalExecutor and dag.test() ignore queues):
     PROOFFLOW_GPU_QUEUE / PROOFFLOW_CPU_QUEUE   the GPU host's tasks' queue (gpu: synthesize,
@@ -261,6 +267,24 @@ def service_start_timeout_s() -> float:
 
 def service_job_timeout_s() -> float:
     return _float("PROOFFLOW_SERVICE_JOB_TIMEOUT", 3600)
+
+
+def key_budget_bytes(memory_bytes: int) -> int:
+    """PROOFFLOW_KEY_BUDGET in bytes, for a device of ``memory_bytes``: an integer is bytes,
+    a number in (0, 1] a fraction of the device's memory (default 0.5)."""
+    raw = (_get("PROOFFLOW_KEY_BUDGET") or "0.5").strip()
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value > 0 or (value > 1 and value != int(value)):
+        raise ValueError(f"PROOFFLOW_KEY_BUDGET must be a number of bytes or a fraction in (0, 1], got {raw!r}")
+    return int(value * memory_bytes) if value <= 1 else int(value)
+
+
+def setup_lock_path() -> Path:
+    """Host-wide, shared by every proofflow home of the user: one GPU setup at a time."""
+    return Path(_get("PROOFFLOW_SETUP_LOCK") or f"/tmp/proofflow-{os.getuid()}/gpu-setup.lock")
 
 
 def setup_workers() -> int:

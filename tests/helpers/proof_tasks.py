@@ -36,7 +36,7 @@ PHASES = {
     "finalize_run": {"task", "manifest", "verify", "summary", "cleanup"},
     "cleanup_scratch": {"task", "cleanup"},
 }
-OPTIONAL_PHASES = {"setup": {"load_cached", "setup", "save"},
+OPTIONAL_PHASES = {"setup": {"load_cached", "setup_lock_wait", "setup", "save"},  # setup_lock_wait: a GPU setup
                    "partition.stage": {"service_start"},
                    "partition.prove_gpu": {"service_start", "key_load", "key_upload"}}
 

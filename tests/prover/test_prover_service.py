@@ -126,3 +126,40 @@ def test_stop_removes_the_socket_and_least_busy_picks_an_idle_device(service):
     assert not service.path.exists()
     with pytest.raises(ServiceError):
         service.status()
+
+
+def test_keys_beyond_the_key_budget_are_evicted_and_every_job_succeeds(tmp_path, monkeypatch, mimc8_key_dir):
+    """Two keys, a budget that holds one: jobs alternating between them all prove, each
+    upload evicting the other key; status and the log say so."""
+    from service_inputs import make_key
+    from proofflow.prover import pipeline
+    from proofflow.prover.groth16.data_structures import ProvingKey
+    other = make_key(tmp_path / "mimc-8-seed6", seed=6)
+    one = pipeline.key_bytes(ProvingKey.load(mimc8_key_dir, verify_digests=False))
+    assert pipeline.key_bytes(ProvingKey.load(other, verify_digests=False)) == one
+    monkeypatch.setenv("PROOFFLOW_RUNTIME", str(tmp_path / "rt"))
+    monkeypatch.setenv("PROOFFLOW_KEY_BUDGET", str(one + one // 2))
+    client = ServiceClient("cpu", 0, idle_s=60)
+    try:
+        client.ensure_running()
+        d, n, public = _partition(0)
+        first = client.prove(_job(mimc8_key_dir, d, n))
+        second = client.prove(_job(other, d, n))
+        third = client.prove(_job(mimc8_key_dir, d, n))
+        assert _verifies(mimc8_key_dir, first, public) and _verifies(other, second, public)
+        assert _verifies(mimc8_key_dir, third, public)
+        assert first["evicted_keys"] == [] and second["evicted_keys"] == [str(mimc8_key_dir)]
+        assert third["evicted_keys"] == [str(other)]
+        assert all("key_upload" in _spans(r) for r in (first, second, third))
+        st = client.status()
+        assert st["jobs_done"] == 3 and st["key_budget_bytes"] == one + one // 2
+        assert st["key_evictions"] == 2 and [e["directory"] for e in st["evicted_keys"]] == [str(mimc8_key_dir),
+                                                                                           str(other)]
+        assert [k["directory"] for k in st["resident_keys"]] == [str(mimc8_key_dir)]
+        assert st["resident_key_bytes"] == one
+        fourth = client.prove(_job(mimc8_key_dir, d, n))  # resident: no upload, no eviction
+        assert "key_upload" not in _spans(fourth) and client.status()["key_evictions"] == 2
+    finally:
+        client.stop()
+    log = client.path.with_suffix(".log").read_text()
+    assert f"evicted proving key {mimc8_key_dir}" in log and f"evicted proving key {other}" in log

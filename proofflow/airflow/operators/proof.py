@@ -309,6 +309,9 @@ class ProveGpuOperator(ProofflowOperator):
             "segment": segment, "holder": holder, "n": int(self.staged["n"]), "staging": cfg["staging"],
             "standin_s": settings.standin_gpu_s(), "job_id": f"{rec.run_id}/{self.partition}/{rec.try_number}"}))
         rec.device = reply["device"]
+        if reply.get("evicted_keys"):
+            log.info("the prover service on %s evicted proving key(s) %s to fit this one", reply["device"],
+                     ", ".join(reply["evicted_keys"]))
         spans = {phase: (s, e) for phase, s, e in reply["spans"]}
         for phase, (s, e) in spans.items():
             rec.add(phase, s, e)
@@ -323,7 +326,7 @@ class ProveGpuOperator(ProofflowOperator):
         from proofflow.prover.timing import PhaseTimer
         cfg = self.config
         # the naive design: every task loads the key (and uploads its tables) itself
-        key = pipeline.KeyCache(max_keys=1).get(self.setup_result["params_dir"], cfg["circuit"], cfg["log2"], rec)
+        key = pipeline.KeyCache().get(self.setup_result["params_dir"], cfg["circuit"], cfg["log2"], rec)
         backend = get_backend(cfg["backend"])
         if backend.name == "gpu":
             rec.device = f"cuda:{device.current()}"

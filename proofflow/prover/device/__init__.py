@@ -70,6 +70,11 @@ def out_of_memory(nbytes: int) -> MemoryError | None:
     return OutOfMemoryError(nbytes, -1)
 
 
+def memory_bytes() -> int:
+    """The current device's total memory."""
+    return int(_cupy().cuda.runtime.memGetInfo()[1])
+
+
 def pool_bytes() -> int:
     """Device memory CuPy's pool holds on the current device (in use and cached)."""
     return _cupy().get_default_memory_pool().total_bytes()

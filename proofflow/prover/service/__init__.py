@@ -10,7 +10,7 @@ computes the one before, so the device goes from one partition straight to the n
     server.py    the service: one device thread (the fine-grained GPU mutex: one proof's
                  kernels at a time), an upload thread on its own copy stream, segments
                  mapped in the callers' connection threads, proving keys cached with their
-                 tables resident
+                 tables resident within a device-memory budget (least recently used evicted)
     client.py    connect (spawning the service on first use), submit a job, status, stop
     protocol.py  the wire format: one JSON object a line over a Unix socket
 """

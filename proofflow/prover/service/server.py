@@ -17,7 +17,10 @@ Threads:
 * the device thread takes uploaded jobs in order and runs their device part
   (``pipeline.prove_device``): it is the fine-grained GPU mutex, held from a proof's first
   kernel to its last MSM. A job's wait for it is its ``mutex_wait``, from its prefetch to
-  its first kernel (its upload runs within).
+  its first kernel (its upload runs within). Before a job's proof it makes the job's key
+  resident (``KeyCache.make_resident``: the key's tables uploaded once, ``key_upload``),
+  evicting the least recently used resident keys when the keys would exceed the key budget
+  (PROOFFLOW_KEY_BUDGET); ``status`` lists the resident keys and counts the evictions.
 
 Every step is a span (epoch seconds) in the reply, so the caller records where the time went.
 The service stops after ``idle_s`` seconds without a job, on a ``stop`` request, or on SIGTERM.
@@ -45,7 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 
-from proofflow import spec
+from proofflow import settings, spec
 from proofflow.prover import device, faults, pipeline
 from proofflow.prover.groth16.prover import ProofCheckFailed
 from proofflow.prover.pipeline import InputError
@@ -98,6 +101,7 @@ class _Job:
     transfers: dict = field(default_factory=dict)
     error: BaseException | None = None
     conn: socket.socket | None = None
+    evicted: list = field(default_factory=list)  # keys evicted from the device to fit this job's
 
 
 def _validate(job, fields=JOB_FIELDS, optional=OPTIONAL_FIELDS) -> dict:
@@ -125,7 +129,7 @@ def _validate(job, fields=JOB_FIELDS, optional=OPTIONAL_FIELDS) -> dict:
 
 class ProverService:
     def __init__(self, socket_path: str | Path, backend: str = "cpu", device: int = 0, idle_s: float = 600.0,
-                 max_keys: int = 2):
+                 key_budget: int | None = None):
         self.socket_path = Path(socket_path)
         self.backend_name, self.device, self.idle_s = backend, int(device), float(idle_s)
         self.started_at = time.time()
@@ -135,7 +139,7 @@ class ProverService:
         self._queue: queue.Queue = queue.Queue()  # uploaded jobs, for the device thread
         self._uploads: queue.Queue = queue.Queue()  # prefetched jobs, for the upload thread
         self._ahead = threading.Semaphore(2)  # the proof on the device and one uploaded behind it
-        self.keys = pipeline.KeyCache(max_keys)
+        self.keys = pipeline.KeyCache(key_budget)  # the budget: from PROOFFLOW_KEY_BUDGET at start when None
         self._state = threading.Lock()
         self._active = 0
         self._jobs_in_hand = 0  # prove jobs between their request and their reply
@@ -166,11 +170,20 @@ class ProverService:
         self._use_device()
         self.backend = get_backend(self.backend_name)
         self.backend.warm_up()
+        if self.keys.budget is None:
+            self.keys.budget = settings.key_budget_bytes(self._memory_bytes())
+        log.info("proving keys stay resident within %d bytes (PROOFFLOW_KEY_BUDGET)", self.keys.budget)
         staging = pipeline.shared_staging()
         self.segments = {"pinned": pipeline.MappedSegments(staging, pin=self.backend_name == "gpu"),
                          "pageable": pipeline.MappedSegments(staging, pin=False)}
         threading.Thread(target=self._upload_loop, name="proofflow-upload", daemon=True).start()
         threading.Thread(target=self._device_loop, name="proofflow-device", daemon=True).start()
+
+    def _memory_bytes(self) -> int:
+        """What the key budget's fraction is of: the device's memory (the host's on the CPU)."""
+        if self.backend_name == "gpu":
+            return device.memory_bytes()
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
     # ---- prefetch (connection thread) -----------------------------------------------------
     def _prefetch(self, spec: dict, timer: PhaseTimer, conn: socket.socket | None = None) -> _Job:
@@ -227,10 +240,8 @@ class ProverService:
                 if _caller_gone(job.conn):  # a killed task: its job would only waste the device
                     raise CallerGone("the caller left before its job reached the device")
                 faults.point("service.device")
-                if not job.key.resident:
-                    with job.timer.phase("key_upload"):
-                        self.backend.prepare(job.key.pk)
-                    job.key.resident = True
+                evicted = self.keys.make_resident(job.key, self.backend.prepare, job.timer)
+                job.evicted = [str(k.directory) for k in evicted]
                 standin = job.spec.get("standin_s")
                 backend = StandinBackend(self.backend, standin) if standin else self.backend
                 job.pending = pipeline.prove_device(job.key, job.staged, backend, job.timer, job.transfers,
@@ -260,10 +271,7 @@ class ProverService:
             self.last_error = f"{type(exc).__name__}: {exc}"
         if not isinstance(exc, MemoryError):
             return
-        for key in self.keys.keys():
-            for name in ("a_query", "b_g1_query", "b_g2_query", "h_query", "l_query"):
-                getattr(key.pk, name).device_cache.clear()
-            key.resident = False
+        self.keys.drop_all()
         if self.backend_name == "gpu":
             try:
                 device.free_pools()
@@ -280,6 +288,9 @@ class ProverService:
                 "active": self._active, "jobs_in_hand": self._jobs_in_hand, "jobs_done": self.jobs_done, "jobs_failed": self.jobs_failed,
                 "jobs_cancelled": self.jobs_cancelled, "recoveries": self.recoveries, "last_error": self.last_error,
                 "rss_bytes": _rss_bytes(), "device_pool_bytes": device_pool, "keys": self.keys.directories(),
+                "key_budget_bytes": self.keys.budget, "resident_keys": self.keys.resident(),
+                "resident_key_bytes": self.keys.resident_bytes(), "key_evictions": self.keys.evictions,
+                "evicted_keys": list(self.keys.evicted),
                 "segments": {k: m.stats() for k, m in self.segments.items()}}
 
     def _prove(self, spec, conn: socket.socket | None = None) -> dict:
@@ -307,7 +318,7 @@ class ProverService:
         finally:
             job.staged.release()
         return {"ok": True, "proof": proof.to_bytes().hex(), "device": self.device_label, "pid": os.getpid(),
-                "spans": [[s.phase, s.start, s.end] for s in timer.spans],
+                "spans": [[s.phase, s.start, s.end] for s in timer.spans], "evicted_keys": job.evicted,
                 "transfers": {k: [t.nbytes, t.ms, t.kind] for k, t in job.transfers.items()}}
 
     def _handle(self, conn: socket.socket) -> None:

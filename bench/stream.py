@@ -1,0 +1,578 @@
+"""Sustained-load benchmark: minutes of continuous proving through the real Airflow stack.
+
+    python -m bench.stream [--duration 180] [--warmup-s 60 | --warmup K] [--in-flight 3]
+                           [--partitions 8] [--log2 10] [--backend cpu --standin-s 1.0]
+                           [--label cpu] [--out bench/results/stream-<label>.json]
+    python -m bench.stream --reanalyze --out RESULTS.json   # its figures again, from its timing DB
+
+One native Airflow (api-server, scheduler with LocalExecutor, dag-processor; as
+bench.pipeline) proves for --duration seconds without a pause: whenever fewer than
+--in-flight ``proof_run``s' worth of partitions are left to prove, a new run of
+--partitions partitions is triggered through the REST API. A run counts by the share of its
+partitions not proved yet (its prove_gpu tasks not succeeded), so the next run is triggered
+while the last ones are proved, early enough to have synthesized partitions ready when the
+device gets to them; a run with all its partitions proved no longer counts: what it has
+left (the bundle's verification, check_h2d, cleanup, the summary) needs no device, and work
+waiting to be proved would not wait for it. Up to --max-active runs (2 x in flight + 1) are
+active at once, the DAG's PROOFFLOW_MAX_ACTIVE_RUNS. (--count active counts every unfinished
+run in full, as a client submitting a run each time one ends would: runs then start and end
+in lockstep, and the device idles while they all finish and the next ones synthesize.)
+Then feeding stops and the runs in flight finish. With several --log2 sizes the streams run
+back to back in the same deployment (its prover service keeps each size's key resident,
+within PROOFFLOW_KEY_BUDGET).
+
+Why runs triggered through the REST API rather than proof_batch fed with pending files:
+a stream of proof_runs is what batch work turns into anyway (proof_batch only triggers one
+proof_run per pending file, on a cron), and triggering them directly exercises everything a
+stream stresses: several runs' partitions competing for pool ``gpu`` and for the executor's
+slots, one run's validate/setup/finalize_run/check_h2d overlapping others' partitions, the
+prover service taking jobs of all of them. proof_batch would add a cron cadence (a stream
+that pauses between claims) and its own trigger task, and measure that cadence instead.
+
+Measured over the steady window, across ALL runs, from the timing store's views
+(``phase_spans`` for the device phases, ``gpu_partitions`` per GPU attempt, task_timings
+for synthesis): the window starts after the warm-up (--warmup-s from the first trigger, or
+after the first --warmup K partitions reached the device) and ends when feeding stops (the
+drain afterwards is left out).
+
+    busy fraction     the union of device-phase spans (h2d, ntt, msm, d2h) on each device,
+                      clipped to the window, over the window (kernel: ntt and msm only)
+    proofs per minute GPU attempts whose device phase ended in the window, per minute
+    GPU rate          60 / median device phase, per minute (x devices)
+    synthesis rate    partitions synthesized per minute given the worker parallelism:
+                      synthesis slots x 60 / median synthesize-task span, the slots being
+                      the executor's parallelism less the pool's GPU slots (prove_gpu holds
+                      those under load), capped by PROOFFLOW_SYNTH_CONCURRENCY x runs in flight
+    bound             min(GPU rate, synthesis rate); proofs per minute as a fraction of it
+
+and, to say what bound the stream where neither did: the host-task rate (the synthesis
+slots over a partition's synthesize + stage + finalize_partition spans: the same executor
+slots run all three), the GPU pool's rate (the pool's slots over the median prove_gpu task
+span: a task holds its slot from Airflow's start of it to its end, not only for its device
+phase) and the binding one, the least of the four.
+
+On a machine without a GPU, --standin-s stretches each proof's device phase to that many
+seconds (the proofs stay real and verify). Results: JSON with the hardware, versions,
+sizes, each phase's min/median, the configuration and every run; a timeline PNG (runs'
+tasks, the device lane, warm-up and drain shaded).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from bench import _env
+from bench._airflow import RESULTS, add_run_arguments, deployment, prepare, say, this_process_env
+from tests.helpers import local_stack as stack
+
+DAG = "proof_run"
+DEVICE_PHASES = ("h2d", "ntt", "msm", "d2h")
+KERNEL_PHASES = ("ntt", "msm")
+SYNTH_TASK, STAGE_TASK, FINALIZE_TASK = "partition.synthesize", "partition.stage", "partition.finalize_partition"
+
+
+# -- figures (pure: spans in epoch seconds) -----------------------------------------------------
+def merged(spans, lo: float, hi: float) -> list[tuple[float, float]]:
+    """The union of ``spans`` clipped to [lo, hi], as disjoint sorted intervals."""
+    out: list[list[float]] = []
+    for s, e in sorted((max(s, lo), min(e, hi)) for s, e in spans):
+        if e <= s:
+            continue
+        if out and s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return [(s, e) for s, e in out]
+
+
+def union_s(spans, lo: float, hi: float) -> float:
+    return sum(e - s for s, e in merged(spans, lo, hi))
+
+
+def idle_gaps(spans, lo: float, hi: float) -> list[float]:
+    """Idle seconds between consecutive busy intervals inside [lo, hi]."""
+    m = merged(spans, lo, hi)
+    return [b[0] - a[1] for a, b in zip(m, m[1:])]
+
+
+def stats(xs) -> dict:
+    xs = sorted(x for x in xs if x is not None)
+    if not xs:
+        return {"n": 0, "min_s": None, "median_s": None, "max_s": None}
+    return {"n": len(xs), "min_s": xs[0], "median_s": statistics.median(xs), "max_s": xs[-1]}
+
+
+def window_bounds(attempts: list[dict], t0: float, t_stop: float, warmup_s: float | None,
+                  warmup_partitions: int | None) -> tuple[float, float]:
+    """The steady window: from the warm-up's end (the first trigger + ``warmup_s``, or the
+    device start of the partition after the first ``warmup_partitions``, in device order
+    across all runs) to when feeding stopped."""
+    if warmup_partitions is not None:
+        starts = sorted(a["gpu_start"] for a in attempts)
+        if len(starts) <= warmup_partitions:
+            raise ValueError(f"only {len(starts)} partitions reached the device: none left after a warm-up of "
+                             f"{warmup_partitions}")
+        lo = starts[warmup_partitions]
+    else:
+        lo = t0 + (warmup_s or 0.0)
+    if lo >= t_stop:
+        raise ValueError(f"the warm-up ({lo - t0:.0f} s) takes the whole stream ({t_stop - t0:.0f} s): "
+                         "a longer --duration or a shorter warm-up")
+    return lo, t_stop
+
+
+def synthesis_slots(parallelism: int, gpu_slots: int, synth_concurrency: int | None, in_flight: int) -> int:
+    """Synthesize tasks that can run at once: the executor's slots less those prove_gpu holds
+    under load, capped by the per-run synthesis limit times the runs in flight."""
+    slots = max(1, parallelism - gpu_slots)
+    return min(slots, synth_concurrency * in_flight) if synth_concurrency else slots
+
+
+def figures(device_phases: list[dict], attempts: list[dict], synth: list[dict], stage: list[dict],
+            lo: float, hi: float, synth_slots: int, finalize: list[dict] = (), gpu_slots: int | None = None) -> dict:
+    """The steady window's figures. ``device_phases``: {device, phase, start, end};
+    ``attempts``: GPU attempts {device, gpu_start, gpu_end, busy_s, mutex_wait_s, pool_wait_s,
+    h2d_bytes, h2d_transfer_s}; ``synth``/``stage``/``finalize``: task spans {start, end,
+    synthesis_s}."""
+    window = hi - lo
+    devices = sorted({a["device"] for a in attempts if a["device"] is not None})
+    per_device = {}
+    for d in devices:
+        spans = [(p["start"], p["end"]) for p in device_phases if p["device"] == d]
+        kernels = [(p["start"], p["end"]) for p in device_phases if p["device"] == d and p["phase"] in KERNEL_PHASES]
+        gaps = idle_gaps([(a["gpu_start"], a["gpu_end"]) for a in attempts if a["device"] == d], lo, hi)
+        busy = union_s(spans, lo, hi)
+        per_device[d] = {"busy_s": busy, "busy_fraction": busy / window,
+                         "kernel_busy_fraction": union_s(kernels, lo, hi) / window,
+                         "proofs": sum(lo <= a["gpu_end"] <= hi for a in attempts if a["device"] == d),
+                         "idle_gap_median_s": statistics.median(gaps) if gaps else 0.0,
+                         "idle_gap_max_s": max(gaps) if gaps else 0.0, "idle_gaps_over_100ms": sum(g > 0.1 for g in gaps)}
+    done = [a for a in attempts if lo <= a["gpu_end"] <= hi]
+    device_phase = stats(a["busy_s"] for a in done)
+    synth_done = [t for t in synth if lo <= t["end"] <= hi]
+    synth_task = stats(t["end"] - t["start"] for t in synth_done)
+    proofs_per_min = 60.0 * len(done) / window
+    gpu_rate = 60.0 * len(devices) / device_phase["median_s"] if device_phase["median_s"] else None
+    synth_rate = 60.0 * synth_slots / synth_task["median_s"] if synth_task["median_s"] else None
+    # the same slots also run each partition's stage and finalize_partition: the host side's
+    # rate when they are counted too (context for the bound, which counts synthesis alone)
+    stage_task = stats(t["end"] - t["start"] for t in stage if lo <= t["end"] <= hi)
+    fin_task = stats(t["end"] - t["start"] for t in finalize if lo <= t["end"] <= hi)
+    host_s = [x["median_s"] for x in (synth_task, stage_task, fin_task)]
+    host_rate = 60.0 * synth_slots / sum(host_s) if all(host_s) else None
+    # a prove_gpu task holds its pool slot from its start to its end, Airflow's start-up and
+    # wind-down included: the pool's slots over that span bound the proofs too
+    prove_task = stats(a.get("slot_s") for a in done)
+    pool_rate = 60.0 * gpu_slots / prove_task["median_s"] if gpu_slots and prove_task["median_s"] else None
+    limits = {k: v for k, v in (("gpu", gpu_rate), ("synthesis", synth_rate), ("host tasks", host_rate),
+                                ("gpu pool", pool_rate)) if v}
+    binding = min(limits, key=limits.get) if limits else None
+    rates = {k: v for k, v in (("gpu", gpu_rate), ("synthesis", synth_rate)) if v}
+    bound_by = min(rates, key=rates.get) if rates else None
+    bound = rates.get(bound_by)
+    h2d_bytes = sum(a["h2d_bytes"] or 0 for a in done)
+    h2d_s = sum(a["h2d_transfer_s"] or 0 for a in done)
+    return {
+        "window_s": window, "devices": devices,
+        "busy_fraction": statistics.mean(v["busy_fraction"] for v in per_device.values()) if per_device else None,
+        "kernel_busy_fraction": statistics.mean(v["kernel_busy_fraction"] for v in per_device.values())
+        if per_device else None,
+        "proofs": len(done), "proofs_per_min": proofs_per_min,
+        "gpu_rate_per_min": gpu_rate, "synthesis_rate_per_min": synth_rate, "bound_per_min": bound,
+        "bound_by": bound_by, "fraction_of_bound": proofs_per_min / bound if bound else None,
+        "device_phase": device_phase, "synthesis_slots": synth_slots, "synthesize_task": synth_task,
+        "synthesis_phase": stats(t.get("synthesis_s") for t in synth_done),
+        "synthesize_tasks_running_mean": task_seconds(synth, lo, hi) / window,
+        "stage_task": stage_task,
+        "finalize_partition_task": fin_task,
+        "host_rate_per_min": host_rate,
+        "prove_gpu_task": prove_task, "gpu_slots": gpu_slots, "pool_rate_per_min": pool_rate,
+        "binding": binding, "binding_rate_per_min": limits.get(binding),
+        "fraction_of_binding": proofs_per_min / limits[binding] if binding else None,
+        "syntheses_per_min": 60.0 * len(synth_done) / window,
+        "mean_mutex_wait_s": statistics.mean(a["mutex_wait_s"] or 0 for a in done) if done else None,
+        "mean_pool_wait_s": statistics.mean(a["pool_wait_s"] or 0 for a in done) if done else None,
+        "h2d_gbps": h2d_bytes / h2d_s / 1e9 if h2d_s else None,
+        "per_device": per_device,
+    }
+
+
+def task_seconds(tasks: list[dict], lo: float, hi: float) -> float:
+    """Task-seconds inside [lo, hi] (overlaps counted: the mean number running times the window)."""
+    return sum(max(0.0, min(t["end"], hi) - max(t["start"], lo)) for t in tasks)
+
+
+# -- the timing store -----------------------------------------------------------------------------
+def _t(x) -> float:
+    return x.timestamp()
+
+
+def load(store, run_ids: set[str]) -> dict:
+    """The stream's rows from the views: device phases, GPU attempts, synthesize and stage spans."""
+    p = {"d": DAG}
+    phases = [{"run_id": r["run_id"], "device": r["device"], "phase": r["phase"], "start": _t(r["start"]),
+               "end": _t(r["end"])}
+              for r in store.query("SELECT run_id, device, phase, start, \"end\" FROM phase_spans WHERE dag_id = :d "
+                                   f"AND phase IN {DEVICE_PHASES!r}", p) if r["run_id"] in run_ids]
+    attempts = [{**r, "gpu_start": _t(r["gpu_start"]), "gpu_end": _t(r["gpu_end"])}
+                for r in store.query("SELECT run_id, partition, try_number, device, gpu_start, gpu_end, busy_s, "
+                                     "kernel_s, slot_s, mutex_wait_s, pool_wait_s, h2d_bytes, h2d_transfer_s "
+                                     "FROM gpu_partitions WHERE dag_id = :d", p)
+                if r["run_id"] in run_ids and r["busy_s"]]
+    rows = store.query("SELECT run_id, task_id, map_index, try_number, phase, start, \"end\", duration_s "
+                       "FROM task_timings WHERE dag_id = :d AND phase IN ('task', 'synthesis')", p)
+    tasks: dict = {}
+    for r in rows:
+        if r["run_id"] in run_ids:
+            k = (r["run_id"], r["task_id"], r["map_index"], r["try_number"])
+            t = tasks.setdefault(k, {"run_id": r["run_id"], "task_id": r["task_id"]})
+            if r["phase"] == "task":
+                t.update(start=_t(r["start"]), end=_t(r["end"]))
+            else:
+                t["synthesis_s"] = r["duration_s"]
+    tasks = [t for t in tasks.values() if "start" in t]
+    return {"phases": phases, "attempts": attempts, "tasks": tasks,
+            "synth": [t for t in tasks if t["task_id"] == SYNTH_TASK],
+            "stage": [t for t in tasks if t["task_id"] == STAGE_TASK],
+            "finalize": [t for t in tasks if t["task_id"] == FINALIZE_TASK]}
+
+
+# -- the stream -------------------------------------------------------------------------------------
+def _state(base: str, run_id: str) -> str:
+    return stack.api(base, f"/api/v2/dags/{DAG}/dagRuns/{run_id}")["state"]
+
+
+def _proved(base: str, run_id: str) -> int:
+    """The run's partitions proved so far (its prove_gpu task instances that succeeded)."""
+    return stack.api(base, f"/api/v2/dags/{DAG}/dagRuns/{run_id}/taskInstances"
+                           "?task_id=partition.prove_gpu&state=success&limit=1")["total_entries"]
+
+
+def in_flight_now(runs: list[dict], partitions: int, count: str) -> float:
+    """Runs in flight: each unfinished run counts in full (``active``), or by the share of its
+    partitions left to prove (``proving``)."""
+    live = [r for r in runs if "state" not in r]
+    if count == "active":
+        return float(len(live))
+    return sum(1.0 - min(r.get("proved", 0), partitions) / partitions for r in live)
+
+
+def feed(dep, conf: dict, seeds: list[int], in_flight: int, duration: float, poll_s: float, timeout: float,
+         label: str, max_active: int, count: str = "proving") -> dict:
+    """Keep ``in_flight`` runs' worth of partitions going for ``duration`` seconds, then let
+    the runs finish (``in_flight_now`` says how runs count)."""
+    t0 = time.time()
+    stop_at, runs, told, load = t0 + duration, [], t0, []
+    parts = conf["partitions"]
+    while time.time() < stop_at:
+        dep.procs.check_alive()
+        load.append((time.time(), os.getloadavg()[0]))  # the host's, other users' work included
+        listed = stack.api(dep.base, f"/api/v2/dags/{DAG}/dagRuns?state=queued&state=running&limit=100")
+        active = {d["dag_run_id"] for d in listed["dag_runs"]}
+        for r in runs:
+            if "state" in r:
+                continue
+            if r["run_id"] not in active:
+                r.update(state=_state(dep.base, r["run_id"]), finished_at=time.time())
+            elif count == "proving" and r.get("proved", 0) < parts:
+                r["proved"] = _proved(dep.base, r["run_id"])
+                if r["proved"] >= parts:
+                    r["proved_at"] = time.time()
+        running = sum("state" not in r for r in runs)
+        while in_flight_now(runs, parts, count) < in_flight and running < max_active:
+            seed = seeds[len(runs) % len(seeds)]
+            runs.append({"run_id": stack.trigger(dep.base, DAG, {**conf, "seed": seed}), "seed": seed,
+                         "triggered_at": time.time()})
+            running += 1
+        if time.time() - told >= 15:
+            told = time.time()
+            say(f"[{label}] {told - t0:.0f}/{duration:.0f} s: {len(runs)} runs triggered, "
+                f"{in_flight_now(runs, parts, count):.2f} in flight, "
+                f"{sum(r.get('state') == 'success' for r in runs)} succeeded, "
+                f"{sum(r.get('state') == 'failed' for r in runs)} failed")
+        time.sleep(poll_s)
+    t_stop = time.time()
+    left = [r for r in runs if "state" not in r]
+    say(f"[{label}] feeding stopped after {t_stop - t0:.0f} s ({len(runs)} runs); draining {len(left)} run(s)")
+    for r in left:
+        state, _ = stack.wait_for_run(dep.base, DAG, r["run_id"], timeout, dep.procs)
+        r.update(state=state, finished_at=time.time())
+    for r in runs:
+        r.pop("proved", None)
+        if r["state"] != "success":
+            tis = stack.api(dep.base, f"/api/v2/dags/{DAG}/dagRuns/{r['run_id']}/taskInstances?limit=500")
+            r["failed_tasks"] = sorted({t["task_id"] for t in tis["task_instances"]
+                                        if t["state"] not in ("success", "skipped")})
+    return {"t0": t0, "t_stop": t_stop, "t_drained": time.time(), "runs": runs, "load": load}
+
+
+def service_status(dep, backend: str, devices: list[int]) -> dict:
+    """Each device's prover service's status (resident keys, evictions, jobs), or the error."""
+    from proofflow.prover.service.client import ServiceClient, ServiceError
+    out = {}
+    with this_process_env(PROOFFLOW_RUNTIME=str(dep.runtime)):
+        for d in devices:
+            try:
+                st = ServiceClient(backend, d).status()
+                out[st["device"]] = {k: st.get(k) for k in (
+                    "jobs_done", "jobs_failed", "jobs_cancelled", "recoveries", "key_budget_bytes", "resident_keys",
+                    "resident_key_bytes", "key_evictions", "evicted_keys", "rss_bytes", "device_pool_bytes")}
+            except ServiceError as exc:
+                out[str(d)] = {"error": str(exc)}
+    return out
+
+
+def verified(store, runs: list[dict]) -> int:
+    """Proofs that verify in the runs' bundles (checked again here, independently of finalize_run)."""
+    from proofflow.prover.bundle import verify_bundle
+    n = 0
+    for r in runs:
+        rec = store.run(DAG, r["run_id"]) or {}
+        r["proofs_verified"] = sum(x.ok for x in verify_bundle(rec["bundle_dir"])) if rec.get("bundle_dir") else 0
+        n += r["proofs_verified"]
+    return n
+
+
+# -- the timeline -----------------------------------------------------------------------------------
+def timeline_png(png: Path, panels: list[dict]) -> None:
+    """Per stream: one lane per run (its tasks), one per device (its device phases); the
+    warm-up and the drain shaded, so the steady window is what is left white."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from proofflow.timing.report import PHASE_COLORS, TASK_COLORS
+    heights = []
+    for p in panels:
+        heights += [max(3.0, 0.22 * len(p["runs"])), 0.5 + 0.4 * max(1, len(p["devices"]))]
+    fig, axes = plt.subplots(len(heights), 1, figsize=(16, sum(heights) + 1.2 * len(panels)),
+                             gridspec_kw={"height_ratios": heights}, squeeze=False)
+    axes = axes[:, 0]
+    for i, p in enumerate(panels):
+        ax_runs, ax_gpu = axes[2 * i], axes[2 * i + 1]
+        t0, lane = p["t0"], {r["run_id"]: k for k, r in enumerate(p["runs"])}
+        seen = set()
+        for t in p["tasks"]:
+            name = t["task_id"].split(".")[-1]
+            ax_runs.barh(lane[t["run_id"]], t["end"] - t["start"], left=t["start"] - t0, height=0.7, alpha=0.55,
+                         color=TASK_COLORS.get(name, "#9aa0a6"), linewidth=0, label=name if name not in seen else None)
+            seen.add(name)
+        seen = set()
+        for ph in p["phases"]:
+            ax_gpu.barh(p["devices"].index(ph["device"]) if ph["device"] in p["devices"] else 0,
+                        max(ph["end"] - ph["start"], 1e-6), left=ph["start"] - t0, height=0.8,
+                        color=PHASE_COLORS.get(ph["phase"], "#5f6368"),
+                        label=f"busy: {ph['phase']}" if ph["phase"] not in seen else None)
+            seen.add(ph["phase"])
+        end = p["t_drained"] - t0
+        for ax in (ax_runs, ax_gpu):
+            ax.axvspan(0, p["window"][0] - t0, color="#9aa0a6", alpha=0.15, label="warm-up" if ax is ax_gpu else None)
+            ax.axvspan(p["window"][1] - t0, end, color="#f28b82", alpha=0.12, label="drain" if ax is ax_gpu else None)
+            ax.set_xlim(0, end)
+            ax.grid(axis="x", alpha=0.3)
+            ax.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=7)
+        ax_runs.set_yticks(range(len(p["runs"])))
+        ax_runs.set_yticklabels([f"run {k} (seed {r['seed']})" for k, r in enumerate(p["runs"])], fontsize=6)
+        ax_runs.invert_yaxis()
+        f = p["figures"]
+        ax_runs.set_title(f"2^{p['log2']}: {len(p['runs'])} proof_runs of {p['partitions']} partitions, "
+                          f"{p['in_flight']} in flight; steady window {f['window_s']:.0f} s: "
+                          f"{f['proofs_per_min']:.1f} proofs/min, bound {_f(f['bound_per_min'])} ({f['bound_by']}), "
+                          f"{_f(f['fraction_of_bound'], 100, '.1f')}% of it")
+        ax_gpu.set_yticks(range(len(p["devices"])))
+        ax_gpu.set_yticklabels([f"GPU {d}" for d in p["devices"]])
+        ax_gpu.invert_yaxis()
+        ax_gpu.set_xlabel("seconds since the first trigger")
+        ax_gpu.set_title(f"device phases: busy {_f(f['busy_fraction'], 100, '.1f')}% of the steady window "
+                         f"(kernels {_f(f['kernel_busy_fraction'], 100, '.1f')}%), median device phase "
+                         f"{_f(f['device_phase']['median_s'], 1, '.3f')} s", fontsize=9)
+    fig.tight_layout()
+    png.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(png, dpi=110)
+    plt.close(fig)
+    say(f"wrote {png}")
+
+
+def _f(v, scale: float = 1.0, spec: str = ".1f") -> str:
+    return "-" if v is None else format(v * scale, spec)
+
+
+# -- main -----------------------------------------------------------------------------------------------
+def _per_size(values: list[int], sizes: list[int], name: str, p) -> list[int]:
+    if len(values) == 1:
+        return values * len(sizes)
+    if len(values) != len(sizes):
+        p.error(f"--{name}: one value, or one per --log2 size ({len(sizes)})")
+    return values
+
+
+def parse(argv=None):
+    p = argparse.ArgumentParser(prog="python -m bench.stream", description=__doc__.split("\n\n")[0],
+                                conflict_handler="resolve")
+    add_run_arguments(p, partitions=8)
+    p.add_argument("--log2", type=int, nargs="+", default=[10], help="one stream per size, back to back")
+    p.add_argument("--partitions", type=int, nargs="+", default=[8], help="partitions per run (or one per size)")
+    p.add_argument("--in-flight", type=int, nargs="+", default=[3], help="runs kept going at once (or one per size)")
+    p.add_argument("--count", choices=("proving", "active"), default="proving",
+                   help="how a run counts toward --in-flight: by its share of partitions left to prove (default), "
+                        "or in full until it ends")
+    p.add_argument("--max-active", type=int, default=None,
+                   help="runs at once in all, finishing ones included (PROOFFLOW_MAX_ACTIVE_RUNS; default 2 x in flight + 1)")
+    p.add_argument("--duration", type=float, default=180.0, help="seconds of feeding per size, warm-up included")
+    p.add_argument("--warmup-s", type=float, default=60.0, help="warm-up: the stream's first seconds")
+    p.add_argument("--warmup", type=int, default=None, help="warm-up: the first K partitions instead (device order)")
+    p.add_argument("--seeds", default=None, help="comma-separated seeds cycled over the runs (default: --seed)")
+    p.add_argument("--devices", default="0", help="device indices (PROOFFLOW_GPU_DEVICES), e.g. 0 or 0,1")
+    p.add_argument("--synth-slots", type=int, default=None,
+                   help="synthesize tasks that can run at once (default: parallelism less GPU slots)")
+    p.add_argument("--poll-s", type=float, default=1.0, help="how often the runs' states are polled")
+    p.add_argument("--set", action="append", default=[], metavar="PROOFFLOW_NAME=VALUE",
+                   help="a proofflow setting for every process of the deployment (repeatable), e.g. "
+                        "PROOFFLOW_STAGING_BUDGET=12884901888 or PROOFFLOW_KEY_BUDGET=0.5")
+    p.add_argument("--label", default=None, help="results name: stream-<label>.json (default: cpu or gpu)")
+    p.add_argument("--out", type=Path, default=None)
+    p.add_argument("--png", type=Path, default=None, help="timeline PNG (default: beside --out)")
+    p.add_argument("--reanalyze", action="store_true",
+                   help="no stream: compute --out's figures again from its timing store (--timing-db, else the "
+                        "one it names)")
+    args = p.parse_args(argv)
+    args.partitions = _per_size(args.partitions, args.log2, "partitions", p)
+    args.in_flight = _per_size(args.in_flight, args.log2, "in-flight", p)
+    args.seeds = [int(x) for x in args.seeds.split(",") if x.strip()] if args.seeds else [args.seed]
+    args.devices = [int(x) for x in args.devices.split(",") if x.strip()]
+    pairs = [x.partition("=") for x in args.set]
+    if any(not k.startswith("PROOFFLOW_") or not sep for k, sep, _ in pairs):
+        p.error("--set takes PROOFFLOW_NAME=VALUE")
+    args.set = {k: v for k, _, v in pairs}
+    if args.duration <= (args.warmup_s if args.warmup is None else 0):
+        p.error("--duration must be longer than the warm-up")
+    args.label = args.label or ("cpu" if args.backend == "cpu" else "gpu")
+    args.out = args.out or RESULTS / f"stream-{args.label}.json"
+    args.png = args.png or args.out.with_suffix(".png")
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse(argv)
+    if args.reanalyze:
+        return reanalyze(args)
+    work, timing_url, env = prepare(args)
+    gpu_slots = args.depth * len(args.devices)
+    max_active = args.max_active or (2 * max(args.in_flight) + 1 if args.count == "proving" else max(args.in_flight))
+    penv = {**args.set, "PROOFFLOW_GPU_SERVICE": "1", "PROOFFLOW_GPU_DEVICES": ",".join(map(str, args.devices)),
+            "PROOFFLOW_MAX_ACTIVE_RUNS": str(max_active)}
+    doc = {"environment": env, "config": {**_config(args, gpu_slots), "max_active_runs": max_active},
+           "windows": {}, "timing_db": timing_url}
+    panels, ok = [], True
+    with deployment("stream", args, timing_url, work, penv, gpu_slots,
+                    AIRFLOW__CORE__MAX_ACTIVE_TASKS_PER_DAG=str(args.parallelism)) as dep:
+        for log2, parts, in_flight in zip(args.log2, args.partitions, args.in_flight):
+            label = f"2^{log2}"
+            say(f"[{label}] streaming {args.duration:.0f} s: {in_flight} proof_runs of {parts} partitions in flight")
+            conf = {"log2": log2, "partitions": parts, "backend": args.backend, "staging": args.staging}
+            s = feed(dep, conf, args.seeds, in_flight, args.duration, args.poll_s, args.timeout, label,
+                     max_active, args.count)
+            s.update(log2=log2, partitions=parts, in_flight=in_flight,
+                     service=service_status(dep, args.backend, args.devices))
+            window, panel = analyze(s, args, timing_url, gpu_slots)
+            doc["windows"][str(log2)] = window
+            ok = ok and window["ok"]
+            _env.write(args.out, doc)  # each size's results as soon as it is done
+            if panel:
+                panels.append(panel)
+                timeline_png(args.png, panels)
+    print_summary(doc, args.out)
+    return 0 if ok else 1
+
+
+def reanalyze(args) -> int:
+    """The figures of a finished invocation computed again from its timing store (the
+    stream's runs and times from its results file, --out): e.g. after the figures changed."""
+    import json
+    doc = json.loads(args.out.read_text())
+    cfg = doc["config"]
+    args.parallelism, args.synth_concurrency, args.synth_slots = cfg["parallelism"], cfg["synth_concurrency"], \
+        cfg["synth_slots"]
+    args.warmup_s, args.warmup = cfg["warmup_s"], cfg["warmup_partitions"]
+    panels = []
+    for key, w in doc["windows"].items():
+        t0 = w["window"]["start"] - w["window"]["warmup_s"]
+        t_stop = t0 + w["window"]["stream_s"]
+        s = {"t0": t0, "t_stop": t_stop, "t_drained": t_stop + w["window"]["drain_s"], "runs": w["runs"],
+             "load": [], "service": w["service"], "log2": w["log2"], "partitions": w["partitions_per_run"],
+             "in_flight": w["in_flight"]}
+        window, panel = analyze(s, args, args.timing_db or doc["timing_db"], cfg["gpu_slots"])
+        doc["windows"][key] = {**window, "load_average_1min": w["load_average_1min"]}
+        if panel:
+            panels.append(panel)
+    _env.write(args.out, doc)
+    if panels:
+        timeline_png(args.png, panels)
+    print_summary(doc, args.out)
+    return 0
+
+
+def analyze(s: dict, args, timing_url: str, gpu_slots: int) -> tuple[dict, dict | None]:
+    """One stream's results (and its timeline panel) from the timing store."""
+    from proofflow.timing import TimingStore
+    store = TimingStore(timing_url)
+    try:
+        rows = load(store, {r["run_id"] for r in s["runs"]})
+        slots = args.synth_slots or synthesis_slots(args.parallelism, gpu_slots, args.synth_concurrency, s["in_flight"])
+        try:
+            lo, hi = window_bounds(rows["attempts"], s["t0"], s["t_stop"], args.warmup_s, args.warmup)
+            fig = figures(rows["phases"], rows["attempts"], rows["synth"], rows["stage"], lo, hi, slots,
+                          rows["finalize"], gpu_slots)
+        except ValueError as exc:
+            say(f"[2^{s['log2']}] no steady window: {exc}")
+            lo, hi, fig = s["t0"], s["t_stop"], None
+        n_verified = verified(store, s["runs"])
+    finally:
+        store.dispose()
+    expected = s["partitions"] * len(s["runs"])
+    service = s["service"]
+    window = {
+        "log2": s["log2"], "constraints": 2 ** s["log2"], "partitions_per_run": s["partitions"],
+        "in_flight": s["in_flight"], "abc_bytes_per_partition": 3 * 2 ** s["log2"] * 32,
+        "key_bytes": sorted({k["bytes"] for st in service.values() for k in st.get("resident_keys") or []}),
+        "window": {"start": lo, "end": hi, "warmup_s": lo - s["t0"], "stream_s": s["t_stop"] - s["t0"],
+                   "drain_s": s["t_drained"] - s["t_stop"]},
+        "load_average_1min": stats(v for t, v in s["load"] if lo <= t <= hi) | {"cores": os.cpu_count()},
+        "runs_triggered": len(s["runs"]), "runs_succeeded": sum(r["state"] == "success" for r in s["runs"]),
+        "proofs_verified": n_verified, "proofs_expected": expected,
+        "ok": fig is not None and n_verified == expected and all(r["state"] == "success" for r in s["runs"]),
+        **(fig or {}), "service": service, "runs": s["runs"]}
+    panel = {**s, "window": (lo, hi), "figures": fig, "tasks": rows["tasks"], "phases": rows["phases"],
+             "devices": fig["devices"]} if fig else None
+    return window, panel
+
+
+def _config(args, gpu_slots: int) -> dict:
+    return {"duration_s": args.duration, "warmup_s": None if args.warmup is not None else args.warmup_s,
+            "warmup_partitions": args.warmup, "log2": args.log2, "partitions": args.partitions,
+            "in_flight": args.in_flight, "count": args.count, "backend": args.backend, "staging": args.staging, "standin_s": args.standin_s,
+            "depth": args.depth, "devices": args.devices, "gpu_slots": gpu_slots, "parallelism": args.parallelism,
+            "synth_concurrency": args.synth_concurrency, "synth_slots": args.synth_slots, "seeds": args.seeds,
+            "poll_s": args.poll_s, "settings": args.set, "scratch": args.scratch, "metadata_db": args.metadata_db or "sqlite",
+            "airflow": {"executor": "LocalExecutor", "AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL": "1",
+                        "AIRFLOW__CORE__MAX_ACTIVE_TASKS_PER_DAG": args.parallelism}}
+
+
+def print_summary(doc: dict, out: Path) -> None:
+    print(f"{'size':<6}{'runs':>6}{'window s':>10}{'busy %':>8}{'kernel %':>10}{'proofs/min':>12}{'GPU rate':>10}"
+          f"{'synth rate':>12}{'bound':>8}{'of bound %':>12}{'verified':>10}  binding")
+    for w in doc["windows"].values():
+        print(f"2^{w['log2']:<4}{w['runs_triggered']:>6}{_f(w.get('window_s'), 1, '.0f'):>10}"
+              f"{_f(w.get('busy_fraction'), 100):>8}{_f(w.get('kernel_busy_fraction'), 100):>10}"
+              f"{_f(w.get('proofs_per_min')):>12}{_f(w.get('gpu_rate_per_min')):>10}"
+              f"{_f(w.get('synthesis_rate_per_min')):>12}{_f(w.get('bound_per_min')):>8}"
+              f"{_f(w.get('fraction_of_bound'), 100):>12}{w['proofs_verified']:>6}/{w['proofs_expected']}  "
+              f"{w.get('binding')} {_f(w.get('binding_rate_per_min'))}/min")
+    print(f"({out})")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
