@@ -27,6 +27,13 @@ python3 -c "import airflow, cupy; print('airflow', airflow.__version__, 'cupy', 
 df -h / /dev/shm | tail -2; free -g | head -2
 python3 -m proofflow.cli kernels build --json > "$OUT/kernels.json" 2> "$OUT/kernels.log" &
 kernels=$!
+# GPU_TESTS (pytest node ids): run beside the key setup, finished before the streams start
+tests=
+if [ -n "${GPU_TESTS:-}" ]; then
+    # shellcheck disable=SC2086
+    timeout -k 5 240 python3 -m pytest -m gpu -q -rfEs -p no:cacheprovider $GPU_TESTS > "$OUT/pytest.log" 2>&1 &
+    tests=$!
+fi
 KEYS=/dev/shm/pf-params
 for L in 22 24; do
     python3 -m proofflow.prover setup --circuit mimc --log2 "$L" --seed 0 --backend gpu \
@@ -34,6 +41,9 @@ for L in 22 24; do
     echo "2^$L key ready at $(since) s"
 done
 wait $kernels && echo "kernels built at $(since) s" || echo "kernels build failed (see kernels.log): the service compiles"
+if [ -n "$tests" ]; then
+    wait $tests; echo "GPU tests (rc $?) done at $(since) s: $(tail -1 "$OUT/pytest.log")"
+fi
 # what is left of the call: Airflow's start (~30 s), each stream's drain (~40 s) and the
 # analysis (~20 s) come on top of the feeding
 left=$(( 570 - $(since) ))
