@@ -91,7 +91,7 @@ def run_variant(name: str, args, timing_url: str, work: Path, spec: dict | None 
            "devices": st.get("devices"),
            "per_device": {d["device"]: {"partitions": d["partitions"], "busy_fraction": d["gpu_busy_fraction"],
                                         "kernel_busy_fraction": d["kernel_busy_fraction"]} for d in per_device},
-           "env": spec["env"]}
+           "partitions": partition_rows(store, run_id), "env": spec["env"]}
     busy = out["busy_fraction"]
     _say(f"[{name}] {state}: {verified}/{args.partitions} proofs verify, steady busy "
          f"{'n/a' if busy is None else f'{100 * busy:.1f}%'}, median idle gap {out['idle_gap_median_s']}, "
@@ -100,13 +100,37 @@ def run_variant(name: str, args, timing_url: str, work: Path, spec: dict | None 
     return out
 
 
+def _round(x, nd: int = 3):
+    return None if x is None else round(x, nd)
+
+
+def partition_rows(store, run_id: str) -> list[dict]:
+    """Per partition (last try): its device phase (first kernel to last MSM) and its parts,
+    the a/b/c upload (ms, GB/s, memory kind), the host copy of a/b/c before it (stage's h2s:
+    0 bytes on the zero-copy path), whether check_h2d flagged it, the key's load and upload
+    when that partition paid them."""
+    from proofflow.timing.report import run_report
+    phases: dict = {}
+    for r in sorted(store.timings("proof_run", run_id, "partition.prove_gpu"), key=lambda r: r["try_number"]):
+        phases.setdefault(r["partition"], {})[r["phase"]] = r["duration_s"]
+    rows = []
+    for h in (run_report(store, "proof_run", run_id) or {}).get("h2d", []):
+        ph = phases.get(h["partition"], {})
+        rows.append({"partition": h["partition"], "device_phase_s": round(ph.get("ntt", 0) + ph.get("msm", 0), 3),
+                     "ntt_s": _round(ph.get("ntt")), "msm_s": _round(ph.get("msm")), "h2d_ms": round(h["ms"], 1),
+                     "h2d_gbps": round(h["gbps"], 2), "memory_kind": h["memory_kind"],
+                     "host_copy_bytes": h.get("host_copy_bytes"), "flagged": bool(h["flagged"]),
+                     "key_load_s": _round(ph.get("key_load")), "key_upload_s": _round(ph.get("key_upload"))})
+    return rows
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.pipeline", description=__doc__.split("\n\n")[0])
     add_run_arguments(p)
     p.add_argument("--variants", default="naive,naive-tuned,service-2,service-3,proofflow",
                    help=f"comma-separated, of {', '.join(VARIANTS)}")
     p.add_argument("--out", type=Path, default=None, help="results JSON (default bench/results/pipeline-<backend>.json)")
-    p.add_argument("--png", type=Path, default=None, help="timeline PNG of naive vs proofflow")
+    p.add_argument("--png", type=Path, default=None, help="timeline PNG of naive (else proofflow-pageable) vs proofflow")
     args = p.parse_args(argv)
     names = [v.strip() for v in args.variants.split(",") if v.strip()]
     unknown = [v for v in names if v not in VARIANTS]
@@ -120,7 +144,7 @@ def main(argv=None) -> int:
         results[name] = run_variant(name, args, timing_url, work)
         doc = _document(args, env, results, timing_url)
         _env.write(out, doc)
-        if name in ("naive", "proofflow"):
+        if name in ("naive", "proofflow", "proofflow-pageable"):
             _timeline(results, timing_url, args.warmup, png)
     print_table(results)
     if doc["ratio"]:
@@ -139,10 +163,13 @@ def print_table(results: dict) -> None:
 
 
 def _timeline(results: dict, timing_url: str, warmup: int, png: Path) -> None:
-    """The timeline PNG of naive vs proofflow, once both have run."""
-    naive, ours = results.get("naive", {}), results.get("proofflow", {})
-    if naive.get("run_id") and ours.get("run_id"):
-        timeline_png(png, timing_url, [("naive", naive, warmup), ("proofflow", ours, warmup)])
+    """The timeline PNG of naive vs proofflow once both have run, else of proofflow pinned vs
+    pageable once both have run."""
+    for other, label in (("naive", "naive"), ("proofflow-pageable", "proofflow (pageable)")):
+        base, ours = results.get(other, {}), results.get("proofflow", {})
+        if base.get("run_id") and ours.get("run_id"):
+            timeline_png(png, timing_url, [(label, base, warmup), ("proofflow", ours, warmup)])
+            return
 
 
 def timeline_png(png: Path, timing_url: str, runs: list[tuple[str, dict, int]]) -> None:
