@@ -1,6 +1,6 @@
-"""CeleryExecutor routing: prove_gpu goes to the GPU queue (in pool gpu), every other task of
-both DAGs to the CPU queue, queue names from the environment; a worker's identity through
-Airflow's hostname_callable."""
+"""CeleryExecutor routing: prove_gpu (in pool gpu) and stage (it talks to the host's prover
+service) go to the GPU queue, every other task of both DAGs to the CPU queue, queue names
+from the environment; a worker's identity through Airflow's hostname_callable."""
 from pathlib import Path
 
 import pytest
@@ -19,9 +19,10 @@ def _routes(dags) -> dict:
     return {(dag_id, t.task_id): (t.queue, t.pool) for dag_id, dag in dags.items() for t in dag.tasks}
 
 
-def test_prove_gpu_goes_to_the_gpu_queue_everything_else_to_cpu(airflow_home):
+def test_prove_gpu_and_stage_go_to_the_gpu_queue_everything_else_to_cpu(airflow_home):
     routes = _routes(_dags())
     assert routes.pop(("proof_run", "partition.prove_gpu")) == ("gpu", "gpu")
+    assert routes.pop(("proof_run", "partition.stage"))[0] == "gpu"
     assert {dag_id for dag_id, _ in routes} == {"proof_run", "proof_batch"}
     assert {queue for queue, _ in routes.values()} == {"cpu"}
     assert "gpu" not in {pool for _, pool in routes.values()}
@@ -32,6 +33,7 @@ def test_queue_names_come_from_the_environment(airflow_home, monkeypatch):
     monkeypatch.setenv("PROOFFLOW_CPU_QUEUE", "synth")
     routes = _routes(_dags())
     assert routes.pop(("proof_run", "partition.prove_gpu"))[0] == "gpu-h200"
+    assert routes.pop(("proof_run", "partition.stage"))[0] == "gpu-h200"
     assert {queue for queue, _ in routes.values()} == {"synth"}
 
 

@@ -1,8 +1,10 @@
 """The service's wire format: one JSON object a line, both ways, over a Unix stream socket.
 
-Requests: ``{"op": "prove", "job": {...}}``, ``{"op": "status"}``, ``{"op": "stop"}``.
+Requests: ``{"op": "prove", "job": {...}}``, ``{"op": "stage", "job": {...}}`` (map and pin a
+segment ahead of its proof), ``{"op": "status"}``, ``{"op": "stop"}``.
 Replies: ``{"ok": true, ...}`` or ``{"ok": false, "error": MESSAGE, "error_type": NAME}``.
-A job names files, never carries data: the caller and the service share the host.
+A job names a shared staging segment, never carries data: the caller and the service share the
+host (the segment is in its shared memory).
 """
 from __future__ import annotations
 
