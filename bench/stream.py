@@ -70,7 +70,6 @@ from bench._airflow import RESULTS, add_run_arguments, deployment, prepare, say,
 from tests.helpers import local_stack as stack
 
 DAG = "proof_run"
-DEVICE_PHASES = ("h2d", "ntt", "msm", "d2h")
 KERNEL_PHASES = ("ntt", "msm")
 SYNTH_TASK, STAGE_TASK, FINALIZE_TASK = "partition.synthesize", "partition.stage", "partition.finalize_partition"
 
@@ -217,7 +216,7 @@ def load(store, run_ids: set[str]) -> dict:
     phases = [{"run_id": r["run_id"], "device": r["device"], "phase": r["phase"], "start": _t(r["start"]),
                "end": _t(r["end"])}
               for r in store.query("SELECT run_id, device, phase, start, \"end\" FROM phase_spans WHERE dag_id = :d "
-                                   f"AND phase IN {DEVICE_PHASES!r}", p) if r["run_id"] in run_ids]
+                                   "AND phase IN ('h2d', 'ntt', 'msm', 'd2h')", p) if r["run_id"] in run_ids]
     attempts = [{**r, "gpu_start": _t(r["gpu_start"]), "gpu_end": _t(r["gpu_end"])}
                 for r in store.query("SELECT run_id, partition, try_number, device, gpu_start, gpu_end, busy_s, "
                                      "kernel_s, slot_s, mutex_wait_s, pool_wait_s, h2d_bytes, h2d_transfer_s "

@@ -229,7 +229,8 @@ def test_the_form_refuses_out_of_range_values_before_any_run(airflow_ui, browser
     ui, driver = airflow_ui, browser
     before = {r["dag_run_id"] for r in _runs(ui)}
     _log_in_and_open_trigger_form(driver, ui)
-    for param, bad, good, message in (("log2", 99, 8, "99 is greater than the maximum of 24"),
+    from proofflow.spec import MAX_LOG2
+    for param, bad, good, message in (("log2", 99, 8, f"99 is greater than the maximum of {MAX_LOG2}"),
                                        ("partitions", 0, 2, "0 is less than the minimum of 1")):
         _type(driver, param, bad)
         _submit(driver)
