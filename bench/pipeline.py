@@ -120,6 +120,7 @@ def partition_rows(store, run_id: str) -> list[dict]:
                      "ntt_s": _round(ph.get("ntt")), "msm_s": _round(ph.get("msm")), "h2d_ms": round(h["ms"], 1),
                      "h2d_gbps": round(h["gbps"], 2), "memory_kind": h["memory_kind"],
                      "host_copy_bytes": h.get("host_copy_bytes"), "flagged": bool(h["flagged"]),
+                     "flag_reason": h.get("reason") if h["flagged"] else None,
                      "key_load_s": _round(ph.get("key_load")), "key_upload_s": _round(ph.get("key_upload"))})
     return rows
 

@@ -326,12 +326,16 @@ def service_status(dep, backend: str, devices: list[int]) -> dict:
 
 
 def verified(store, runs: list[dict]) -> int:
-    """Proofs that verify in the runs' bundles (checked again here, independently of finalize_run)."""
+    """Proofs that verify in the runs' bundles (checked again here, independently of finalize_run);
+    each run also gets check_h2d's flags (partition, measured and expected ms, GB/s, why), so
+    the results say what a failed check saw without the timing database."""
     from proofflow.prover.bundle import verify_bundle
     n = 0
     for r in runs:
         rec = store.run(DAG, r["run_id"]) or {}
         r["proofs_verified"] = sum(x.ok for x in verify_bundle(rec["bundle_dir"])) if rec.get("bundle_dir") else 0
+        r["h2d_flags"] = [{k: f[k] for k in ("partition", "try_number", "measured_ms", "expected_ms", "gbps", "reason")}
+                          for f in store.flags(DAG, r["run_id"])]
         n += r["proofs_verified"]
     return n
 

@@ -91,3 +91,17 @@ def test_a_run_counts_by_its_partitions_left_to_prove():
     runs = [{"proved": 4}, {"proved": 16}, {}, {"state": "success", "proved": 16}]
     assert stream.in_flight_now(runs, 16, "proving") == pytest.approx(0.75 + 0 + 1)
     assert stream.in_flight_now(runs, 16, "active") == 3  # every unfinished run, in full
+
+
+def test_each_run_carries_check_h2ds_flags(sqlite_url):
+    from proofflow.timing import TimingStore
+    store = TimingStore(sqlite_url)
+    store.replace_flags("proof_run", "r1", [{"partition": 3, "try_number": 1, "bytes": 3 << 20, "measured_ms": 9.0,
+                                             "expected_ms": 2.0, "gbps": 0.35, "floor_gbps": 1.0,
+                                             "reason": "H2D 9.0 ms > 1.5 x expected 2.0 ms"}])
+    runs = [{"run_id": "r1"}, {"run_id": "r2"}]
+    assert stream.verified(store, runs) == 0  # no bundles: nothing proved in this store
+    assert runs[0]["h2d_flags"] == [{"partition": 3, "try_number": 1, "measured_ms": 9.0, "expected_ms": 2.0,
+                                     "gbps": 0.35, "reason": "H2D 9.0 ms > 1.5 x expected 2.0 ms"}]
+    assert runs[1]["h2d_flags"] == []
+    store.dispose()
