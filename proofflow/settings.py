@@ -40,9 +40,10 @@ How prove_gpu reaches the device:
                             the byte budget (8 GiB) of the shared staging (the partitions'
                             a/b/c segments on a host) and of a process's own staging pool, and
                             how long a request waits for room before failing (600 s)
-    PROOFFLOW_SHARED_STAGING / PROOFFLOW_STAGING_LEASE_TTL_S
+    PROOFFLOW_SHARED_STAGING / PROOFFLOW_STAGING_LEASE_TTL_S / _IDLE_TTL_S
                             the shared staging directory (a tmpfs: /dev/shm/proofflow-<uid>-<home
-                            digest>) and how long a segment may stay leased (86400 s)
+                            digest>), how long a segment may stay leased (86400 s), and how long
+                            a released one is kept for reuse (600 s)
     PROOFFLOW_STAGING_ENDPOINT / _LISTEN / _TOKEN
                             cross-host staging: where a CPU worker of another host streams its
                             partitions (the GPU host's receiver, HOST:PORT), where that receiver
@@ -251,6 +252,10 @@ def staging_token() -> str | None:
 
 def staging_lease_ttl_s() -> float:
     return _float("PROOFFLOW_STAGING_LEASE_TTL_S", 86400)
+
+
+def staging_idle_ttl_s() -> float:
+    return _float("PROOFFLOW_STAGING_IDLE_TTL_S", 600)
 
 
 def staging_timeout_s() -> float:

@@ -421,7 +421,8 @@ def owner(dag_id: str, run_id: str, partition: int) -> str:
 
 def shared_staging() -> SharedStaging:
     """This home's shared staging, under PROOFFLOW_STAGING_BUDGET."""
-    return SharedStaging(settings.shared_staging_dir(), settings.staging_budget(), settings.staging_lease_ttl_s())
+    return SharedStaging(settings.shared_staging_dir(), settings.staging_budget(), settings.staging_lease_ttl_s(),
+                         settings.staging_idle_ttl_s())
 
 
 def synthesize_shared(circuit: Circuit, seed: int, partition: int, staging: SharedStaging, holder: str,

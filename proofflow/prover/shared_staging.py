@@ -20,7 +20,9 @@ replaces its previous segment, as a re-run synthesis replaces its output.
 
 Leases end by ``release`` (the proof is out), ``release_owned`` (a run's cleanup), or
 ``reclaim``: a segment whose writer died before it was ready (a killed synthesize task), or
-one older than the lease TTL.
+one older than the lease TTL. Idle segments go back to the host after ``idle_ttl_s`` unused
+(``reclaim`` runs at every lease and at a run's cleanup), so staging memory does not stay
+held between batches.
 """
 from __future__ import annotations
 
@@ -139,12 +141,13 @@ class Segment:
 
 
 class SharedStaging:
-    def __init__(self, root, budget_bytes: int, lease_ttl_s: float = 86400.0):
+    def __init__(self, root, budget_bytes: int, lease_ttl_s: float = 86400.0, idle_ttl_s: float = 600.0):
         if budget_bytes <= 0:
             raise ValueError("budget_bytes must be positive")
         self.root = Path(root)
         self.budget = int(budget_bytes)
         self.lease_ttl_s = float(lease_ttl_s)
+        self.idle_ttl_s = float(idle_ttl_s)
         self.host = socket.gethostname()
 
     # ---- bookkeeping (under the lock) ---------------------------------------------------
@@ -197,7 +200,9 @@ class SharedStaging:
         seg = self._seg(lease_id)
         if seg.exists():
             if keep:
-                os.replace(seg, self.root / "idle" / f"{seg.stat().st_size}-{lease_id}.seg")
+                idle = self.root / "idle" / f"{seg.stat().st_size}-{lease_id}.seg"
+                os.replace(seg, idle)
+                os.utime(idle)  # its idle time counts from now (idle_ttl_s)
             else:
                 seg.unlink()
         self._meta(lease_id).unlink(missing_ok=True)
@@ -211,6 +216,9 @@ class SharedStaging:
 
     def _reclaim_locked(self) -> list[tuple[Lease, str]]:
         now, out = time.time(), []
+        for p in self._idle():  # idle too long: the memory goes back to the host
+            if now - p.stat().st_mtime > self.idle_ttl_s:
+                p.unlink(missing_ok=True)
         for lease in self.leases():
             why = self._stale(lease, now)
             if why:
@@ -222,7 +230,8 @@ class SharedStaging:
         return out
 
     def reclaim(self) -> list[tuple[Lease, str]]:
-        """End the leases of dead writers and expired ones; returns them with the reason."""
+        """End the leases of dead writers and expired ones (returned with the reason), and
+        remove idle segments unused for longer than ``idle_ttl_s``."""
         with self._locked():
             return self._reclaim_locked()
 
@@ -319,11 +328,12 @@ class SharedStaging:
             return True
 
     def release_owned(self, prefix: str) -> int:
-        """End every lease whose owner starts with ``prefix`` (a run's cleanup)."""
+        """End every lease whose owner starts with ``prefix`` (a run's cleanup), then reclaim."""
         with self._locked():
             mine = [lease for lease in self.leases() if lease.owner.startswith(prefix)]
             for lease in mine:
                 self._drop(lease.id)
+            self._reclaim_locked()
             return len(mine)
 
     def held_bytes(self) -> int:

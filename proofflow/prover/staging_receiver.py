@@ -179,7 +179,8 @@ def main(argv=None) -> int:
                    help="HOST:PORT to listen on (default %(default)s, PROOFFLOW_STAGING_LISTEN)")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    staging = SharedStaging(settings.shared_staging_dir(), settings.staging_budget(), settings.staging_lease_ttl_s())
+    staging = SharedStaging(settings.shared_staging_dir(), settings.staging_budget(), settings.staging_lease_ttl_s(),
+                            settings.staging_idle_ttl_s())
     try:
         server = Receiver(parse_endpoint(args.listen), staging, settings.staging_token())
     except (ValueError, OSError) as exc:

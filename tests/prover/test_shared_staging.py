@@ -185,3 +185,15 @@ def test_mappings_of_removed_segments_are_dropped(staging):
     segments.stage(b.id)
     assert segments.stats()["mapped"] == 1  # a's mapping went once its file was gone
     segments.close()
+
+
+def test_idle_segments_go_back_to_the_host_after_their_ttl(tmp_path):
+    staging = SharedStaging(tmp_path / "shm", 8 * MiB, idle_ttl_s=0.3)
+    a = _write(staging, "d/r/p0000")
+    staging.release(a.id)
+    assert staging.stats()["idle"] > 0
+    staging.reclaim()
+    assert staging.stats()["idle"] > 0, "released just now: kept for the next partition"
+    time.sleep(0.4)
+    staging.release_owned("d/other/")  # a run's cleanup reclaims too
+    assert staging.stats()["idle"] == 0 and list((staging.root / "idle").iterdir()) == []
