@@ -2,6 +2,22 @@
 import pytest
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _no_staging_left_in_shared_memory():
+    """Tests whose processes run with a fresh home and no PROOFFLOW_SHARED_STAGING (the fresh
+    machine's defaults) stage in /dev/shm/proofflow-<uid>-<digest>: those the session made are
+    removed at its end, so repeated runs do not fill the host's shared memory."""
+    import os
+    import shutil
+    from pathlib import Path
+    shm = Path("/dev/shm")
+    pattern = f"proofflow-{os.getuid()}-*"
+    before = set(shm.glob(pattern)) if shm.is_dir() else set()
+    yield
+    for d in (set(shm.glob(pattern)) - before) if shm.is_dir() else ():
+        shutil.rmtree(d, ignore_errors=True)
+
+
 @pytest.fixture(autouse=True)
 def _shared_staging(monkeypatch):
     """Each test's shared staging (segments of a/b/c) in its own directory of shared memory
