@@ -84,8 +84,7 @@ def main(argv=None) -> int:
            "log2": args.log2, "bytes": nbytes, "reps": args.reps, "idle": stats(idle),
            "overlapping_ntts": {**stats(overlapped), "ntts_run": ntts[0]}}
     out["overlapped_vs_idle"] = round(statistics.median(overlapped) / statistics.median(idle), 3)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(out, indent=2) + "\n")
+    _env.write(args.out, out)
     print(json.dumps(out, indent=2))
     return 0
 

@@ -114,8 +114,7 @@ def main(argv=None) -> int:
             _say(f"  registered {r['registered_segment']['gbps_median']} GB/s, pageable "
                  f"{r['pageable_segment']['gbps_median']} GB/s, CuPy pinned {r['cupy_pinned']['gbps_median']} GB/s; "
                  f"register {r['register_s']} s ({r['register_s_per_gib']} s/GiB)")
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text(json.dumps(result, indent=2) + "\n")
+            _env.write(args.out, result)
     print(json.dumps(result, indent=2))
     return 0
 
