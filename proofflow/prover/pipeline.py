@@ -78,7 +78,7 @@ def _flock(path: Path):
 
 def ensure_key(directory: Path, circuit: str, log2: int, seed: int, backend="auto", timer=None) -> bool:
     """The proving key of (circuit, log2, seed) in ``directory``: loaded and checked (every
-    table's digest) when it is there, else generated and saved atomically, each table
+    table's digest; a table unchanged since it last matched is trusted by its stat) when it is there, else generated and saved atomically, each table
     written into its file as it is computed (a large key is never whole in memory). One
     process at a time per directory (a lock file, ``lock_wait``), so concurrent first runs
     generate it once; and on the GPU one setup at a time per host
@@ -285,7 +285,7 @@ class KeyCache:
     def check_digests(self, directory) -> None:
         """Raise InputError (and forget the key) when the key's files do not match their digests."""
         try:
-            ProvingKey.load(directory, verify_digests=True)
+            ProvingKey.load(directory, rehash=True)
         except KeyFormatError as exc:
             with self._lock:
                 self._keys.pop(str(Path(directory)), None)

@@ -126,6 +126,29 @@ def test_transfers_report_kind_and_rate():
     assert t3.kind == "pageable"
 
 
+def test_a_pinned_copy_is_timed_without_the_host_delay_in_enqueueing_it():
+    """The stream is held until the copy and both events are enqueued (stream_gate): a host
+    stall between the start event and the copy call (a thread waiting for the GIL in the
+    service) is not transfer time. Ungated, the 50 ms stall would be most of it."""
+    import time
+    from proofflow.prover.device import backend, stream_gate
+    from proofflow.prover.staging import StagingPool
+    pool = StagingPool(64 << 20, pinned=True)
+    with pool.acquire(32 << 20) as buf:
+        host = buf.fr_vector((32 << 20) // 32)
+        host[:] = 7
+        out = cp.empty(host.shape, dtype=host.dtype)
+
+        def stalled_copy(stream):
+            time.sleep(0.05)
+            out.set(host, stream=stream)
+
+        t = backend._timed(stalled_copy, host.nbytes, "pinned")
+        assert stream_gate.available()
+        assert np.array_equal(cp.asnumpy(out), host)
+        assert t.ms < 25, f"{t.ms:.1f} ms for 32 MiB: the host's stall was timed"
+
+
 @pytest.fixture(scope="module")
 def g1_table():
     """4096 random G1 points, with infinity, a repeated point and a point and its negation."""

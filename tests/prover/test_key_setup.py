@@ -7,7 +7,9 @@ from proofflow.prover import pipeline
 from proofflow.prover.backend.cpu import CpuBackend
 from proofflow.prover.circuits import get_circuit
 from proofflow.prover.groth16 import generator, prover, verifier
-from proofflow.prover.groth16.data_structures import PK_TABLES, ProvingKey
+from proofflow.prover import files
+from proofflow.prover.groth16 import data_structures
+from proofflow.prover.groth16.data_structures import PK_TABLES, VERIFIED, KeyFormatError, ProvingKey
 
 SEED = 5
 
@@ -33,9 +35,13 @@ def in_memory(tmp_path_factory):
     return d
 
 
+def _key_files(d):
+    return sorted(p.name for p in d.iterdir() if p.name != VERIFIED)  # the stamp is the host's, not the key's
+
+
 def _same_files(a, b):
-    names = sorted(p.name for p in a.iterdir())
-    assert names == sorted(p.name for p in b.iterdir()) == sorted([*(f"{t}.npy" for t in PK_TABLES),
+    names = _key_files(a)
+    assert names == _key_files(b) == sorted([*(f"{t}.npy" for t in PK_TABLES),
                                                                    "params.json", "vk.json"])
     for name in names:
         assert (a / name).read_bytes() == (b / name).read_bytes(), name
@@ -91,3 +97,44 @@ def test_a_failed_setup_leaves_no_table(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError, match="device lost"):
         generator.setup(get_circuit("mimc", 8), SEED, backend=Broken(), directory=tmp_path / "key")
     assert list((tmp_path / "key").iterdir()) == []  # the table being written was a temporary file, removed
+
+
+def _hashes(monkeypatch) -> list:
+    """The tables hashed from here on."""
+    seen = []
+    real = files.sha256_file
+    monkeypatch.setattr(files, "sha256_file", lambda path: seen.append(path.name) or real(path))
+    return seen
+
+
+def test_a_checked_key_is_not_hashed_again_until_a_table_changes(in_memory, tmp_path, monkeypatch):
+    import shutil
+    d = tmp_path / "key"
+    shutil.copytree(in_memory, d, copy_function=shutil.copyfile)  # new mtimes
+    monkeypatch.setattr(data_structures, "RACY_S", 0.0)  # the copies are new: trust them at once
+    seen = _hashes(monkeypatch)
+    ProvingKey.load(d)
+    assert sorted(seen) == sorted(f"{t}.npy" for t in PK_TABLES) and (d / VERIFIED).exists()
+    seen.clear()
+    ProvingKey.load(d)
+    assert seen == []  # every table's stat matches its stamp
+    ProvingKey.load(d, rehash=True)
+    assert len(seen) == len(PK_TABLES)
+    seen.clear()
+    path = d / "h_query.npy"  # a table rewritten (same size, other bytes): its stat changed
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 1
+    path.write_bytes(bytes(data))
+    with pytest.raises(KeyFormatError, match="h_query"):
+        ProvingKey.load(d)
+    assert seen == ["h_query.npy"]
+
+
+def test_a_table_written_within_the_racy_window_is_hashed_every_time(in_memory, tmp_path, monkeypatch):
+    import shutil
+    d = tmp_path / "key"
+    shutil.copytree(in_memory, d, copy_function=shutil.copyfile)  # new mtimes
+    seen = _hashes(monkeypatch)
+    ProvingKey.load(d)
+    ProvingKey.load(d)
+    assert len(seen) == 2 * len(PK_TABLES)  # a same-tick rewrite could keep its mtime: no stamp yet

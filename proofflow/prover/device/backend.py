@@ -9,6 +9,7 @@ resident. Twiddle and coset tables are generated on the device, once per size.
 """
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -17,7 +18,7 @@ import numpy as np
 
 from proofflow.prover import curve
 from proofflow.prover.device import source as kernels
-from proofflow.prover.device import fixed_base, msm as gpu_msm
+from proofflow.prover.device import fixed_base, msm as gpu_msm, stream_gate
 from proofflow.prover.backend.base import Backend, Transfer
 from proofflow.prover.field import fr
 from proofflow.prover.polynomial.domain import Radix2Domain
@@ -291,9 +292,12 @@ def memory_kind(host: np.ndarray) -> str:
 def _timed(copy, nbytes: int, kind: str) -> Transfer:
     stream = cp.cuda.get_current_stream()
     start, end = cp.cuda.Event(), cp.cuda.Event()
-    start.record(stream)
-    copy(stream)
-    end.record(stream)
+    # the events bracket the copy, not the host's delays in enqueueing it; a pageable copy
+    # waits for its stream inside the call, so gating it would never return
+    with stream_gate.held(stream) if kind == "pinned" else contextlib.nullcontext():
+        start.record(stream)
+        copy(stream)
+        end.record(stream)
     end.synchronize()
     return Transfer(nbytes, cp.cuda.get_elapsed_time(start, end), kind)
 

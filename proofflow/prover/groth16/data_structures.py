@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -133,7 +134,10 @@ class ProvingKey:
         files.write_bytes(directory / "params.json", json.dumps(params, indent=1).encode())
 
     @classmethod
-    def load(cls, directory, verify_digests: bool = True) -> "ProvingKey":
+    def load(cls, directory, verify_digests: bool = True, rehash: bool = False) -> "ProvingKey":
+        """The key in ``directory``, tables memory-mapped. ``verify_digests``: each table must
+        match its SHA-256 in params.json; a table unchanged (same file, size and mtime) since
+        its digest last matched is trusted without reading it again, unless ``rehash``."""
         directory = Path(directory)
         try:
             params = json.loads((directory / "params.json").read_text())
@@ -151,12 +155,12 @@ class ProvingKey:
                 raise ValueError(f"h_basis {h_basis!r}")
         except (KeyError, TypeError, ValueError) as exc:
             raise KeyFormatError(f"{directory}/params.json is malformed: missing or bad {exc}") from None
+        if verify_digests:
+            _verify_tables(directory, {name: digest for name, (digest, _) in metas.items()}, rehash)
         tables = {}
         for name, group in PK_TABLES.items():
             path = directory / f"{name}.npy"
-            digest, points = metas[name]
-            if verify_digests and (not path.exists() or files.sha256_file(path) != digest):
-                raise KeyFormatError(f"{path} is missing or does not match its digest in params.json")
+            points = metas[name][1]
             try:
                 xy = np.load(path, mmap_mode="r", allow_pickle=False)
                 tables[name] = PointTable(group, xy)
@@ -166,6 +170,47 @@ class ProvingKey:
                 raise KeyFormatError(f"{path} has {len(tables[name])} points, params.json says {points}")
         return cls(circuit, log2, VerifyingKey.load(directory / "vk.json"), _point("g1", beta_g1),
                    _point("g1", delta_g1), **tables, h_basis=h_basis)
+
+
+VERIFIED = ".verified.json"  # each table's stat when its digest last matched
+RACY_S = 2.0  # a table modified this recently is not stamped: a same-tick rewrite keeps its mtime
+
+
+def _stat_sig(path: Path) -> list[int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
+
+
+def _verify_tables(directory: Path, digests: dict[str, str], rehash: bool) -> None:
+    """Raise KeyFormatError unless every table matches its digest. Hashing a 2^24 key's
+    tables takes seconds and every run's setup checks the cached key, so the tables hashed
+    and found good are stamped with their stat (the racy-clean rule of git's index: only
+    files older than the stamp by ``RACY_S``) and trusted while it still matches."""
+    stamp_path = directory / VERIFIED
+    try:
+        stamp = {} if rehash else json.loads(stamp_path.read_text())
+    except (OSError, ValueError):
+        stamp = {}
+    fresh, now_ns = {}, None
+    for name, digest in digests.items():
+        path = directory / f"{name}.npy"
+        sig = _stat_sig(path)
+        if sig is not None and stamp.get(name) == [*sig, digest]:
+            fresh[name] = stamp[name]
+            continue
+        if sig is None or files.sha256_file(path) != digest:
+            raise KeyFormatError(f"{path} is missing or does not match its digest in params.json")
+        now_ns = now_ns or time.time_ns()
+        if sig[3] < now_ns - RACY_S * 1e9:
+            fresh[name] = [*sig, digest]
+    if fresh != stamp:
+        try:  # a read-only key directory is still usable: it is hashed every time
+            files.write_json(stamp_path, fresh)
+        except OSError:
+            pass
 
 
 class KeyTables:
