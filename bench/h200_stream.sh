@@ -15,7 +15,11 @@
 #   jobs queued in the service cost no pinned memory, only a mapped staging segment;
 # - more runs in flight (2^22: 4 runs of 8, 2^24: 3 of 4): a run's partitions reach the
 #   device ~10 s after its trigger, and the backlog has to cover that;
-# - executor parallelism 32 on 16 cores: the 8 prove_gpu tasks only wait;
+# - executor parallelism 32 on 16 cores: the 8 prove_gpu tasks only wait; up to 4 x in-flight
+#   runs active: a run's tail (finalize_run, check_h2d, cleanup) ends a minute after its proofs;
+# - Airflow's metadata in Postgres (pgserver's, from the wheels: the image has none): on SQLite
+#   that load ended in "database is locked" errors from the API server; 4 API server workers
+#   (the tasks' every state change goes through it);
 # - shared staging capped at 32 GiB: it bounds the partitions synthesized ahead of the device
 #   (2 GiB a partition at 2^24, 0.5 at 2^22); 2 syntheses a run at once, 2 OpenMP threads each.
 # Results ($OUT/stream-h200-2pLOG2.json + .png), the timing DB and Airflow's logs are in $OUT.
@@ -40,6 +44,15 @@ if [ -n "${GPU_TESTS:-}" ]; then
     timeout -k 5 240 python3 -m pytest -m gpu -q -rfEs -p no:cacheprovider $GPU_TESTS > "$OUT/pytest.log" 2>&1 &
     tests=$!
 fi
+META=$(python3 - <<'EOF'
+import pgserver  # runs as a user of its own when root; kept running for a call that follows
+srv = pgserver.get_server("/dev/shm/pf-pg", cleanup_mode=None)
+if "airflow" not in srv.psql("SELECT datname FROM pg_database;").split():
+    srv.psql("CREATE DATABASE airflow;")
+print(srv.get_uri("airflow"))
+EOF
+)
+echo "Airflow metadata: $META"
 KEYS=/dev/shm/pf-params KEY=/dev/shm/pf-params/mimc-log2_${L}-seed0
 if [ -f "$KEY/params.json" ]; then
     echo "2^$L key found in $KEYS"
@@ -60,7 +73,7 @@ echo "streaming 2^$L for $dur s (warm-up $WARMUP s), $left s of the call left"
 timeout -k 5 $(( left - 10 )) python3 -m bench.stream --backend gpu --log2 "$L" --partitions $PARTS \
     --in-flight $INFLIGHT --duration "$dur" --warmup-s "$WARMUP" --params-cache "$KEYS" --depth 8 \
     --scratch /dev/shm/pf-scratch --work "/tmp/pf-stream-$L" --timing-db "sqlite:///$OUT/timing-2p$L.db" \
-    --parallelism 32 --timeout 120 --synth-concurrency 2 --set PROOFFLOW_STAGING_BUDGET=$(( 32 << 30 )) \
+    --metadata-db "$META" --max-active $(( 4 * INFLIGHT )) --parallelism 32 --timeout 120 --synth-concurrency 2 --set PROOFFLOW_STAGING_BUDGET=$(( 32 << 30 )) --set AIRFLOW__API__WORKERS=4 \
     --label h200 --out "$OUT/stream-h200-2p$L.json" --png "$OUT/stream-h200-2p$L.png" 2>&1 | tee "$OUT/stream.log" || true
 tar czf "$OUT/airflow-logs.tgz" -C "/tmp/pf-stream-$L" --exclude='*.db' . 2>/dev/null || true
 echo "done at $(since) s"

@@ -66,6 +66,7 @@ import time
 from pathlib import Path
 
 from bench import _env
+from proofflow.airflow.hooks.api import AirflowApiError
 from bench._airflow import RESULTS, add_run_arguments, deployment, prepare, say, this_process_env
 from tests.helpers import local_stack as stack
 
@@ -284,8 +285,12 @@ def feed(dep, conf: dict, seeds: list[int], in_flight: int, duration: float, pol
         running = sum("state" not in r for r in runs)
         while in_flight_now(runs, parts, count) < in_flight and running < max_active:
             seed = seeds[len(runs) % len(seeds)]
-            runs.append({"run_id": stack.trigger(dep.base, DAG, {**conf, "seed": seed}), "seed": seed,
-                         "triggered_at": time.time()})
+            try:
+                run_id = stack.trigger(dep.base, DAG, {**conf, "seed": seed})
+            except AirflowApiError as exc:  # its retries spent: the stream goes on, tries at the next poll
+                say(f"[{label}] trigger failed: {exc}")
+                break
+            runs.append({"run_id": run_id, "seed": seed, "triggered_at": time.time()})
             running += 1
         if time.time() - told >= 15:
             told = time.time()
@@ -432,9 +437,9 @@ def parse(argv=None):
     p.add_argument("--synth-slots", type=int, default=None,
                    help="synthesize tasks that can run at once (default: parallelism less GPU slots)")
     p.add_argument("--poll-s", type=float, default=1.0, help="how often the runs' states are polled")
-    p.add_argument("--set", action="append", default=[], metavar="PROOFFLOW_NAME=VALUE",
-                   help="a proofflow setting for every process of the deployment (repeatable), e.g. "
-                        "PROOFFLOW_STAGING_BUDGET=12884901888 or PROOFFLOW_KEY_BUDGET=0.5")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="a proofflow or Airflow setting for every process of the deployment (repeatable), e.g. "
+                        "PROOFFLOW_STAGING_BUDGET=12884901888 or AIRFLOW__API__WORKERS=4")
     p.add_argument("--label", default=None, help="results name: stream-<label>.json (default: cpu or gpu)")
     p.add_argument("--out", type=Path, default=None)
     p.add_argument("--png", type=Path, default=None, help="timeline PNG (default: beside --out)")
@@ -447,8 +452,8 @@ def parse(argv=None):
     args.seeds = [int(x) for x in args.seeds.split(",") if x.strip()] if args.seeds else [args.seed]
     args.devices = [int(x) for x in args.devices.split(",") if x.strip()]
     pairs = [x.partition("=") for x in args.set]
-    if any(not k.startswith("PROOFFLOW_") or not sep for k, sep, _ in pairs):
-        p.error("--set takes PROOFFLOW_NAME=VALUE")
+    if any(not k.startswith(("PROOFFLOW_", "AIRFLOW__")) or not sep for k, sep, _ in pairs):
+        p.error("--set takes PROOFFLOW_NAME=VALUE or AIRFLOW__SECTION__KEY=VALUE")
     args.set = {k: v for k, _, v in pairs}
     if args.duration <= (args.warmup_s if args.warmup is None else 0):
         p.error("--duration must be longer than the warm-up")
