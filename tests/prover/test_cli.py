@@ -56,10 +56,9 @@ def test_setup_on_a_chosen_backend(tmp_path):
         assert (tmp_path / "cpu" / name).read_bytes() == (tmp_path / "auto" / name).read_bytes()
 
 
-@pytest.mark.slow
-def test_prove_then_verify_2_16(tmp_path):
+def test_prove_then_verify_then_refuse_a_corrupted_proof(tmp_path):
     params, proofs = tmp_path / "params", tmp_path / "proofs"
-    run("setup", "--log2", 16, "--out", params, "--quiet", check_rc=0)
+    run("setup", "--log2", 12, "--out", params, "--quiet", check_rc=0)  # the command line, not a size: 2^12
     proc = run("prove", "--params", params, "--partitions", 1, "--out", proofs, "--backend", "cpu", check_rc=0)
     assert "partition 1/1 proved" in proc.stderr
     assert "1/1 proofs verify" in run("verify", proofs, check_rc=0).stdout

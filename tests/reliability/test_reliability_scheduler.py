@@ -229,7 +229,7 @@ def test_soak_with_kills_and_a_timing_database_outage(stack, soak):
     from proofflow.prover.bundle import verify_bundle
     from proofflow.prover.service.client import ServiceClient
     s, pg = stack["stack"], stack["pg"]
-    runs = 200 if soak else 20
+    runs = 200 if soak else 12  # 3 waves: every fault in the first, the outage in the third
     os.environ["PROOFFLOW_RUNTIME"] = str(stack["runtime"])
     client = ServiceClient("cpu", 0)
     store = TimingStore(stack["timing_url"])
