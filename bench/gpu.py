@@ -397,6 +397,7 @@ def bench_msm_bits(args, rng) -> dict:
                 if fn(table, s) != expected_msm(gpu, group, s, len(base)):
                     sys.exit(f"{name} {group} MSM differs from (sum s_k * k) * G at 2^{log_n}: not timing a wrong kernel")
                 row[f"{name}_ms"] = summary(_wall_ms(lambda: fn(table, s), args.repeats_msm))["median"]
+            row["bits_split_parts_ms"] = _split_parts(table, cp.asarray(w), args.repeats_msm)
             row["speedup_vs_uniform"] = round(row["uniform_ms"] / row["bits_split_ms"], 1)
             row["speedup_vs_pippenger"] = round(row["bits_pippenger_ms"] / row["bits_split_ms"], 1)
             print(f"  msm {group} 2^{log_n} bits vs dense: {row}", flush=True)
@@ -412,6 +413,25 @@ def bench_msm_bits(args, rng) -> dict:
         if skipped:
             out[f"msm_{group}_bits_vs_dense_skipped"] = skipped
     return out
+
+
+def _split_parts(table: curve.PointTable, s: cp.ndarray, repeats: int) -> dict:
+    """Where the split's time goes (median wall ms): classifying the scalars and gathering
+    the indices, summing the ones' points, Pippenger over the compacted rest."""
+    from proofflow.prover.device import msm as gpu_msm, pippenger, sparse
+    from proofflow.prover.device.backend import _bitsum_executor
+    group, pts = table.group, gpu_msm.device_points(table)
+    ex = _bitsum_executor(cp.cuda.runtime.getDevice(), group)
+
+    def indices():
+        cls = sparse.classify(ex, s)
+        out = cp.flatnonzero(cls == sparse.ONE).astype(cp.uint32), cp.flatnonzero(cls == sparse.OTHER)
+        cp.cuda.get_current_stream().synchronize()
+        return out
+    ones, other = indices()
+    parts = {"classify": indices, "ones_sum": lambda: sparse.point_sum(ex, group, pts, ones),
+             "rest_pippenger": lambda: pippenger.msm(gpu_msm.executor(group), group, pts[other], s[other])}
+    return {name: summary(_wall_ms(fn, repeats))["median"] for name, fn in parts.items()}
 
 
 def bench_prove_bits(args, rng) -> dict:
