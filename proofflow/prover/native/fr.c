@@ -330,8 +330,9 @@ static void bits_num2bits(const uint64_t *w, const uint64_t *x, const uint64_t *
 
 /* The a/b/c vectors of the chain's extended system (BitsChain._build, then one input row
    per instance variable) from its witness, into buffers of n >= HEAD_ROWS + BLOCK * blocks + 4
-   rows, the rest zeroed. Witness: 0 one, 1 x0, 2 y, 3.. x0's bits, then per block from v:
-   m, its bits at v+1, a at v+33, s' at v+65; the state s of block i is block i-1's s'. */
+   rows, the rest zeroed; blocks >= 1. Witness: 0 one, 1 x0, 2 y, 3.. x0's bits, then per
+   block from v: m, its bits at v+1, a at v+33, s' at v+65; the state s of block i is block
+   i-1's s'. */
 void bits_abc(const uint64_t *w, int64_t blocks, uint64_t *a, uint64_t *b, uint64_t *c, int64_t n) {
     const uint64_t *x0_bits = w + 4 * 3;
     bits_num2bits(w, x0_bits, w + 4, a, b, c);
@@ -354,8 +355,8 @@ void bits_abc(const uint64_t *w, int64_t blocks, uint64_t *a, uint64_t *b, uint6
         }
     }
     int64_t last = BITS_HEAD_ROWS + BITS_BLOCK * blocks;
-    const uint64_t *out_bits = blocks ? w + 4 * (BITS_HEAD_VARS + BITS_BLOCK * (blocks - 1) + 2 * BITS_WORD + 1) : x0_bits;
-    bits_pack(out_bits, a + 4 * last);  /* (sum_j 2^j s_j) * 1 = y */
+    /* (sum_j 2^j s_j) * 1 = y, s the last block's s': the witness's last WORD variables */
+    bits_pack(w + 4 * (BITS_HEAD_VARS + BITS_BLOCK * blocks - BITS_WORD), a + 4 * last);
     memcpy(b + 4 * last, w, 32);
     memcpy(c + 4 * last, w + 8, 32);
     for (int j = 0; j < 3; j++) {  /* the input rows: w_j * 0 = 0 */
