@@ -1,5 +1,6 @@
 """GPU benchmarks: Fr product rate, NTT, the H polynomial, a/b/c uploads, the G1 and G2
-MSMs and the setup's fixed-base multiplications.
+MSMs, the setup's fixed-base multiplications, and a bit-heavy circuit (``bits``) against a
+dense one: its witness MSM and a whole partition's device phase.
 
     python -m bench.gpu [--out bench/results/gpu-h200.json] [--quick] [--only SECTION ...]
 
@@ -365,6 +366,108 @@ def bench_msm_g2(args, rng) -> dict:
     return out
 
 
+def _bits_witness(log_n: int) -> np.ndarray:
+    """A ``bits`` partition's witness, ~99% 0 or 1, zero-padded to 2^log_n (a few hundred
+    zeros at most) so that it fits the tiled tables and their scalar-sum check."""
+    from proofflow.prover.circuits import get_circuit
+    w = get_circuit("bits", log_n).instance(0, 0).witness
+    return np.concatenate([w, fr.zeros((1 << log_n) - len(w))])
+
+
+def bench_msm_bits(args, rng) -> dict:
+    """A bit-heavy witness MSM against a dense one of the same size, on the same resident
+    table: a ``bits`` partition's witness split by value (``GpuBackend.msm_witness``, as the
+    prover runs A, B and L), the same witness through Pippenger alone, and uniform scalars
+    (a dense circuit's witness). Each result checked against (sum s_k * k) * G."""
+    from proofflow.prover.device import msm as gpu_msm
+    gpu = GpuBackend()
+    out = {}
+    for group, sizes in (("g1", args.msm_bits_sizes), ("g2", args.msm_bits_g2_sizes)):
+        base = multiples_table(group)
+        width = curve.XY_BYTES[group]
+
+        def run(log_n):
+            table = tiled(base, 1 << log_n)
+            gpu_msm.device_points(table)
+            w = _bits_witness(log_n)
+            cases = {"bits_split": (gpu.msm_witness, cp.asarray(w)), "bits_pippenger": (gpu_msm.msm, cp.asarray(w)),
+                     "uniform": (gpu_msm.msm, random_device(1 << log_n, rng))}
+            row = {"bit_share": round(float(np.mean(np.all(w == 0, axis=1) | np.all(w == fr.one(), axis=1))), 4)}
+            for name, (fn, s) in cases.items():
+                if fn(table, s) != expected_msm(gpu, group, s, len(base)):
+                    sys.exit(f"{name} {group} MSM differs from (sum s_k * k) * G at 2^{log_n}: not timing a wrong kernel")
+                row[f"{name}_ms"] = summary(_wall_ms(lambda: fn(table, s), args.repeats_msm))["median"]
+            row["bits_split_parts_ms"] = _split_parts(table, cp.asarray(w), args.repeats_msm)
+            row["speedup_vs_uniform"] = round(row["uniform_ms"] / row["bits_split_ms"], 1)
+            row["speedup_vs_pippenger"] = round(row["bits_pippenger_ms"] / row["bits_split_ms"], 1)
+            print(f"  msm {group} 2^{log_n} bits vs dense: {row}", flush=True)
+            return row
+
+        def estimate(log_n):
+            # the table, three scalar vectors, Pippenger's scratch and the split's copies
+            n = 1 << log_n
+            return n * (width + 3 * 32 + 64 + 2 * width + 64) + (1 << 28), n * (width + 3 * 32)
+
+        detail, skipped = each_size(sizes, estimate, run)
+        out[f"msm_{group}_bits_vs_dense"] = detail
+        if skipped:
+            out[f"msm_{group}_bits_vs_dense_skipped"] = skipped
+    return out
+
+
+def _split_parts(table: curve.PointTable, s: cp.ndarray, repeats: int) -> dict:
+    """Where the split's time goes (median wall ms): classifying the scalars and gathering
+    the indices, summing the ones' points, Pippenger over the compacted rest."""
+    from proofflow.prover.device import msm as gpu_msm, pippenger, sparse
+    from proofflow.prover.device.backend import _bitsum_executor
+    group, pts = table.group, gpu_msm.device_points(table)
+    ex = _bitsum_executor(cp.cuda.runtime.getDevice(), group)
+
+    def indices():
+        cls = sparse.classify(ex, s)
+        out = cp.flatnonzero(cls == sparse.ONE).astype(cp.uint32), cp.flatnonzero(cls == sparse.OTHER)
+        cp.cuda.get_current_stream().synchronize()
+        return out
+    ones, other = indices()
+    parts = {"classify": indices, "ones_sum": lambda: sparse.point_sum(ex, group, pts, ones),
+             "rest_pippenger": lambda: pippenger.msm(gpu_msm.executor(group), group, pts[other], s[other])}
+    return {name: summary(_wall_ms(fn, repeats))["median"] for name, fn in parts.items()}
+
+
+def bench_prove_bits(args, rng) -> dict:
+    """A whole partition's device phase (H's NTTs and the five MSMs, the vectors uploaded
+    beforehand as the prover service does) for a ``bits`` partition against a ``mimc`` one of
+    the same size, keys set up and resident on the GPU; the first proof of each verified."""
+    from proofflow.prover.circuits import get_circuit
+    from proofflow.prover.groth16 import generator, prover, verifier
+    from proofflow.prover.timing import PhaseTimer
+    gpu, log_n, out = GpuBackend(), args.prove_bits_log, {}
+    for name in ("mimc", "bits"):
+        circuit = get_circuit(name, log_n)
+        pk = generator.setup(circuit, 1, backend=gpu)
+        gpu.prepare(pk)
+        inst = circuit.instance(0, 0)
+        abc = circuit.witness_map(inst.witness)
+        domain = Radix2Domain.for_size(circuit.domain_size)
+        uploaded = prover.upload(gpu, abc, inst.witness)
+        phases = []
+        for i in range(args.repeats_msm + 1):
+            timer = PhaseTimer()
+            proof = prover.prove_qap(pk, domain, circuit.num_public + 1, inst.witness, abc, gpu, timer=timer,
+                                     uploaded=uploaded).finish(timer)
+            if i == 0 and not verifier.verify(pk.vk, inst.public_inputs, proof):
+                sys.exit(f"a {name} proof from the GPU does not verify at 2^{log_n}: not timing a wrong prover")
+            if i:
+                phases.append(timer.totals())
+        out[name] = {k: round(statistics.median(p[k] for p in phases) * 1e3, 2) for k in ("ntt", "msm")}
+        out[name]["device_ms"] = round(out[name]["ntt"] + out[name]["msm"], 2)
+        print(f"  {name} 2^{log_n} device phase: {out[name]}", flush=True)
+        del pk, uploaded
+        free_memory()
+    out["speedup"] = round(out["mimc"]["device_ms"] / out["bits"]["device_ms"], 1)
+    return {"prove_bits_vs_mimc_ms": {str(log_n): out}}
+
+
 def bench_setup(args, rng) -> dict:
     """The setup's fixed-base multiplications on the GPU (points/s, each group checked
     byte for byte against arkworks first), the CPU path's rate on a sample, and whole
@@ -425,7 +528,8 @@ def bench_cpu_ntt(args, rng) -> dict:
     return {"cpu_ntt_ms": {str(args.cpu_log): round(statistics.median(times), 2)}}
 
 
-SECTIONS = [bench_fr_mul, bench_ntt, bench_h, bench_h2d, bench_msm_g2, bench_setup, bench_msm, bench_cpu_ntt]
+SECTIONS = [bench_fr_mul, bench_ntt, bench_h, bench_h2d, bench_msm_g2, bench_setup, bench_msm, bench_cpu_ntt,
+            bench_msm_bits, bench_prove_bits]
 
 
 def versions() -> dict:
@@ -455,6 +559,9 @@ def main(argv=None) -> dict:
     args.fb_log, args.fb_cpu_points = (16, 4096) if args.quick else (20, 16384)
     args.setup_cpu_log = 12 if args.quick else 16
     args.setup_sizes = [16] if args.quick else [20, 22]
+    args.msm_bits_sizes = [16, 18] if args.quick else [22, 24]
+    args.msm_bits_g2_sizes = [14] if args.quick else [22]
+    args.prove_bits_log = 12 if args.quick else 22
     args.repeats, args.repeats_h2d, args.repeats_msm = 10, 5, 5
 
     rng = np.random.default_rng(2026)

@@ -43,7 +43,7 @@ step() {  # step NAME BUDGET LOG COMMAND...: run COMMAND under a time budget, lo
     SECS[$name]=$((SECONDS - t0))
 }
 
-TESTS="tests/device/test_gpu_backend.py tests/device/test_gpu_g2.py tests/device/test_kernel_twin.py"
+TESTS="tests/device/test_gpu_backend.py tests/device/test_gpu_g2.py tests/device/test_gpu_sparse.py tests/device/test_kernel_twin.py"
 if python3 -c "import sqlalchemy, alembic, great_expectations, airflow.sdk" 2>/dev/null; then
     TESTS="$TESTS tests/timing/test_calibrate.py tests/device/test_check_h2d_gpu.py tests/device/test_gpu_service.py"
 else

@@ -298,8 +298,8 @@ def parser() -> argparse.ArgumentParser:
                                    "there, and compiles (and saves) only what is missing.")
     actions = k.add_subparsers(dest="action", required=True, metavar="ACTION")
     kb = actions.add_parser("build", help="compile every kernel module for the given archs into the kernel cache",
-                            description="Compile every module proofflow loads (ntt.cu in each Fr variant, msm.cu "
-                                        "and fixed_base.cu for G1 and G2) into cubins, keeping those already "
+                            description="Compile every module proofflow loads (ntt.cu in each Fr variant, msm.cu, "
+                                        "fixed_base.cu and bitsum.cu for G1 and G2) into cubins, keeping those already "
                                         "there. NVRTC needs no GPU: --arch 90 builds for an H100/H200 anywhere "
                                         "CuPy and NVRTC are installed.")
     kb.add_argument("--arch", action="extend", nargs="+", metavar="CC",

@@ -49,7 +49,7 @@ SETUP_HOST = 320  # setup apart from its multiplications, the constraint system 
 #                   cache: the QAP at tau (the Lagrange basis, the transposed matrices, u, v, w),
 #                   the query scalars and a chunk of points on its way to its file (321 at 2^20,
 #                   293 at 2^22)
-CS_CACHE_DISK = 240  # the constraint system's files (224 for the MiMC chain) and round constants
+CS_CACHE_DISK = 240  # the constraint system's files (224 for the MiMC chain, 183 for bits) and round constants
 SYNTHESIS_HOST = 240  # one partition's synthesis besides its segment (measured when it went to files,
 #                       with a stacked copy of a/b/c: 202-224; into a segment it takes less)
 CPU_PROVE_HOST = 2048  # a CPU-backend proof besides its staged a/b/c and witness (~2150 in all at

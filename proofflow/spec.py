@@ -10,7 +10,7 @@ from pathlib import Path
 
 from proofflow import settings
 
-CIRCUITS = ("mimc",)
+CIRCUITS = ("mimc", "bits")
 MIN_LOG2, MAX_LOG2 = 8, 27  # up to 2^27 where the machine has room (proofflow.resources)
 MIN_PARTITIONS, MAX_PARTITIONS = 1, 64
 BACKENDS = ("auto", "cpu", "gpu")

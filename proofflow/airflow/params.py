@@ -21,7 +21,8 @@ def schema() -> dict:
     circuits registered when the DAG file is parsed (validate checks the name again)."""
     return {"circuit": dict(type="string", pattern=f"^{CIRCUIT_NAME.pattern}$",
                             examples=[*CIRCUITS, *registered_circuits()], title="Circuit",
-                            description="A built-in family (mimc: a MiMC-5 encryption chain) or a circom circuit "
+                            description="A built-in family (mimc: a MiMC-5 encryption chain; bits: a chain of "
+                                        "SHA-256-like bit gadgets, its witness mostly 0 or 1) or a circom circuit "
                                         "registered with `proofflow circuit add`."), **SCHEMA}
 
 
@@ -46,7 +47,7 @@ SCHEMA = {
                    description="For a registered circom circuit, one input per partition: a list of input objects "
                                "(input.json contents) or absolute paths of .json inputs or .wtns witnesses, or the "
                                "absolute path of a directory of them. Its size and the number of inputs replace log2 "
-                               "and partitions. Empty for mimc."),
+                               "and partitions. Empty for the built-in families."),
 }
 
 

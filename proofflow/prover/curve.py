@@ -80,6 +80,24 @@ def msm(table: PointTable, values: np.ndarray):
     return cls.multiexp_unchecked(table.points(), scalars(values))
 
 
+def msm_split(table: PointTable, values: np.ndarray):
+    """``msm`` with the scalars split by value, as the GPU splits a witness MSM
+    (``proofflow.prover.device.sparse``): zeros skipped, the points of ones added up, the
+    rest through arkworks' multiexp."""
+    if len(table) != values.shape[0]:
+        raise ValueError(f"{len(table)} points but {values.shape[0]} scalars")
+    ones = (values == fr.one()).all(axis=1)
+    other = np.flatnonzero(values.any(axis=1) & ~ones)
+    pts = table.points()
+    total = _CLS[table.group].identity()
+    for i in np.flatnonzero(ones).tolist():
+        total = total + pts[i]
+    if other.size:
+        total = total + _CLS[table.group].multiexp_unchecked([pts[i] for i in other.tolist()], scalars(values[other]))
+    return total
+
+
 def pairing_check(g1s: list, g2s: list) -> bool:
     """True when prod e(g1s[i], g2s[i]) == 1."""
     return bool(GT.pairing_check(g1s, g2s))
+

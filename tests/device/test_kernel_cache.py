@@ -61,7 +61,8 @@ def test_an_edited_header_gives_another_name(tmp_path, monkeypatch):
 
 def test_the_modules_are_those_the_code_loads():
     assert [m.label for m in cache.MODULES] == ["ntt-mul32", "ntt-mul64", "msm-mul32-g1", "msm-mul32-g2",
-                                                "fixed_base-mul32-g1", "fixed_base-mul32-g2"]
+                                                "fixed_base-mul32-g1", "fixed_base-mul32-g2",
+                                                "bitsum-mul32-g1", "bitsum-mul32-g2"]
     assert NTT.options() == ("-std=c++17",) + cache.FLAGS
 
 
@@ -138,17 +139,17 @@ def test_processes_starting_together_compile_once(kernel_dir, monkeypatch):
 
 def test_kernels_build_and_list(kernel_dir, nvrtc, capsys):
     assert cli.main(["kernels", "build", "--arch", "90,80"]) == 0
-    assert len(nvrtc) == 12 and len(list(kernel_dir.glob("*.cubin"))) == 12
-    assert "12 compiled, 0 already cached" in capsys.readouterr().out
+    assert len(nvrtc) == 16 and len(list(kernel_dir.glob("*.cubin"))) == 16
+    assert "16 compiled, 0 already cached" in capsys.readouterr().out
     assert cli.main(["kernels", "build", "--arch", "sm_90", "--json"]) == 0
-    assert [r["built"] for r in json.loads(capsys.readouterr().out)] == [False] * 6 and len(nvrtc) == 12
+    assert [r["built"] for r in json.loads(capsys.readouterr().out)] == [False] * 8 and len(nvrtc) == 16
     assert cli.main(["kernels", "list", "--json"]) == 0
     listing = json.loads(capsys.readouterr().out)
-    assert listing["directory"] == str(kernel_dir) and len(listing["kernels"]) == 12
+    assert listing["directory"] == str(kernel_dir) and len(listing["kernels"]) == 16
     assert {e["status"] for e in listing["kernels"]} == {"current"}
     assert cli.main(["kernels", "list"]) == 0
     out = capsys.readouterr().out
-    assert "12 cubin(s)" in out and "msm-mul32-g2" in out and "sm_80" in out
+    assert "16 cubin(s)" in out and "msm-mul32-g2" in out and "sm_80" in out
 
 
 def test_kernels_build_needs_an_arch_without_a_gpu(kernel_dir, nvrtc, monkeypatch, capsys):
@@ -158,7 +159,7 @@ def test_kernels_build_needs_an_arch_without_a_gpu(kernel_dir, nvrtc, monkeypatc
     assert cli.main(["kernels", "build"]) == cli.EXIT_FAILED
     assert "--arch" in capsys.readouterr().err and nvrtc == []
     monkeypatch.setenv("PROOFFLOW_CUDA_ARCHS", "90")
-    assert cli.main(["kernels", "build"]) == 0 and len(nvrtc) == 6
+    assert cli.main(["kernels", "build"]) == 0 and len(nvrtc) == 8
     assert cli.main(["kernels", "build", "--arch", "ampere"]) == cli.EXIT_BAD_INPUT
 
 
@@ -167,7 +168,7 @@ def test_setup_builds_the_kernels_best_effort(kernel_dir, nvrtc, monkeypatch, ca
     assert cli._setup_kernels() == {"skipped": "CuPy is not installed"} and nvrtc == []
     monkeypatch.setattr(cache, "cupy_installed", lambda: True)
     monkeypatch.setenv("PROOFFLOW_CUDA_ARCHS", "90")
-    assert cli._setup_kernels() == {"directory": str(kernel_dir), "archs": ["90"], "cubins": 6, "compiled": 6}
+    assert cli._setup_kernels() == {"directory": str(kernel_dir), "archs": ["90"], "cubins": 8, "compiled": 8}
 
     def no_nvrtc():
         raise cache.KernelBuildError("NVRTC is missing or unusable (libnvrtc.so.12)")

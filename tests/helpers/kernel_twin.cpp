@@ -119,3 +119,23 @@ template <class F> static void xyzz_op(int op, const u64* a, const u64* b, u64* 
 }
 TWIN void twin_xyzz_g1(int op, const u64* a, const u64* b, u64* out) { xyzz_op<fq_t>(op, a, b, out); }
 TWIN void twin_xyzz_g2(int op, const u64* a, const u64* b, u64* out) { xyzz_op<fq2_t>(op, a, b, out); }
+
+// ==== bitsum.cu: the split of witness MSMs by scalar value (proofflow/prover/device/sparse.py) ====
+#include "bitsum.cu"
+
+TWIN void twin_bitsum_classify(u64 threads, const u32* scalars, u64 n, unsigned char* out) {
+    for (u64 i = 0; i < threads && i < n; i++) out[i] = bitsum_class_body(scalars, i);
+}
+
+#define TWIN_BITSUM_KERNELS(G, F)                                                                      \
+    TWIN void twin_bitsum_points_##G(u64 launched, const u64* pts, const u32* idx, u32 count, u32 threads, \
+                                     u64* out) {                                                       \
+        for (u32 k = 0; k < launched && k < threads; k++) bitsum_points_body<F>(pts, idx, count, threads, k, out); \
+    }                                                                                                  \
+    TWIN void twin_bitsum_fold_##G(u64 launched, const u64* in, u32 count, u32 threads, u64* out) {    \
+        for (u32 k = 0; k < launched && k < threads; k++) bitsum_fold_body<F>(in, count, threads, k, out); \
+    }
+
+TWIN_BITSUM_KERNELS(g1, fq_t)
+TWIN_BITSUM_KERNELS(g2, fq2_t)
+// ==== end of bitsum.cu ====

@@ -106,3 +106,7 @@ def xyzz_op(group: str, op: str, a: np.ndarray, b: np.ndarray | None = None) -> 
     out = np.empty(a.size // 2 if op == "affine" else a.size, dtype=np.uint64)
     call(f"twin_xyzz_{group}", np.int32(XYZZ_OPS[op]), a, b, out)
     return out
+
+
+# ==== bitsum.cu (proofflow.prover.device.sparse), its twin entry points at the end of kernel_twin.cpp ====
+SOURCES.append(_KERNELS / "bitsum.cu")  # part of the twin's cache digest

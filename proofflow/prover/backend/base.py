@@ -61,6 +61,12 @@ class Backend(abc.ABC):
     def msm_g2(self, table: PointTable, scalars):
         """sum scalars[i] * table[i] in G2 (an arkworks G2Point)."""
 
+    def msm_witness(self, table: PointTable, scalars):
+        """sum scalars[i] * table[i] in the table's group, for scalars that are a witness:
+        in circuits of bit decompositions mostly 0 or 1, which a backend splits off (zeros
+        skipped, the points of ones added up, the rest to its MSM). Here: its plain MSM."""
+        return (self.msm_g1 if table.group == "g1" else self.msm_g2)(table, scalars)
+
     # ---- resident data: what the prover keeps where the backend computes ----
     @abc.abstractmethod
     def upload(self, host: np.ndarray, kind: str | None = None) -> tuple[object, Transfer]:

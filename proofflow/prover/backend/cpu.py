@@ -49,3 +49,6 @@ class CpuBackend(Backend):
 
     def msm_g2(self, table, scalars: np.ndarray):
         return curve.msm(table, scalars)
+
+    def msm_witness(self, table, scalars: np.ndarray):
+        return curve.msm_split(table, scalars)

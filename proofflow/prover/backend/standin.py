@@ -57,3 +57,6 @@ class StandinBackend(Backend):
 
     def msm_g2(self, table, scalars):
         return self.inner.msm_g2(table, scalars)
+
+    def msm_witness(self, table, scalars):
+        return self.inner.msm_witness(table, scalars)

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from proofflow import spec
 from proofflow.prover.circuits.base import Circuit, Instance
+from proofflow.prover.circuits.bits import BitsChain
 from proofflow.prover.circuits.mimc import MimcChain
 
-CIRCUITS: dict[str, type[Circuit]] = {MimcChain.name: MimcChain}
+CIRCUITS: dict[str, type[Circuit]] = {MimcChain.name: MimcChain, BitsChain.name: BitsChain}
 assert tuple(CIRCUITS) == spec.CIRCUITS, "spec.CIRCUITS names the circuit families registered here"
 
 

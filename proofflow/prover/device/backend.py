@@ -18,7 +18,7 @@ import numpy as np
 
 from proofflow.prover import curve
 from proofflow.prover.device import source as kernels
-from proofflow.prover.device import fixed_base, msm as gpu_msm, stream_gate
+from proofflow.prover.device import fixed_base, msm as gpu_msm, sparse, stream_gate
 from proofflow.prover.backend.base import Backend, Transfer
 from proofflow.prover.field import fr
 from proofflow.prover.polynomial.domain import Radix2Domain
@@ -180,6 +180,7 @@ class GpuBackend(Backend):
         self._kernel("bitrev_scale")
         for group in ("g1",) + (() if self.g2_on_host else ("g2",)):
             kernels.load(kernels.CURVE_VARIANT, "msm.cu", group).get_function(f"to_montgomery_{group}")
+            kernels.load(kernels.CURVE_VARIANT, "bitsum.cu", group).get_function("bitsum_classify")
         cp.cuda.get_current_stream().synchronize()
 
     def prepare(self, pk):
@@ -202,6 +203,15 @@ class GpuBackend(Backend):
 
     def msm_g2(self, table, scalars):
         return curve.msm(table, scalars) if self.g2_on_host else gpu_msm.msm_g2(table, scalars)
+
+    def msm_witness(self, table, scalars):
+        """The table's MSM split by scalar value on the device (``sparse``); a G2 MSM on the
+        host, split the same way there, when the backend runs G2 on the host."""
+        if table.group == "g2" and self.g2_on_host:
+            return curve.msm_split(table, scalars)
+        s = cp.ascontiguousarray(cp.asarray(scalars))
+        return sparse.msm(_bitsum_executor(cp.cuda.runtime.getDevice(), table.group), gpu_msm.executor(table.group),
+                          table.group, gpu_msm.device_points(table), s)
 
     def fixed_base(self, group, scalars, progress=None):
         if group not in curve.XY_BYTES:
@@ -242,6 +252,12 @@ def powers(base: int, n: int, start: int = 1) -> cp.ndarray:
     out = cp.empty((n, 4), dtype=cp.uint64)
     kernels.load().get_function("fr_powers")((_grid(n),), (_THREADS,), (out, np.uint32(n), _scalar(start), pows))
     return out
+
+
+@lru_cache(maxsize=None)
+def _bitsum_executor(device: int, group: str) -> gpu_msm.CupyExecutor:
+    """The kernels of ``bitsum.cu`` for ``group`` on ``device``: the witness MSMs' split."""
+    return gpu_msm.CupyExecutor("bitsum.cu", group)
 
 
 @lru_cache(maxsize=None)

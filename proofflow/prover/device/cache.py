@@ -78,10 +78,10 @@ class Module:
         return source.options(self.variant, self.group) + FLAGS
 
 
-# Every module proofflow loads: the NTT module in each variant (GpuBackend(variant)), the MSM
-# and fixed-base modules of each group in the variant the curve code uses (msm.CupyExecutor).
+# Every module proofflow loads: the NTT module in each variant (GpuBackend(variant)), the MSM,
+# fixed-base and bitsum modules of each group in the variant the curve code uses (msm.CupyExecutor).
 MODULES = (tuple(Module("ntt.cu", v) for v in source.VARIANTS)
-           + tuple(Module(name, source.CURVE_VARIANT, g) for name in ("msm.cu", "fixed_base.cu")
+           + tuple(Module(name, source.CURVE_VARIANT, g) for name in ("msm.cu", "fixed_base.cu", "bitsum.cu")
                    for g in source.GROUPS))
 
 

@@ -1,7 +1,7 @@
 """CUDA kernels, compiled by NVRTC into cubins kept on disk.
 
 The source lives in this package (``*.cuh`` headers, ``ntt.cu``, ``msm.cu``,
-``fixed_base.cu``) like the C kernels of ``proofflow.prover.native``: nothing to build at install
+``fixed_base.cu``, ``bitsum.cu``) like the C kernels of ``proofflow.prover.native``: nothing to build at install
 time. ``load`` loads a module once per process (lru_cache) from its cubin in the kernel
 directory (``cache.py``), compiling and saving it first when there is none for this
 source, NVRTC and the device's arch; ``proofflow kernels build`` compiles them all ahead
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 _DIR = Path(__file__).resolve().parent
 VARIANTS = ("mul32", "mul64")  # 32-bit words with PTX carry chains, or 64-bit CIOS
-GROUPS = ("g1", "g2")  # msm.cu and fixed_base.cu build one group's kernels a module
+GROUPS = ("g1", "g2")  # msm.cu, fixed_base.cu and bitsum.cu build one group's kernels a module
 CURVE_VARIANT = "mul32"  # the Fr product msm.cu and fixed_base.cu are loaded with
 
 
@@ -59,7 +59,7 @@ def options(variant: str = "mul32", group: str | None = None) -> tuple[str, ...]
 
 def load(variant: str = "mul32", name: str = "ntt.cu", group: str | None = None) -> "cupy.RawModule":
     """The module compiled from ``name`` for the current device: ``ntt.cu``, or ``msm.cu`` /
-    ``fixed_base.cu`` for one ``group`` (``g1`` or ``g2``)."""
+    ``fixed_base.cu`` / ``bitsum.cu`` for one ``group`` (``g1`` or ``g2``)."""
     options(variant, group)  # a bad name fails before CuPy is imported
     import cupy
     return _load(variant, name, group, cupy.cuda.Device().compute_capability)

@@ -44,6 +44,7 @@ def _lib() -> ctypes.CDLL:
             "fr_first_unsatisfied": [_P64, _P64, _P64, _i64],
             "mimc_trace": [_P64, _P64, _P64, _i64, _P64],
             "mimc_abc": [_P64, _P64, _i64, _P64, _P64, _P64, _i64],
+            "bits_abc": [_P64, _i64, _P64, _P64, _P64, _i64],
         }
         for name, args in sig.items():
             fn = getattr(lib, name)

@@ -134,7 +134,7 @@ def prove_qap(pk: ProvingKey, domain, num_instance: int, witness: np.ndarray, ab
         raise ValueError(f"the proving key has {len(pk.h_query)} H points, a domain of {domain.size} needs {h_points}")
     # A backend whose G2 MSM runs on the host (arkworks releases the GIL) starts it first,
     # so it overlaps the device's H and G1 work instead of following it.
-    g2 = _host_thread().submit(backend.msm_g2, pk.b_g2_query, witness) if backend.g2_on_host else None
+    g2 = _host_thread().submit(backend.msm_witness, pk.b_g2_query, witness) if backend.g2_on_host else None
     k = num_instance
     with contextlib.ExitStack() as device:
         device.enter_context(backend.device_phase())
@@ -145,10 +145,10 @@ def prove_qap(pk: ProvingKey, domain, num_instance: int, witness: np.ndarray, ab
         (a, _), (b, _), (c, _), (w, w_tr) = ups
         with timer.phase("ntt"):
             h = backend.compute_h_resident(domain, a, b, c, pk.h_basis)
-        with timer.phase("msm"):
-            accs = (backend.msm_g1(pk.a_query, w), backend.msm_g1(pk.b_g1_query, w),
-                    backend.msm_g1(pk.l_query, w[k:]), backend.msm_g1(pk.h_query, h[:h_points]))
-            b2 = g2 if g2 else backend.msm_g2(pk.b_g2_query, w)
+        with timer.phase("msm"):  # the witness's MSMs split off its 0/1 scalars; H's coefficients are dense
+            accs = (backend.msm_witness(pk.a_query, w), backend.msm_witness(pk.b_g1_query, w),
+                    backend.msm_witness(pk.l_query, w[k:]), backend.msm_g1(pk.h_query, h[:h_points]))
+            b2 = g2 if g2 else backend.msm_witness(pk.b_g2_query, w)
             device.close()  # the device phase ends with its last MSM
     if transfers is not None:
         transfers["h2d"] = _sum([t for _, t in ups[:3]])

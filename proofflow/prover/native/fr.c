@@ -295,3 +295,77 @@ void mimc_abc(const uint64_t *w, const uint64_t *consts, int64_t rounds, uint64_
     memset(b + 4 * used, 0, 32 * (n - used));
     memset(c + 4 * used, 0, 32 * (n - used));
 }
+
+/* ---- the bit-gadget chain (proofflow/prover/circuits/bits.py), in Montgomery form ---- */
+
+#define BITS_WORD 32
+#define BITS_ROT 7
+#define BITS_BLOCK (3 * BITS_WORD + 1)     /* rows and variables a block: m, its bits, a, s' */
+#define BITS_HEAD_ROWS (BITS_WORD + 1)     /* x0's Num2Bits */
+#define BITS_HEAD_VARS (3 + BITS_WORD)     /* one, x0, y, x0's bits */
+
+/* sum_j 2^j x_j over WORD consecutive elements, by Horner's rule */
+static void bits_pack(const uint64_t *x, uint64_t *out) {
+    uint64_t acc[4] = {0, 0, 0, 0};
+    for (int j = BITS_WORD - 1; j >= 0; j--) {
+        add_mod(acc, acc, acc);
+        add_mod(acc, x + 4 * j, acc);
+    }
+    memcpy(out, acc, 32);
+}
+
+/* Num2Bits's rows for the WORD consecutive bits x and their word: x_j * (x_j - 1) = 0, then
+   (sum_j 2^j x_j) * 1 = word. w[0] is the constant one. */
+static void bits_num2bits(const uint64_t *w, const uint64_t *x, const uint64_t *word, uint64_t *a, uint64_t *b,
+                          uint64_t *c) {
+    for (int j = 0; j < BITS_WORD; j++) {
+        memcpy(a + 4 * j, x + 4 * j, 32);
+        sub_mod(x + 4 * j, w, b + 4 * j);
+        memset(c + 4 * j, 0, 32);
+    }
+    bits_pack(x, a + 4 * BITS_WORD);
+    memcpy(b + 4 * BITS_WORD, w, 32);
+    memcpy(c + 4 * BITS_WORD, word, 32);
+}
+
+/* The a/b/c vectors of the chain's extended system (BitsChain._build, then one input row
+   per instance variable) from its witness, into buffers of n >= HEAD_ROWS + BLOCK * blocks + 4
+   rows, the rest zeroed; blocks >= 1. Witness: 0 one, 1 x0, 2 y, 3.. x0's bits, then per
+   block from v: m, its bits at v+1, a at v+33, s' at v+65; the state s of block i is block
+   i-1's s'. */
+void bits_abc(const uint64_t *w, int64_t blocks, uint64_t *a, uint64_t *b, uint64_t *c, int64_t n) {
+    const uint64_t *x0_bits = w + 4 * 3;
+    bits_num2bits(w, x0_bits, w + 4, a, b, c);
+#pragma omp parallel for schedule(static) if (blocks > 256)
+    for (int64_t i = 0; i < blocks; i++) {
+        const uint64_t *v = w + 4 * (BITS_HEAD_VARS + BITS_BLOCK * i);
+        const uint64_t *s = i == 0 ? x0_bits : v - 4 * BITS_WORD, *mb = v + 4, *and_ = v + 4 * (BITS_WORD + 1),
+                       *s2 = v + 4 * (2 * BITS_WORD + 1);
+        int64_t r = BITS_HEAD_ROWS + BITS_BLOCK * i;
+        bits_num2bits(w, mb, v, a + 4 * r, b + 4 * r, c + 4 * r);
+        for (int j = 0; j < BITS_WORD; j++) {
+            int64_t ra = r + BITS_WORD + 1 + j, rx = r + 2 * BITS_WORD + 1 + j;
+            memcpy(a + 4 * ra, mb + 4 * j, 32);  /* mb_j * s_(j+ROT) = a_j */
+            memcpy(b + 4 * ra, s + 4 * ((j + BITS_ROT) % BITS_WORD), 32);
+            memcpy(c + 4 * ra, and_ + 4 * j, 32);
+            add_mod(s + 4 * j, s + 4 * j, a + 4 * rx);  /* (2 s_j) * a_j = s_j + a_j - s'_j */
+            memcpy(b + 4 * rx, and_ + 4 * j, 32);
+            add_mod(s + 4 * j, and_ + 4 * j, c + 4 * rx);
+            sub_mod(c + 4 * rx, s2 + 4 * j, c + 4 * rx);
+        }
+    }
+    int64_t last = BITS_HEAD_ROWS + BITS_BLOCK * blocks;
+    /* (sum_j 2^j s_j) * 1 = y, s the last block's s': the witness's last WORD variables */
+    bits_pack(w + 4 * (BITS_HEAD_VARS + BITS_BLOCK * blocks - BITS_WORD), a + 4 * last);
+    memcpy(b + 4 * last, w, 32);
+    memcpy(c + 4 * last, w + 8, 32);
+    for (int j = 0; j < 3; j++) {  /* the input rows: w_j * 0 = 0 */
+        memcpy(a + 4 * (last + 1 + j), w + 4 * j, 32);
+        memset(b + 4 * (last + 1 + j), 0, 32);
+        memset(c + 4 * (last + 1 + j), 0, 32);
+    }
+    int64_t used = last + 4;
+    memset(a + 4 * used, 0, 32 * (n - used));
+    memset(b + 4 * used, 0, 32 * (n - used));
+    memset(c + 4 * used, 0, 32 * (n - used));
+}

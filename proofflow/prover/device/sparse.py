@@ -1,0 +1,81 @@
+"""Witness MSMs split by scalar value: zeros skipped, the points of ones summed, the rest to
+Pippenger (``pippenger.msm``) on a compacted table. Kernels in ``bitsum.cu``.
+
+Circuits made of bit decompositions (circom's Num2Bits and comparators, SHA-256's word
+gadgets, the ``bits`` family) have witnesses that are ~99% 0 or 1. Pippenger alone drops
+zero digits but still sorts every scalar, and every 1 lands in one bucket (window 0's
+bucket 1) that its pieces and merges must then fold. Here each scalar is classified once
+(its canonical value, read as msm.cu reads it); the ones' points are added up by a tree
+reduction (``POINTS_PER_THREAD`` or more a thread, then ``FOLD`` partial sums a thread per
+launch); the others' indices are gathered and their points and scalars copied into
+temporaries for Pippenger, whose window width then follows their count.
+
+A vector with more than ``DENSE_SHARE`` of other scalars (MiMC's witness, random ones)
+goes to Pippenger whole, as before, after one counting pass: compacting it would copy most
+of the table (1.6 GB of G1 points at 2^24) to save little. Below that share the
+temporaries (a quarter of the table's points and scalars at most, Pippenger's scratch for
+them, the classes and indices: ~90 bytes a point for G2) stay under the G2 MSM scratch
+that ``proofflow.resources`` counts a proof (~121 bytes a point).
+
+The steps run on ``pippenger.Executor``s (CuPy on the GPU; numpy and the CPU twin of the
+kernels in tests/kernel_twin.py): ``ex`` launches this module's kernels, ``msm_ex``
+Pippenger's. This module imports neither CuPy nor a compiler.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from proofflow.prover import curve
+from proofflow.prover.device import pippenger
+from proofflow.prover.device.pippenger import Executor
+
+ZERO, ONE, OTHER = 0, 1, 2  # bitsum.cu's classes
+DENSE_SHARE = 0.25  # above this share of other scalars, Pippenger takes the whole vector
+POINTS_PER_THREAD = 16  # fewest points a summing thread adds (more once MAX_THREADS are busy)
+MAX_THREADS = 1 << 16  # summing threads: about what an H200 holds resident at G1's 128 registers
+FOLD = 8  # partial sums a thread adds per folding launch
+
+
+def classify(ex: Executor, scalars):
+    """Each scalar's class (ZERO, ONE or OTHER) as a uint8 vector of ``ex``'s array module."""
+    n = scalars.shape[0]
+    out = ex.xp.empty(n, dtype=ex.xp.uint8)
+    if n:
+        ex.launch("bitsum_classify", n, scalars, np.uint64(n), out)
+    return out
+
+
+def point_sum(ex: Executor, group: str, points, idx):
+    """sum points[idx[i]] (``idx`` uint32 on ``ex``) as an arkworks point."""
+    xp, count = ex.xp, int(idx.shape[0])
+    if count == 0:
+        return curve.point_class(group).identity()
+    width = pippenger.xyzz_limbs(group)
+    threads = min(MAX_THREADS, -(-count // POINTS_PER_THREAD))
+    parts = xp.empty(threads * width, dtype=xp.uint64)
+    ex.launch(f"bitsum_points_{group}", threads, points, idx, np.uint32(count), np.uint32(threads), parts)
+    while threads > 1:
+        count, threads = threads, -(-threads // FOLD)
+        folded = xp.empty(threads * width, dtype=xp.uint64)
+        ex.launch(f"bitsum_fold_{group}", threads, parts, np.uint32(count), np.uint32(threads), folded)
+        parts = folded
+    return pippenger.to_affine(ex.host(parts), group)
+
+
+def msm(ex: Executor, msm_ex: Executor, group: str, points, scalars, dense_share: float = DENSE_SHARE):
+    """sum scalars[i] * points[i]: ``points`` the table on the executors (n affine Montgomery
+    points, an (n, ``pippenger.affine_limbs(group)``) u64 array), ``scalars`` an (n, 4) Fr
+    vector, split by value unless more than ``dense_share`` of them are neither 0 nor 1."""
+    xp, n = ex.xp, scalars.shape[0]
+    if points.shape != (n, pippenger.affine_limbs(group)):
+        raise ValueError(f"{points.shape[0]} points of {points.shape[1:]} limbs but {n} scalars")
+    if n == 0:
+        return curve.point_class(group).identity()
+    cls = classify(ex, scalars)
+    if int(xp.count_nonzero(cls == OTHER)) > dense_share * n:
+        return pippenger.msm(msm_ex, group, points, scalars)
+    total = point_sum(ex, group, points, xp.flatnonzero(cls == ONE).astype(xp.uint32))
+    other = xp.flatnonzero(cls == OTHER)
+    if other.shape[0]:
+        total = total + pippenger.msm(msm_ex, group, points[other], scalars[other])
+    return total

@@ -1,0 +1,100 @@
+"""The witness MSMs' split by scalar value on the GPU (proofflow/prover/device/sparse.py,
+bitsum.cu) against arkworks, and a bits proof on the GPU backend. Skipped where no CuPy or
+no GPU; the same kernels run on the CPU twin in tests/device/test_sparse_twin.py."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from proofflow.prover import curve
+from proofflow.prover.device import available as gpu_available
+from proofflow.prover.field import fr
+
+cp = pytest.importorskip("cupy")
+if not gpu_available():
+    pytest.skip("no GPU visible", allow_module_level=True)
+
+from proofflow.prover.device import msm as gpu_msm, sparse  # noqa: E402  (needs CuPy)
+from proofflow.prover.device.backend import GpuBackend, _bitsum_executor  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+P = fr.MODULUS
+SIZES = {"g1": 1 << 12, "g2": 1 << 10}
+
+
+@pytest.fixture(scope="module", params=["g1", "g2"])
+def table(request):
+    """Random points of a group with infinity, a repeated point and a point and its negation."""
+    group, n = request.param, SIZES[request.param]
+    rng = np.random.default_rng(3)
+    g = curve.point_class(group)()
+    pts = [g * curve.scalar(int(x)) for x in fr.to_ints(fr.random(n - 3, rng))]
+    pts += [curve.point_class(group).identity(), pts[5], -pts[6]]
+    return curve.PointTable.from_points(group, pts)
+
+
+def witness_like(kind: str, n: int, rng) -> np.ndarray:
+    other = fr.to_ints(fr.random(n, rng))
+    if kind == "zero":
+        return fr.zeros(n)
+    if kind == "one":
+        return fr.ones(n)
+    if kind == "no_one":
+        return fr.from_ints([v if rng.random() < 0.2 else 0 for v in other])
+    if kind == "mixed":  # ~90% bits, then small words and field elements
+        return fr.from_ints([int(rng.integers(0, 2)) if r < 0.9 else (int(rng.integers(2, 1 << 32)) if r < 0.95 else v)
+                             for r, v in zip(rng.random(n), other)])
+    return fr.from_ints(other)
+
+
+def test_classes_are_the_canonical_values():
+    vals = [0, 1, 2, 3, P - 1, (1 << 256) % P, 1 << 64, (1 << 64) + 1, 1 << 192, 1 << 254]
+    got = sparse.classify(_bitsum_executor(cp.cuda.runtime.getDevice(), "g1"), cp.asarray(fr.from_ints(vals)))
+    assert cp.asnumpy(got).tolist() == [0, 1, 2, 2, 2, 2, 2, 2, 2, 2]
+
+
+@pytest.mark.parametrize("kind", ["zero", "one", "no_one", "mixed", "dense"])
+def test_msm_witness_matches_arkworks(table, kind):
+    s = witness_like(kind, len(table), np.random.default_rng(len(kind)))
+    want = curve.msm(table, s)
+    assert GpuBackend().msm_witness(table, s) == want
+    assert GpuBackend().msm_witness(table, cp.asarray(s)) == want  # resident scalars, as the prover has them
+    ex = _bitsum_executor(cp.cuda.runtime.getDevice(), table.group)
+    forced = sparse.msm(ex, gpu_msm.executor(table.group), table.group, gpu_msm.device_points(table),
+                        cp.asarray(s), dense_share=1.0)  # split whatever the share
+    assert forced == want
+
+
+@pytest.mark.parametrize("per_thread,max_threads", [(1, 1 << 16), (16, 37), (4096, 1 << 16)])
+def test_point_sum_over_many_folds(table, per_thread, max_threads, monkeypatch):
+    monkeypatch.setattr(sparse, "POINTS_PER_THREAD", per_thread)
+    monkeypatch.setattr(sparse, "MAX_THREADS", max_threads)
+    s = witness_like("mixed", len(table), np.random.default_rng(8))
+    assert GpuBackend().msm_witness(table, s) == curve.msm(table, s)
+
+
+def test_bit_heavy_msm_at_2_18():
+    """A bits partition's shape at 2^18: ~99% bits over a table of repeated points."""
+    from proofflow.prover.circuits import get_circuit
+    w = get_circuit("bits", 18).instance(0, 0).witness
+    g = curve.point_class("g1")()
+    base = curve.PointTable.from_points("g1", [g * curve.scalar(k + 1) for k in range(1024)])
+    table = curve.PointTable("g1", np.tile(base.xy, (-(-len(w) // 1024), 1))[:len(w)].copy())
+    assert GpuBackend().msm_witness(table, w) == curve.msm(table, w)
+
+
+@pytest.mark.parametrize("table", ["g2"], indirect=True)
+def test_g2_on_the_host_splits_there_too(table):
+    s = witness_like("mixed", len(table), np.random.default_rng(2))
+    assert GpuBackend(g2_on_gpu=False).msm_witness(table, s) == curve.msm(table, s)
+
+
+def test_bits_proof_verifies_on_the_gpu():
+    from proofflow.prover.circuits import get_circuit
+    from proofflow.prover.groth16 import generator, prover, verifier
+    c = get_circuit("bits", 10)
+    pk = generator.setup(c, seed=3)
+    for gpu in (GpuBackend(), GpuBackend(g2_on_gpu=False)):
+        inst = c.instance(5, 1)
+        proof = prover.prove(pk, c.constraint_system, inst.witness, gpu, abc=c.witness_map(inst.witness))
+        assert verifier.verify(pk.vk, inst.public_inputs, proof)

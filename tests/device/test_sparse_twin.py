@@ -1,0 +1,147 @@
+"""The witness MSMs' split by scalar value (proofflow/prover/device/sparse.py, bitsum.cu) on
+the CPU twin of the kernels, against arkworks' multiexp: the classes, the sum of the ones'
+points through several folds, and whole split MSMs of G1 and G2 over all-zero, all-one,
+no-one, mixed and dense scalars, with infinity, repeated and opposite points in the table;
+and the CPU backend's split (curve.msm_split) on the same cases. No GPU needed; skipped
+without a C++ compiler."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from proofflow.prover import curve
+from proofflow.prover.device import pippenger, sparse
+from proofflow.prover.field import fr
+import kernel_twin as twin
+
+if twin.compiler() is None:
+    pytest.skip("no C++ compiler for the kernel twin", allow_module_level=True)
+
+P = fr.MODULUS
+EX = twin.TwinExecutor()
+
+
+def table(group: str, n: int, rng) -> curve.PointTable:
+    """n random points with infinity, a repeated point and a point and its negation."""
+    g = curve.point_class(group)()
+    pts = [g * curve.scalar(int(x)) for x in fr.to_ints(fr.random(n, rng))]
+    if n >= 8:
+        pts[1], pts[2], pts[4] = curve.point_class(group).identity(), pts[3], -pts[5]
+    return curve.PointTable.from_points(group, pts)
+
+
+def device_points(t: curve.PointTable) -> np.ndarray:
+    """The table as the device holds it: (n, affine limbs) u64, Montgomery, on the twin."""
+    pts = np.ascontiguousarray(t.xy).view(np.uint64).reshape(len(t), pippenger.affine_limbs(t.group)).copy()
+    EX.launch(f"to_montgomery_{t.group}", len(t), pts, np.uint64(len(t)))
+    return pts
+
+
+def split_msm(t: curve.PointTable, s: np.ndarray, dense_share: float = sparse.DENSE_SHARE):
+    return sparse.msm(EX, EX, t.group, device_points(t), s, dense_share)
+
+
+def scalars(kind: str, n: int, rng) -> np.ndarray:
+    """A scalar vector of one shape: all 0, all 1, 0s and others (no one), mostly 0/1, dense."""
+    other = fr.to_ints(fr.random(n, rng))
+    if kind == "zero":
+        vals = [0] * n
+    elif kind == "one":
+        vals = [1] * n
+    elif kind == "no_one":
+        vals = [v if rng.random() < 0.2 else 0 for v in other]
+    elif kind == "mixed":  # a bit circuit's witness: ~90% bits, a few small words and field elements
+        vals = [int(rng.integers(0, 2)) if r < 0.9 else (int(rng.integers(2, 1 << 32)) if r < 0.95 else v)
+                for r, v in zip(rng.random(n), other)]
+    else:
+        vals = other
+    return fr.from_ints(vals)
+
+
+def test_classes_are_the_canonical_values():
+    vals = [0, 1, 2, 3, P - 1, (1 << 256) % P, 1 << 64, (1 << 64) + 1, 1 << 192, 1 << 254]
+    s = fr.from_ints(vals)
+    assert sparse.classify(EX, s).tolist() == [0, 1, 2, 2, 2, 2, 2, 2, 2, 2]
+    assert sparse.classify(EX, fr.zeros(0)).shape == (0,)
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
+@pytest.mark.parametrize("count,per_thread,max_threads", [(1, 16, 8), (7, 2, 64), (300, 1, 1 << 16), (300, 4, 5)])
+def test_point_sum_matches_arkworks(group, count, per_thread, max_threads, monkeypatch):
+    """Threads of one point to many, and partial sums folded over one to several launches."""
+    monkeypatch.setattr(sparse, "POINTS_PER_THREAD", per_thread)
+    monkeypatch.setattr(sparse, "MAX_THREADS", max_threads)
+    rng = np.random.default_rng(count)
+    t = table(group, 320, rng)
+    idx = np.sort(rng.choice(320, size=count, replace=False)).astype(np.uint32)
+    if count > 8:
+        idx[:5] = [1, 2, 3, 4, 5]  # infinity, a point twice, a point and its negation
+    want = curve.point_class(group).identity()
+    for i in idx.tolist():
+        want = want + t.points()[i]
+    assert sparse.point_sum(EX, group, device_points(t), idx) == want
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
+def test_point_sum_of_nothing_and_of_cancelling_points(group):
+    t = table(group, 16, np.random.default_rng(5))
+    pts = device_points(t)
+    identity = curve.point_class(group).identity()
+    assert sparse.point_sum(EX, group, pts, np.zeros(0, dtype=np.uint32)) == identity
+    assert sparse.point_sum(EX, group, pts, np.array([1, 1, 1], dtype=np.uint32)) == identity  # infinity only
+    assert sparse.point_sum(EX, group, pts, np.array([4, 5], dtype=np.uint32)) == identity  # P + (-P)
+    assert sparse.point_sum(EX, group, pts, np.array([3, 2], dtype=np.uint32)) == t.points()[3] * curve.scalar(2)
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
+@pytest.mark.parametrize("kind", ["zero", "one", "no_one", "mixed", "dense"])
+def test_split_msm_matches_arkworks(group, kind):
+    n = 300 if group == "g1" else 120
+    rng = np.random.default_rng(len(kind))
+    t, s = table(group, n, rng), scalars(kind, n, rng)
+    want = curve.msm(t, s)
+    assert split_msm(t, s) == want
+    assert split_msm(t, s, dense_share=1.0) == want  # split whatever the share: dense and no-one cases too
+    assert curve.msm_split(t, s) == want
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
+def test_split_takes_pippenger_whole_above_the_dense_share(group, monkeypatch):
+    """Dense scalars go to Pippenger untouched; a bit-heavy vector's rest goes compacted."""
+    calls = []
+    real = pippenger.msm
+
+    def spy(ex, grp, points, s, *args, **kwargs):
+        calls.append(points.shape[0])
+        return real(ex, grp, points, s, *args, **kwargs)
+    monkeypatch.setattr(pippenger, "msm", spy)
+    rng = np.random.default_rng(9)
+    t = table(group, 64, rng)
+    dense = scalars("dense", 64, rng)
+    assert split_msm(t, dense) == curve.msm(t, dense) and calls == [64]
+    calls.clear()
+    s = fr.from_ints([int(rng.integers(0, 2)) for _ in range(64)])
+    s[[7, 20]] = fr.from_ints([5, P - 1])
+    assert split_msm(t, s) == curve.msm(t, s) and calls == [2]
+    calls.clear()
+    bits = fr.from_ints([int(rng.integers(0, 2)) for _ in range(64)])
+    assert split_msm(t, bits) == curve.msm(t, bits) and calls == []  # no other scalar: no Pippenger at all
+
+
+def test_split_msm_checks_shapes():
+    t = table("g1", 4, np.random.default_rng(1))
+    with pytest.raises(ValueError, match="4 points"):
+        split_msm(t, fr.zeros(3))
+    with pytest.raises(ValueError, match="4 points but 3 scalars"):
+        curve.msm_split(t, fr.zeros(3))
+    empty = curve.PointTable("g1", np.zeros((0, 96), dtype=np.uint8))
+    assert split_msm(empty, fr.zeros(0)) == curve.msm_split(empty, fr.zeros(0)) == curve.point_class("g1").identity()
+
+
+def test_the_kernel_source_is_self_contained():
+    """NVRTC has no host headers: every include of bitsum.cu inlined, each header once."""
+    import re
+    from proofflow.prover.device import source
+    text = source.source("bitsum.cu")
+    assert not re.search(r"^\s*#\s*include", text, re.MULTILINE)
+    assert text.count("#define PROOFFLOW_FR_CUH") == 1 and text.count("#define PROOFFLOW_CURVE_CUH") == 1
