@@ -14,7 +14,7 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
     --platform manylinux2014_x86_64 --platform manylinux1_x86_64 -d "$tmp" \
     apache-airflow-core==3.3.2 apache-airflow-task-sdk==1.3.2 apache-airflow-providers-standard==1.21.0 \
     great-expectations==1.24.1 sqlalchemy==2.1.9 alembic==1.20.1 py-arkworks-bls12381==0.5.0 \
-    psycopg2-binary==2.9.13 pgserver==0.1.4  # a Postgres for Airflow's metadata (bench/h200_stream.sh)
+    psycopg2-binary==2.9.13 asyncpg==0.32.0 pgserver==0.1.4  # Postgres for Airflow's metadata (h200_stream.sh)
 # the image's packages, as KINDS.md names them (normalized: lower case, '-' for '_' and '.')
 on_image=" absl-py accelerate aiofiles aiohappyeyeballs aiohttp aiosignal annotated-doc anyio attrs
  certifi charset-normalizer click cloudpickle colorama contourpy cycler filelock fonttools frozenlist
@@ -28,7 +28,8 @@ on_image=" $(echo $on_image) "  # one space between names: a name at a line's en
 rm -rf .whl; mkdir -p .whl
 for w in "$tmp"/*.whl; do
     name=$(basename "$w" | cut -d- -f1 | tr 'A-Z_.' 'a-z--')
-    case "$on_image" in *" $name "*) ;; *) cp "$w" .whl/ ;; esac
+    # babel (11 MB): only the task SDK's locale date macros import it, none of proofflow's tasks
+    case "$on_image babel " in *" $name "*) ;; *) cp "$w" .whl/ ;; esac
 done
 # pgserver's Postgres without its headers and client tools: the carry limit is near
 "$PY" - .whl/pgserver-*.whl <<'EOF'

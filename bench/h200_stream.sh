@@ -49,7 +49,7 @@ import pgserver  # runs as a user of its own when root; kept running for a call 
 srv = pgserver.get_server("/dev/shm/pf-pg", cleanup_mode=None)
 if "airflow" not in srv.psql("SELECT datname FROM pg_database;").split():
     srv.psql("CREATE DATABASE airflow;")
-print(srv.get_uri("airflow"))
+print(srv.get_uri("airflow").replace("postgresql://", "postgresql+psycopg2://", 1))  # async: asyncpg
 EOF
 )
 echo "Airflow metadata: $META"
