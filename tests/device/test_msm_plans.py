@@ -61,6 +61,21 @@ def test_wide_digits_for_large_tables():
     assert plan.c >= 19 and plan.windows < 16 and plan.groups < plan.windows
 
 
+def test_the_cost_model_ranks_the_measured_plans():
+    """The H200's G1 MSM at 2^24 under several plans (bench/results/msm-phases-h200.jsonl,
+    wall ms): of any two plans more than 5% apart, the model estimates the faster one
+    cheaper. (20, 5) has fewer digits than the plain (16, 1) but ~139 a bucket, and is no
+    faster; one bucket set of large buckets is fastest."""
+    n = 1 << 24
+    ms = {(20, 13): 208.7, (18, 15): 211.3, (16, 16): 214.8, (16, 4): 221.0, (22, 12): 236.7, (16, 1): 255.5,
+          (20, 5): 262.2, (19, 2): 288.9, (23, 12): 286.5}
+    est = {plan: pippenger.cost(Plan(*plan), n) for plan in ms}
+    for a in ms:
+        for b in ms:
+            if ms[a] * 1.05 < ms[b]:
+                assert est[a] < est[b], (a, b)
+
+
 def test_the_g2_table_gets_copies_first():
     """A G2 point saves about twice a G1 point's time per byte: with room for one G2 copy,
     the G2 table takes it."""

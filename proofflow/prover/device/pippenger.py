@@ -23,6 +23,7 @@ module imports neither CuPy nor a compiler.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable, Protocol
@@ -98,19 +99,22 @@ def plain(n: int) -> Plan:
 
 # ---- choosing a key's plans ----
 
-# Estimated MSM work in units of one digit's sort and mixed addition: the plain 2^24 G1 MSM
-# on the H200 (bench/gpu-notes.md) took 0.9 ns a digit (sort and accumulation) and 13.5 ns
-# a bucket (its reduction's two XYZZ additions at half the occupancy, and the merges),
-# ~9 ns once a reduction thread's fixed double-and-add is spread over more buckets.
-BUCKET_COST = 10
+# Estimated MSM time in units of one digit's sort and mixed addition (~0.71 ns for G1),
+# fitted to the G1 MSM's phases under 13 plans at 2^22 and 2^24 on the H200, within ~8%
+# (bench/gpu-notes.md): a digit costs 1 + DIVERGENCE / sqrt(m) with m digits a bucket on
+# average (a warp's threads finish together only when its pieces are about equally long,
+# and bucket sizes spread as sqrt(m)), a bucket's reduction BUCKET_COST (~4 ns).
+DIVERGENCE = 5.6
+BUCKET_COST = 6
 ADD_WEIGHT = {"g1": 1.0, "g2": 4.0}  # a G2 MSM took ~4x the G1 one's time (2^22, 2^24)
-MIN_GAIN = 0.01  # each copy a step adds must save this much of the table's plain MSM
+MIN_GAIN = 0.005  # each copy a step adds must save this much of the table's plain MSM
 C_RANGE = range(4, 25)  # digit widths of precomputed plans
 
 
-def cost(plan: Plan, n: int) -> int:
-    """Estimated work of an MSM of n points under ``plan``."""
-    return n * plan.windows + (BUCKET_COST * plan.groups << (plan.c - 1))
+def cost(plan: Plan, n: int) -> float:
+    """Estimated time of an MSM of n points under ``plan``."""
+    digits, buckets = n * plan.windows, plan.groups << (plan.c - 1)
+    return digits * (1 + DIVERGENCE / math.sqrt(max(digits, 1) / buckets)) + BUCKET_COST * buckets
 
 
 @lru_cache(maxsize=256)
