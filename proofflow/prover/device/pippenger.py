@@ -102,8 +102,8 @@ def plain(n: int) -> Plan:
 # Estimated MSM time in units of one digit's sort and mixed addition (~0.71 ns for G1),
 # fitted to the G1 MSM's phases under 13 plans at 2^22 and 2^24 on the H200, within ~8%
 # (bench/gpu-notes.md): a digit costs 1 + DIVERGENCE / sqrt(m) with m digits a bucket on
-# average (a warp's threads finish together only when its pieces are about equally long,
-# and bucket sizes spread as sqrt(m)), a bucket's reduction BUCKET_COST (~4 ns).
+# average (likely: a warp's threads finish together only when its pieces are about equally
+# long, and bucket sizes spread as sqrt(m)), a bucket's reduction BUCKET_COST (~4 ns).
 DIVERGENCE = 5.6
 BUCKET_COST = 6
 ADD_WEIGHT = {"g1": 1.0, "g2": 4.0}  # a G2 MSM took ~4x the G1 one's time (2^22, 2^24)
