@@ -214,8 +214,9 @@ class GpuBackend(Backend):
         if table.group == "g2" and self.g2_on_host:
             return curve.msm_split(table, scalars)
         s = cp.ascontiguousarray(cp.asarray(scalars))
+        plan = gpu_msm.resident_plan(table)
         return sparse.msm(_bitsum_executor(cp.cuda.runtime.getDevice(), table.group), gpu_msm.executor(table.group),
-                          table.group, gpu_msm.device_points(table), s)
+                          table.group, gpu_msm.device_points(table, plan), s, plan=plan)
 
     def fixed_base(self, group, scalars, progress=None):
         if group not in curve.XY_BYTES:
