@@ -1,7 +1,8 @@
 """The G1 and G2 MSMs over precomputed multiples of their tables on the GPU (msm.cu's
 msm_shift and the grouped windows, pippenger's plans) against arkworks and the plain path;
-the copies' residency in ``PointTable.device_cache``; a key prepared with copies, counted
-in its resident bytes, and a proof with it. Skipped where no CuPy or no GPU."""
+the copies' residency in ``PointTable.device_cache``; the split witness MSMs over them; a
+key prepared with copies, counted in its resident bytes, and a proof with it. Skipped where
+no CuPy or no GPU."""
 from __future__ import annotations
 
 import numpy as np
@@ -114,6 +115,20 @@ def test_copies_stand_in_for_the_plain_points():
     gpu_msm.device_points(table, Plan(6, 2))
     assert [k[2] for k in table.device_cache if len(k) == 3] == [Plan(6, 2)]
     assert gpu_msm.msm_g1(table, s) == want and gpu_msm.msm_g1(table, s, c=16) == want  # c: the plain path
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
+def test_witness_msms_over_copies(group):
+    """The backend's split witness MSM on a table with resident copies: dense scalars under
+    its plan, a bit-heavy vector's ones and rest over the plain rows."""
+    n = 4096
+    table = _table(group, n, 6)
+    gpu_msm.device_points(table, Plan(13, 4))
+    rng = np.random.default_rng(7)
+    bits = [int(rng.integers(0, 2)) for _ in range(n)]
+    bits[::97] = fr.to_ints(fr.random(len(bits[::97]), rng))
+    for s in (_scalars(n, 8), fr.from_ints(bits)):
+        assert GpuBackend().msm_witness(table, s) == curve.msm(table, s)
 
 
 @pytest.mark.parametrize("g2_on_gpu", [True, False])
