@@ -1,6 +1,7 @@
 """GPU benchmarks: Fr product rate, NTT, the H polynomial, a/b/c uploads, the G1 and G2
-MSMs, the setup's fixed-base multiplications, and a bit-heavy circuit (``bits``) against a
-dense one: its witness MSM and a whole partition's device phase.
+MSMs (plain, and over precomputed multiples of the table), the setup's fixed-base
+multiplications, and a bit-heavy circuit (``bits``) against a dense one: its witness MSM
+and a whole partition's device phase.
 
     python -m bench.gpu [--out bench/results/gpu-h200.json] [--quick] [--only SECTION ...]
 
@@ -357,6 +358,62 @@ def _msm_skewed(table, rng, repeats: int) -> dict:
     return out
 
 
+def _bench_msm_precomputed_group(args, rng, group: str) -> tuple[dict, dict]:
+    """One group's MSM over the precomputed copies of ``key_plans``' plan for a table of
+    each size with ``args.precompute_bytes`` of room: the one-time precompute from the
+    resident plain points (device time), then the MSM and the plain one on the same
+    scalars (wall time, as the plain rows), after checking both against (sum s_k * k) * G."""
+    from proofflow.prover.device import msm as gpu_msm, pippenger
+    gpu = GpuBackend()
+    base = multiples_table(group)
+    width = curve.XY_BYTES[group]
+
+    def run(log_n):
+        n = 1 << log_n
+        table = tiled(base, n)
+        plan, = pippenger.key_plans(((group, n),), args.precompute_bytes)
+        s = random_device(n, rng)
+        pts = gpu_msm.device_points(table)
+        build = gpu_times(lambda: pippenger.precompute(gpu_msm.executor(group), group, pts, plan),
+                          args.repeats_precompute, warmup=0)
+        gpu_msm.device_points(table, plan)
+        want = expected_msm(gpu, group, s, len(base))
+        for p in (plan, pippenger.plain(n)):
+            if gpu_msm.msm(table, s, plan=p) != want:
+                sys.exit(f"GPU {group} MSM under {p} differs from (sum s_k * k) * G at 2^{log_n}: not timing it")
+        row = {"plan": {"c": plan.c, "shifts": plan.shifts, "windows": plan.windows, "groups": plan.groups},
+               "copies_gib": round((plan.shifts - 1) * n * width / 2**30, 2),
+               "precompute_s": {k: round(v / 1e3, 3) if k != "repeats" else v for k, v in summary(build).items()},
+               "msm_ms": summary(_wall_ms(lambda: gpu_msm.msm(table, s, plan=plan), args.repeats_msm)),
+               "plain_ms": summary(_wall_ms(lambda: gpu_msm.msm(table, s, plan=pippenger.plain(n)), args.repeats_msm))}
+        row["speedup"] = round(row["plain_ms"]["median"] / row["msm_ms"]["median"], 3)
+        print(f"  msm {group} 2^{log_n} precomputed: {row}", flush=True)
+        return row
+
+    def estimate(log_n):
+        # as the plain rows', plus the copies twice (resident, and one being timed) and the
+        # precompute's XYZZ scratch
+        n, most = 1 << log_n, pippenger.key_plans(((group, 1 << log_n),), args.precompute_bytes)[0].shifts
+        return n * (width * (2 * most + 1) + 32 + 64 + 2 * width + 64) + (1 << 28) + 2 * width * pippenger.SHIFT_CHUNK, \
+            n * width
+
+    return each_size(args.msm_precomputed_sizes, estimate, run)
+
+
+def bench_msm_precomputed(args, rng) -> dict:
+    """G1 and G2 MSMs over precomputed multiples of the table (pippenger's plans), beside
+    the plain MSM, with the one-time precompute."""
+    out = {}
+    for group in ("g1", "g2"):
+        detail, skipped = _bench_msm_precomputed_group(args, rng, group)
+        out[f"msm_{group}_precomputed_ms"] = {k: v["msm_ms"]["median"] for k, v in detail.items()}
+        out[f"msm_{group}_precomputed_detail"] = detail
+        if skipped:
+            out[f"msm_{group}_precomputed_skipped"] = skipped
+    out["msm_precompute_budget_bytes"] = args.precompute_bytes
+    return out
+
+
 def bench_msm_g2(args, rng) -> dict:
     """G2 MSM on the GPU, the same method and checks as G1."""
     detail, skipped, cpu_ms = _bench_msm_group(args, rng, "g2", args.msm_g2_sizes, args.msm_g2_check)
@@ -528,8 +585,8 @@ def bench_cpu_ntt(args, rng) -> dict:
     return {"cpu_ntt_ms": {str(args.cpu_log): round(statistics.median(times), 2)}}
 
 
-SECTIONS = [bench_fr_mul, bench_ntt, bench_h, bench_h2d, bench_msm_g2, bench_setup, bench_msm, bench_cpu_ntt,
-            bench_msm_bits, bench_prove_bits]
+SECTIONS = [bench_fr_mul, bench_ntt, bench_h, bench_h2d, bench_msm_g2, bench_setup, bench_msm, bench_msm_precomputed,
+            bench_cpu_ntt, bench_msm_bits, bench_prove_bits]
 
 
 def versions() -> dict:
@@ -556,13 +613,15 @@ def main(argv=None) -> dict:
     args.msm_check = 16 if args.quick else 20
     args.msm_g2_sizes = [14, 16] if args.quick else [20, 22, 24]
     args.msm_g2_check = 14 if args.quick else 16
+    args.msm_precomputed_sizes = [16, 18] if args.quick else [22, 24]
+    args.precompute_bytes = 64 << 30  # room for one table's copies: the plans stop short of it at 2^24
     args.fb_log, args.fb_cpu_points = (16, 4096) if args.quick else (20, 16384)
     args.setup_cpu_log = 12 if args.quick else 16
     args.setup_sizes = [16] if args.quick else [20, 22]
     args.msm_bits_sizes = [16, 18] if args.quick else [22, 24]
     args.msm_bits_g2_sizes = [14] if args.quick else [22]
     args.prove_bits_log = 12 if args.quick else 22
-    args.repeats, args.repeats_h2d, args.repeats_msm = 10, 5, 5
+    args.repeats, args.repeats_h2d, args.repeats_msm, args.repeats_precompute = 10, 5, 5, 3
 
     rng = np.random.default_rng(2026)
     props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
@@ -586,7 +645,8 @@ def main(argv=None) -> dict:
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps({k: result.get(k) for k in ("ntt_ms", "h_ms", "h2d_pinned_gbps", "h2d_pageable_gbps",
                                                  "cpu_ntt_ms", "fr_mul_per_s", "msm_g1_ms", "cpu_msm_g1_ms",
-                                                 "msm_g2_ms", "cpu_msm_g2_ms", "fixed_base_points_per_s",
+                                                 "msm_g2_ms", "cpu_msm_g2_ms", "msm_g1_precomputed_ms",
+                                                 "msm_g2_precomputed_ms", "fixed_base_points_per_s",
                                                  "setup_s", "cpu_setup_s")}))
     return result
 

@@ -1,19 +1,24 @@
-"""Where an MSM's time goes: each kernel timed with CUDA events, for several window widths,
-at one size (default G1, 2^24). A profiling aid for the MSM kernels (bench/gpu_session.sh
-runs it under Nsight Compute).
+"""Where an MSM's time goes: each kernel timed with CUDA events, for several window widths
+or plans with precomputed copies, at one size (default G1, 2^24). A profiling aid for the
+MSM kernels (bench/gpu_session.sh runs it under Nsight Compute) and the data that
+pippenger's cost model is fitted to (``--plan``: each plan's copies built once, timed, then
+its phases and the median wall time of 3 MSMs).
 
     python -m bench.msm_phases [--group g1|g2] [--log2 24] [--c 12 13 14 15 16] [--piece 256] [--note TEXT]
+    python -m bench.msm_phases --log2 24 --plan 16,1 16,4 20,13 22,12
 """
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
+import time
 
 import cupy as cp
 import numpy as np
 
 from proofflow.prover import curve
-from proofflow.prover.device import msm as gpu_msm
+from proofflow.prover.device import msm as gpu_msm, pippenger
 from proofflow.prover.field import fr
 
 
@@ -23,6 +28,7 @@ def main() -> None:
     ap.add_argument("--log2", type=int, default=24)
     ap.add_argument("--c", type=int, nargs="+", default=[12, 13, 14, 15, 16])
     ap.add_argument("--piece", type=int, nargs="+", default=[gpu_msm.PIECE], help="most bucket entries a thread adds")
+    ap.add_argument("--plan", nargs="+", metavar="C,K", help="time these plans (c, precomputed copies) instead")
     ap.add_argument("--note", help="recorded with each line")
     ap.add_argument("--distinct-log2", type=int, default=16, help="log2 of the distinct points the table repeats")
     args = ap.parse_args()
@@ -37,6 +43,14 @@ def main() -> None:
     table = curve.PointTable(args.group, np.tile(base.xy, (max(1, n >> args.distinct_log2), 1))[:n])
     s = cp.asarray(fr.random(n, rng))
     gpu_msm.device_points(table)
+    if args.plan:
+        for text in args.plan:
+            line = {"group": args.group, "log2": args.log2, "distinct_log2": args.distinct_log2}
+            line.update(_time_plan(table, s, pippenger.Plan(*map(int, text.split(",")))))
+            if args.note:
+                line["note"] = args.note
+            print(json.dumps(line), flush=True)
+        return
     for c in args.c:
         for piece in args.piece:
             gpu_msm.msm(table, s, c=c, piece=piece)  # warm-up
@@ -47,6 +61,27 @@ def main() -> None:
             if args.note:
                 line["note"] = args.note
             print(json.dumps(line), flush=True)
+
+
+def _time_plan(table, s, plan) -> dict:
+    """One plan's copies built (seconds), its MSM's phases (ms) and its median wall ms."""
+    sync = cp.cuda.get_current_stream().synchronize
+    sync()
+    t0 = time.perf_counter()
+    gpu_msm.device_points(table, plan)
+    sync()
+    build = time.perf_counter() - t0
+    gpu_msm.msm(table, s, plan=plan)  # warm-up
+    spans = {}
+    gpu_msm.msm(table, s, plan=plan, spans=spans)
+    walls = []
+    for _ in range(3):
+        sync()
+        t0 = time.perf_counter()
+        gpu_msm.msm(table, s, plan=plan)
+        walls.append((time.perf_counter() - t0) * 1e3)
+    return {"c": plan.c, "shifts": plan.shifts, "groups": plan.groups, "build_s": round(build, 2),
+            "wall_ms": round(statistics.median(walls), 1), "ms": {k: round(v, 1) for k, v in spans.items()}}
 
 
 if __name__ == "__main__":

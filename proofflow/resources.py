@@ -20,8 +20,8 @@ What is checked:
   constraint system's first build on the machine, the QAP at tau and the query scalars;
   the tables go straight to their files), and the proving: the staging the run can fill,
   one partition's synthesis, and on the CPU backend the key's points decoded for arkworks;
-* device memory, on the GPU backend: the key's tables resident on the device, the NTT
-  tables, and one proof's working set (a/b/c, H, MSM buckets), against the smallest of the
+* device memory, on the GPU backend: the key's tables resident on the device (with their
+  MSMs' precomputed copies, PROOFFLOW_MSM_PRECOMPUTE), the NTT tables, and one proof's working set (a/b/c, H, MSM buckets), against the smallest of the
   devices this worker proves on (its total: a prover service that still holds another
   run's key and cached blocks frees them for a new one; free memory is only reported).
 
@@ -113,7 +113,7 @@ class Needs:
     host_setup: int  # the key's setup (0 when the key is on disk)
     host_prove: int
     device: int | None  # the GPU backend's device (None: another backend)
-    key_tables: int  # the key's tables, resident on the device on the GPU backend
+    key_tables: int  # the key's tables, resident on the device on the GPU backend (with their copies)
 
 
 def shape(config: dict) -> Shape:
@@ -134,6 +134,15 @@ def key_table_bytes(s: Shape) -> int:
     from proofflow.prover.groth16.data_structures import PK_TABLES, table_points
     points = table_points(s.n, s.variables, s.instance)
     return sum(points[name] * XY_BYTES[group] + NPY_HEADER for name, group in PK_TABLES.items())
+
+
+def key_copy_bytes(s: Shape) -> int:
+    """The precomputed copies of the key's tables a GPU prover keeps beside them."""
+    from proofflow.prover.device import pippenger
+    from proofflow.prover.groth16.data_structures import PK_TABLES, table_points
+    points = table_points(s.n, s.variables, s.instance)
+    tables = tuple((group, points[name]) for name, group in PK_TABLES.items())
+    return pippenger.copy_bytes(tables, pippenger.key_plans(tables, settings.msm_precompute_bytes()))
 
 
 def abc_bytes(n: int) -> int:
@@ -160,11 +169,12 @@ def estimate(config: dict, machine: Machine, s: Shape | None = None) -> Needs:
     if partitions:
         filled = min(machine.staging_budget, partitions * staging)
         host_prove = filled + SYNTHESIS_HOST * n + (CPU_PROVE_HOST * n if config["backend"] == "cpu" else 0)
+    resident = tables + (key_copy_bytes(s) if config["backend"] == "gpu" else 0)
     device = None
     if config["backend"] == "gpu" and partitions:
-        device = tables + (DEVICE_NTT_TABLES + DEVICE_PROOF) * n
+        device = resident + (DEVICE_NTT_TABLES + DEVICE_PROOF) * n
     return Needs(key_disk, shared, cache, staging, max(host_setup, host_prove), host_setup, host_prove, device,
-                 tables)
+                 resident)
 
 
 def _gb(x: int) -> str:

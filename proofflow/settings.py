@@ -55,6 +55,11 @@ How prove_gpu reaches the device:
                             (an integer), or a fraction of the device's memory (a number up to
                             1; the host's memory for the CPU backend); default 0.5. Least
                             recently used keys are evicted to fit a new one
+    PROOFFLOW_MSM_PRECOMPUTE
+                            device bytes a GPU prover may add to each proving key for its
+                            MSMs' precomputed multiples of the key's points (default 0: none),
+                            counted in the key's resident bytes (proofflow/prover/device/pippenger.py;
+                            a CPU prover's key budget counts them too: set it for GPU provers)
     PROOFFLOW_SETUP_WORKERS processes of the CPU setup's fixed-base multiplications (the cores)
     PROOFFLOW_SETUP_LOCK    the lock file that lets one GPU setup run at a time on a host
                             (/tmp/proofflow-<uid>/gpu-setup.lock)
@@ -285,6 +290,18 @@ def key_budget_bytes(memory_bytes: int) -> int:
     if not value > 0 or (value > 1 and value != int(value)):
         raise ValueError(f"PROOFFLOW_KEY_BUDGET must be a number of bytes or a fraction in (0, 1], got {raw!r}")
     return int(value * memory_bytes) if value <= 1 else int(value)
+
+
+def msm_precompute_bytes() -> int:
+    """PROOFFLOW_MSM_PRECOMPUTE: bytes (an integer, 0 for none; e.g. 16e9)."""
+    raw = (_get("PROOFFLOW_MSM_PRECOMPUTE") or "0").strip()
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf") or value != int(value):
+        raise ValueError(f"PROOFFLOW_MSM_PRECOMPUTE must be a number of bytes, got {raw!r}")
+    return int(value)
 
 
 def setup_lock_path() -> Path:

@@ -40,6 +40,7 @@ from proofflow.prover.groth16 import prover as groth16_prover
 from proofflow.prover.groth16 import r1cs_to_qap, verifier
 from proofflow.prover.groth16.data_structures import PK_TABLES, KeyFormatError, Proof, ProvingKey, VerifyingKey
 from proofflow.prover import device, faults
+from proofflow.prover.device import pippenger
 from proofflow.prover.r1cs import ConstraintSystem, UnsatisfiedConstraint
 from proofflow.prover.shared_staging import Lease, Mapping, SegmentError, SharedStaging
 from proofflow.prover.staging import Buffer, StagingPool
@@ -137,8 +138,11 @@ def ensure_key(directory: Path, circuit: str, log2: int, seed: int, backend="aut
 
 def key_bytes(pk: ProvingKey) -> int:
     """A proving key's footprint where the prover keeps it resident: its point tables' bytes
-    (what ``Backend.prepare`` uploads; on the device the same bytes, as Montgomery limbs)."""
-    return sum(getattr(pk, name).xy.nbytes for name in PK_TABLES)
+    (what ``Backend.prepare`` uploads; on the device the same bytes, as Montgomery limbs),
+    each times the copies its MSM plan precomputes within PROOFFLOW_MSM_PRECOMPUTE."""
+    spare = settings.msm_precompute_bytes()
+    shifts = {name: plan.shifts for name, plan in pippenger.proving_key_plans(pk, spare).items()} if spare else {}
+    return sum(getattr(pk, name).xy.nbytes * shifts.get(name, 1) for name in PK_TABLES)
 
 
 @dataclass(eq=False)

@@ -1,7 +1,8 @@
 """The curve kernels' templates on the CPU (tests/kernel_twin.py) against Python integers
 and arkworks: Fq and Fq2 arithmetic, XYZZ sequences with their edge cases, the fixed-base
-routine and the whole Pippenger pipeline of proofflow/prover/device/pippenger.py for G1 and G2, and a
-setup whose key tables come from the twin. No GPU needed; skipped without a C++ compiler."""
+routine, the whole Pippenger pipeline of proofflow/prover/device/pippenger.py for G1 and G2
+(plain, and over precomputed copies of the table), and a setup whose key tables come from
+the twin. No GPU needed; skipped without a C++ compiler."""
 from __future__ import annotations
 
 import re
@@ -206,10 +207,18 @@ def _table(group: str, n: int, rng) -> curve.PointTable:
     return curve.PointTable.from_points(group, pts)
 
 
-def _twin_msm(table: curve.PointTable, s: np.ndarray, c=None, piece=pippenger.PIECE):
+def _twin_points(table: curve.PointTable) -> np.ndarray:
     pts = np.ascontiguousarray(table.xy).view(np.uint64).reshape(len(table), -1).copy()
     EX.launch(f"to_montgomery_{table.group}", len(table), pts, np.uint64(len(table)))
-    return pippenger.msm(EX, table.group, pts, s, c, piece)
+    return pts
+
+
+def _twin_msm(table: curve.PointTable, s: np.ndarray, c=None, piece=pippenger.PIECE, plan=None):
+    plan = plan or (pippenger.Plan(c) if c else None)
+    pts = _twin_points(table)
+    if plan is not None and plan.shifts > 1:
+        pts = pippenger.precompute(EX, table.group, pts, plan)
+    return pippenger.msm(EX, table.group, pts, s, plan, piece)
 
 
 @pytest.mark.parametrize("group", ["g1", "g2"])
@@ -246,6 +255,77 @@ def test_msm_skewed_scalars_split_and_merge(group):
     assert _twin_msm(table, equal, piece=4) == curve.msm(table, equal)
     zero = fr.zeros(n)
     assert _twin_msm(table, zero) == curve.point_class(group).identity()
+
+
+# ---- precomputed multiples: the copies, and MSMs over them against arkworks and the plain path ----
+
+def canonical_rows(table: np.ndarray) -> np.ndarray:
+    """Affine Montgomery rows as the xy-LE bytes of prover/curve.py, one row a point."""
+    out = twin.field_op("fq", "from_mont", table.reshape(-1, 6))
+    return out.view(np.uint8).reshape(table.shape[0], -1)
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
+def test_precompute_copies_are_the_shifted_points(group):
+    """Copy k row i is 2^(c k) * P_i (infinity stays (0, 0)), over several launches and a
+    last batch shorter than SHIFT_BATCH."""
+    n, plan = 70, pippenger.Plan(5, 4)
+    table = _table(group, n, np.random.default_rng(70))
+    copies = pippenger.precompute(EX, group, _twin_points(table), plan, chunk=40)
+    assert copies.shape == (plan.shifts * n, pippenger.affine_limbs(group))
+    got = canonical_rows(copies)
+    points = table.points()
+    for k in range(plan.shifts):
+        want = [(p * curve.scalar(1 << (plan.c * k))).to_xy_bytes_le() for p in points]
+        assert [bytes(r) for r in got[k * n:(k + 1) * n]] == want, k
+    assert not got[n + 1].any()  # infinity, shifted
+
+
+PLANS = [pippenger.Plan(4, 64),  # every window in one bucket set
+         pippenger.Plan(5, 7),   # 52 windows in 8 groups, the last of 3
+         pippenger.Plan(7, 2),   # 37 windows in 19 groups, the last of 1
+         pippenger.Plan(10, 26)]  # 26 windows in one group
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
+@pytest.mark.parametrize("plan", PLANS, ids=str)
+def test_precomputed_msm_matches_arkworks_and_the_plain_path(group, plan):
+    n = 256
+    rng = np.random.default_rng(plan.c * 100 + plan.shifts)
+    table = _table(group, n, rng)
+    ints_ = EDGE_SCALARS + [P - 1] * 8 + [0] * 8 + fr.to_ints(fr.random(n - len(EDGE_SCALARS) - 16, rng))
+    s = fr.from_ints(ints_)
+    want = curve.msm(table, s)
+    assert _twin_msm(table, s, plan=plan) == want
+    assert _twin_msm(table, s, plan=pippenger.Plan(plan.c)) == want
+
+
+def test_precomputed_msm_at_1024_points():
+    rng = np.random.default_rng(71)
+    table = _table("g1", 1024, rng)
+    s = fr.random(1024, rng)
+    assert _twin_msm(table, s, plan=pippenger.Plan(8, 5)) == curve.msm(table, s)
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
+def test_precomputed_msm_skewed_scalars(group):
+    """Zeros, ones, all equal, all r - 1, and 90% ones and twos in pieces of 4 entries: a
+    group's bucket then takes the entries of its K windows from K copies."""
+    n, plan = 256, pippenger.Plan(6, 8)
+    rng = np.random.default_rng(72)
+    table = _table(group, n, rng)
+    vals = fr.to_ints(fr.random(n, rng))
+    cases = {"zeros": [0] * n, "ones": [1] * n, "equal": [vals[0]] * n, "max": [P - 1] * n,
+             "small": [int(k) if m else v for m, k, v in zip(rng.random(n) < 0.9, rng.integers(1, 3, n), vals)]}
+    for name, ints_ in cases.items():
+        s = fr.from_ints(ints_)
+        assert _twin_msm(table, s, plan=plan, piece=4) == curve.msm(table, s), name
+
+
+def test_msm_rejects_a_table_of_another_plan():
+    table = _table("g1", 16, np.random.default_rng(73))
+    with pytest.raises(ValueError, match="rows"):
+        pippenger.msm(EX, "g1", _twin_points(table), fr.random(16, np.random.default_rng(0)), pippenger.Plan(4, 2))
 
 
 # ---- setup with the twin's fixed-base: the same key bytes as the CPU path ----

@@ -128,10 +128,32 @@ def test_split_takes_pippenger_whole_above_the_dense_share(group, monkeypatch):
     assert split_msm(t, bits) == curve.msm(t, bits) and calls == []  # no other scalar: no Pippenger at all
 
 
+@pytest.mark.parametrize("group", ["g1", "g2"])
+@pytest.mark.parametrize("kind", ["mixed", "dense"])
+def test_split_msm_over_precomputed_copies(group, kind, monkeypatch):
+    """A table with precomputed copies: dense scalars take them (Pippenger under the plan),
+    a bit-heavy vector's ones and compacted rest the plain points, their first rows."""
+    rows = []
+    real = pippenger.msm
+
+    def spy(ex, grp, points, s, *args, **kwargs):
+        rows.append(points.shape[0])
+        return real(ex, grp, points, s, *args, **kwargs)
+    monkeypatch.setattr(pippenger, "msm", spy)
+    n, plan = 120, pippenger.Plan(8, 4)
+    rng = np.random.default_rng(11)
+    t, s = table(group, n, rng), scalars(kind, n, rng)
+    copies = pippenger.precompute(EX, group, device_points(t), plan)
+    assert sparse.msm(EX, EX, group, copies, s, plan=plan) == curve.msm(t, s)
+    assert (rows == [plan.shifts * n]) if kind == "dense" else (len(rows) == 1 and 0 < rows[0] < n)
+
+
 def test_split_msm_checks_shapes():
     t = table("g1", 4, np.random.default_rng(1))
     with pytest.raises(ValueError, match="4 points"):
         split_msm(t, fr.zeros(3))
+    with pytest.raises(ValueError, match="4 points"):
+        sparse.msm(EX, EX, "g1", device_points(t), fr.zeros(4), plan=pippenger.Plan(8, 2))
     with pytest.raises(ValueError, match="4 points but 3 scalars"):
         curve.msm_split(t, fr.zeros(3))
     empty = curve.PointTable("g1", np.zeros((0, 96), dtype=np.uint8))

@@ -20,20 +20,21 @@ template <class F> static void to_montgomery_all(u64 threads, u64* pts, u64 n) {
 TWIN void twin_to_montgomery_g1(u64 threads, u64* pts, u64 n) { to_montgomery_all<fq_t>(threads, pts, n); }
 TWIN void twin_to_montgomery_g2(u64 threads, u64* pts, u64 n) { to_montgomery_all<fq2_t>(threads, pts, n); }
 
-TWIN void twin_msm_count(u64 /*threads: n*/, const u32* scalars, u64 n, int c, int nwin, u32* counts) {
+TWIN void twin_msm_count(u64 /*threads: n*/, const u32* scalars, u64 n, int c, int nwin, int shifts, u32* counts) {
     int nb = 1 << (c - 1);
     for (u64 i = 0; i < n; i++) {
         u64 s[4];
         canonical_scalar(scalars, i, s);
         int carry = 0;
         for (int w = 0; w < nwin; w++) {
-            u32 slot = digit_slot(w, window_digit(s, w, c, carry), nb);
+            u32 slot = digit_slot(w, shifts, window_digit(s, w, c, carry), nb);
             if (slot != NO_SLOT) counts[slot]++;
         }
     }
 }
 
-TWIN void twin_msm_scatter(u64 /*threads: n*/, const u32* scalars, u64 n, int c, int nwin, u32* cursor, u32* entries) {
+TWIN void twin_msm_scatter(u64 /*threads: n*/, const u32* scalars, u64 n, int c, int nwin, int shifts, u32* cursor,
+                           u32* entries) {
     int nb = 1 << (c - 1);
     for (u64 i = 0; i < n; i++) {
         u64 s[4];
@@ -41,8 +42,8 @@ TWIN void twin_msm_scatter(u64 /*threads: n*/, const u32* scalars, u64 n, int c,
         int carry = 0;
         for (int w = 0; w < nwin; w++) {
             int d = window_digit(s, w, c, carry);
-            u32 slot = digit_slot(w, d, nb);
-            if (slot != NO_SLOT) entries[cursor[slot]++] = (u32)i | (d < 0 ? 0x80000000u : 0u);
+            u32 slot = digit_slot(w, shifts, d, nb);
+            if (slot != NO_SLOT) entries[cursor[slot]++] = digit_entry(i, n, w, shifts, d);
         }
     }
 }
@@ -61,9 +62,13 @@ TWIN void twin_msm_scatter(u64 /*threads: n*/, const u32* scalars, u64 n, int c,
             combine_body<F>(in, start, len, group_seg, seg_first, size, k, out);                         \
     }                                                                                                    \
     TWIN void twin_msm_reduce_##G(u64 threads, const u64* parts, const u32* first, const u32* len, int nb, \
-                                  int nwin, int chunks, u64* out) {                                      \
-        for (int t = 0; (u64)t < threads && t < nwin * chunks; t++)                                      \
+                                  int nsets, int chunks, u64* out) {                                     \
+        for (int t = 0; (u64)t < threads && t < nsets * chunks; t++)                                     \
             reduce_body<F>(parts, first, len, nb, chunks, t, out);                                       \
+    }                                                                                                    \
+    TWIN void twin_msm_shift_##G(u64 threads, const u64* src, u64* dst, u64* tmp, u64 n, int dbls,       \
+                                 u32 batch) {                                                            \
+        for (u64 t = 0; t < threads && t * batch < n; t++) shift_body<F>(src, dst, tmp, n, dbls, batch, t); \
     }                                                                                                    \
     TWIN void twin_fixed_base_##G(u64 threads, const u64* table, const u32* scalars, u64 n, u64* out) {  \
         for (u64 i = 0; i < threads && i < n; i++) fixed_base_body<F>(table, scalars, i, out);           \

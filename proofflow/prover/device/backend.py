@@ -16,9 +16,10 @@ from functools import lru_cache
 import cupy as cp
 import numpy as np
 
+from proofflow import settings
 from proofflow.prover import curve
 from proofflow.prover.device import source as kernels
-from proofflow.prover.device import fixed_base, msm as gpu_msm, sparse, stream_gate
+from proofflow.prover.device import fixed_base, msm as gpu_msm, pippenger, sparse, stream_gate
 from proofflow.prover.backend.base import Backend, Transfer
 from proofflow.prover.field import fr
 from proofflow.prover.polynomial.domain import Radix2Domain
@@ -184,9 +185,12 @@ class GpuBackend(Backend):
         cp.cuda.get_current_stream().synchronize()
 
     def prepare(self, pk):
-        tables = [pk.a_query, pk.b_g1_query, pk.l_query, pk.h_query] + ([] if self.g2_on_host else [pk.b_g2_query])
-        for table in tables:
-            gpu_msm.device_points(table)
+        """The key's tables on the device, each with the precomputed copies of its plan: the
+        plans ``pipeline.key_bytes`` counts, so the key budget covers them."""
+        plans = pippenger.proving_key_plans(pk, settings.msm_precompute_bytes())
+        for name, plan in plans.items():
+            if name != "b_g2_query" or not self.g2_on_host:
+                gpu_msm.device_points(getattr(pk, name), plan)
         cp.cuda.get_current_stream().synchronize()
 
     def upload(self, host, kind=None):
@@ -210,8 +214,9 @@ class GpuBackend(Backend):
         if table.group == "g2" and self.g2_on_host:
             return curve.msm_split(table, scalars)
         s = cp.ascontiguousarray(cp.asarray(scalars))
+        plan = gpu_msm.resident_plan(table)
         return sparse.msm(_bitsum_executor(cp.cuda.runtime.getDevice(), table.group), gpu_msm.executor(table.group),
-                          table.group, gpu_msm.device_points(table), s)
+                          table.group, gpu_msm.device_points(table, plan), s, plan=plan)
 
     def fixed_base(self, group, scalars, progress=None):
         if group not in curve.XY_BYTES:

@@ -9,6 +9,12 @@
 // number of entries, one thread a piece, so that a bucket holding many entries (skewed
 // scalars) does not serialize on one thread.
 //
+// Precomputed multiples: a table may hold K ("shifts") copies of its n points, copy k
+// scaled by 2^(c k) (rows k n .. k n + n - 1, built once by msm_shift). Window w's digit d
+// of scalar i then stands for d * 2^(c (w mod K)) * P_i, point (w mod K) n + i of that
+// table, times 2^(c K (w div K)): the K windows of one group w div K share a bucket set,
+// and the bucket reductions fall from one a window to one a group. K = 1 is the plain MSM.
+//
 // Each kernel's per-thread work is a template body (PF_HD): the extern "C" kernels at the
 // end instantiate it per group, and the CPU twin (tests/kernel_twin.cpp) runs the same
 // bodies in a loop on the host.
@@ -34,8 +40,18 @@ PF_INLINE int window_digit(const u64* s, int w, int c, int& carry) {
 
 #define NO_SLOT 0xffffffffu
 
-// Bucket slot of window w's digit d: w * (nb + 1) + |d|, NO_SLOT for a zero digit.
-PF_INLINE u32 digit_slot(int w, int d, int nb) { return d ? w * (nb + 1) + (d < 0 ? -d : d) : NO_SLOT; }
+// Bucket slot of window w's digit d: g * (nb + 1) + |d| in the bucket set g = w / shifts of
+// its group, NO_SLOT for a zero digit.
+PF_INLINE u32 digit_slot(int w, int shifts, int d, int nb) {
+    return d ? w / shifts * (nb + 1) + (d < 0 ? -d : d) : NO_SLOT;
+}
+
+// The bucket entry of window w's digit d of scalar i: point (w mod shifts) n + i of the
+// table (the copy scaled by 2^(c (w mod shifts))), the digit's sign in the top bit. The
+// host keeps shifts * n <= 2^31.
+PF_INLINE u32 digit_entry(u64 i, u64 n, int w, int shifts, int d) {
+    return (u32)((u64)(w % shifts) * n + i) | (d < 0 ? 0x80000000u : 0u);
+}
 
 // Piece k of a segment list cut into pieces of at most `size` items: segment seg of
 // len[seg] items from start[seg] has ceil(len / size) pieces first[seg], first[seg] + 1, ...
@@ -81,9 +97,10 @@ template <class F> PF_INLINE void combine_body(const u64* in, const u32* start, 
     xyzz_store(out + 4ull * F::U64 * k, acc);
 }
 
-// Bucket reduction in chunks: thread t = (w, k) takes buckets lo..hi-1 (numbered from 1)
-// and returns sum_b b * B_b over them as running sums plus (lo - 1) * (sum of B_b). Bucket
-// (w, b) is slot w * (nb + 1) + b, its sum at parts[first[slot]] if it has one (len <= 1).
+// Bucket reduction in chunks: thread t = (w, k) takes buckets lo..hi-1 (numbered from 1) of
+// bucket set w (a window, or a group of windows) and returns sum_b b * B_b over them as
+// running sums plus (lo - 1) * (sum of B_b). Bucket (w, b) is slot w * (nb + 1) + b, its
+// sum at parts[first[slot]] if it has one (len <= 1).
 template <class F> PF_INLINE void reduce_body(const u64* parts, const u32* first, const u32* len, int nb,
                                          int chunks, int t, u64* out) {
     int w = t / chunks, k = t % chunks, per = (nb + chunks - 1) / chunks;
@@ -103,6 +120,46 @@ template <class F> PF_INLINE void reduce_body(const u64* parts, const u32* first
     xyzz_store(out + 4ull * F::U64 * t, xyzz_add(acc, extra));
 }
 
+// 2^dbls * (x, y) for dbls >= 1, infinity for (0, 0).
+template <class F> PF_INLINE xyzz_t<F> affine_shift(const F& x, const F& y, int dbls) {
+    if (f_is_zero(x) && f_is_zero(y)) return xyzz_inf<F>();
+    xyzz_t<F> p = affine_dbl(x, y);
+    for (int k = 1; k < dbls; k++) p = xyzz_dbl(p);
+    return p;
+}
+
+// Batch t of `batch` consecutive points of a precomputed table's copy: dst[j] =
+// 2^dbls * src[j], affine Montgomery, j < n. One inversion a batch (Montgomery's trick)
+// instead of one a point: the XYZZ multiples wait in tmp (4 coordinates a point) and
+// the running product of the batch's zz * zzz before point j in dst[j]'s x, until the
+// backward pass turns the batch's inverse into each point's and overwrites them.
+template <class F> PF_INLINE void shift_body(const u64* src, u64* dst, u64* tmp, u64 n, int dbls, u32 batch,
+                                             u64 t) {
+    u64 lo = t * batch, hi = lo + batch < n ? lo + batch : n;
+    F run = f_one<F>();
+    for (u64 j = lo; j < hi; j++) {
+        const u64* s = src + 2ull * F::U64 * j;
+        xyzz_t<F> p = affine_shift(f_load<F>(s), f_load<F>(s + F::U64), dbls);
+        xyzz_store(tmp + 4ull * F::U64 * j, p);
+        f_store(dst + 2ull * F::U64 * j, run);
+        if (!xyzz_is_inf(p)) run = f_mul(run, f_mul(p.zz, p.zzz));
+    }
+    F inv = f_inv(run);  // 1 / (the batch's product of zz * zzz)
+    for (u64 j = hi; j-- > lo;) {
+        xyzz_t<F> p = xyzz_load<F>(tmp + 4ull * F::U64 * j);
+        u64* o = dst + 2ull * F::U64 * j;
+        if (xyzz_is_inf(p)) {
+            f_store(o, f_zero<F>());
+            f_store(o + F::U64, f_zero<F>());
+            continue;
+        }
+        F zz_zzz = f_mul(p.zz, p.zzz), i = f_mul(inv, f_load<F>(o));  // i = 1 / (zz * zzz)
+        inv = f_mul(inv, zz_zzz);  // now 1 / (the product before point j)
+        f_store(o, f_mul(p.x, f_mul(i, p.zzz)));         // X / ZZ
+        f_store(o + F::U64, f_mul(p.y, f_mul(i, p.zz)));  // Y / ZZZ
+    }
+}
+
 #ifdef __CUDACC__
 // ---- kernels (the scalar sort is the same for both groups) ----
 
@@ -117,25 +174,25 @@ template <class F> PF_INLINE void reduce_body(const u64* parts, const u32* first
     int carry = 0, nb = 1 << (c - 1), lane = threadIdx.x & 31;                \
     for (int w = 0; w < nwin; w++) {                                          \
         int d = window_digit(s, w, c, carry);                                 \
-        u32 slot = digit_slot(w, d, nb);                                      \
+        u32 slot = digit_slot(w, shifts, d, nb);                              \
         u32 peers = __match_any_sync(0xffffffffu, slot);                      \
         int leader = __ffs(peers) - 1;                                        \
         if (slot != NO_SLOT) { BODY }                                         \
     }
 
 // counts[slot] += 1 for every non-zero digit
-extern "C" __global__ void msm_count(const u32* scalars, u64 n, int c, int nwin, u32* counts) {
+extern "C" __global__ void msm_count(const u32* scalars, u64 n, int c, int nwin, int shifts, u32* counts) {
     FOR_EACH_SLOT(if (lane == leader) atomicAdd(&counts[slot], (u32)__popc(peers));)
 }
 
 // Place each (point, sign) into its bucket's slice: cursor starts at the slices' offsets.
-extern "C" __global__ void msm_scatter(const u32* scalars, u64 n, int c, int nwin, u32* cursor,
+extern "C" __global__ void msm_scatter(const u32* scalars, u64 n, int c, int nwin, int shifts, u32* cursor,
                                        u32* entries) {
     FOR_EACH_SLOT(
         u32 base = 0;
         if (lane == leader) base = atomicAdd(&cursor[slot], (u32)__popc(peers));
         base = __shfl_sync(peers, base, leader);
-        entries[base + __popc(peers & ((1u << lane) - 1))] = (u32)i | (d < 0 ? 0x80000000u : 0u);)
+        entries[base + __popc(peers & ((1u << lane) - 1))] = digit_entry(i, n, w, shifts, d);)
 }
 
 // Per group: the same bodies, launch bounds for its register needs. G1's accumulation runs
@@ -159,10 +216,15 @@ extern "C" __global__ void msm_scatter(const u32* scalars, u64 n, int c, int nwi
         if (k < ngroups) combine_body<F>(in, start, len, group_seg, seg_first, size, k, out);     \
     }                                                                                              \
     extern "C" __global__ void __launch_bounds__(128) msm_reduce_##G(                              \
-            const u64* parts, const u32* first, const u32* len, int nb, int nwin, int chunks,      \
+            const u64* parts, const u32* first, const u32* len, int nb, int nsets, int chunks,     \
             u64* out) {                                                                            \
         int t = blockIdx.x * blockDim.x + threadIdx.x;                                             \
-        if (t < nwin * chunks) reduce_body<F>(parts, first, len, nb, chunks, t, out);             \
+        if (t < nsets * chunks) reduce_body<F>(parts, first, len, nb, chunks, t, out);            \
+    }                                                                                              \
+    extern "C" __global__ void __launch_bounds__(128) msm_shift_##G(                               \
+            const u64* src, u64* dst, u64* tmp, u64 n, int dbls, u32 batch) {                      \
+        u64 t = (u64)blockIdx.x * blockDim.x + threadIdx.x;                                        \
+        if (t * batch < n) shift_body<F>(src, dst, tmp, n, dbls, batch, t);                        \
     }
 
 // One module per group (prover.kernels.load(..., group=...)): a G1 user never waits for

@@ -2,8 +2,10 @@
 ``proofflow/prover/device/msm.cu``) on CuPy.
 
 A point table is uploaded once per device and kept resident (``PointTable.device_cache``),
-converted to Montgomery form there. Each group's kernels are a module of their own, so a
-G1-only user never compiles the G2 ones.
+converted to Montgomery form there; a plan with precomputed copies (``pippenger.Plan``)
+builds them there from it, once, and keeps them in its place. An MSM runs under the plan
+of the table's resident copies unless told otherwise. Each group's kernels are a module
+of their own, so a G1-only user never compiles the G2 ones.
 """
 from __future__ import annotations
 
@@ -49,17 +51,39 @@ def executor(group: str) -> CupyExecutor:
     return _EXECUTORS[group]
 
 
-def device_points(table: curve.PointTable) -> cp.ndarray:
-    """The table's points on the current device: (n, 12) uint64 for G1, (n, 24) for G2,
-    affine Montgomery."""
-    key = (f"{table.group}-affine-mont", cp.cuda.runtime.getDevice())
+def _key(table: curve.PointTable) -> tuple:
+    """The cache key of the table's plain points on the current device; its precomputed
+    copies are under this key + (plan,), one plan a device."""
+    return f"{table.group}-affine-mont", cp.cuda.runtime.getDevice()
+
+
+def device_points(table: curve.PointTable, plan: pippenger.Plan | None = None) -> cp.ndarray:
+    """The table's points on the current device, affine Montgomery: (n, 12) uint64 for
+    G1, (n, 24) for G2; for a plan of shifts > 1, its (shifts * n)-row table of copies,
+    built here the first time. The plain points are then its first n rows (a view), and
+    the copies of another plan are dropped."""
+    key = _key(table)
     if key not in table.device_cache:
         width = pippenger.affine_limbs(table.group)
         pts = cp.asarray(np.ascontiguousarray(table.xy).view(np.uint64).reshape(-1, width))
         n = pts.shape[0]
         executor(table.group).launch(f"to_montgomery_{table.group}", n, pts, np.uint64(n))
         table.device_cache[key] = pts
-    return table.device_cache[key]
+    if plan is None or plan.shifts == 1:
+        return table.device_cache[key]
+    if key + (plan,) not in table.device_cache:
+        for old in [k for k in table.device_cache if k[:2] == key and len(k) == 3]:
+            del table.device_cache[old]
+        copies = pippenger.precompute(executor(table.group), table.group, table.device_cache[key], plan)
+        table.device_cache[key + (plan,)] = copies
+        table.device_cache[key] = copies[:len(table)]
+    return table.device_cache[key + (plan,)]
+
+
+def resident_plan(table: curve.PointTable) -> pippenger.Plan:
+    """The plan of the table's precomputed copies on the current device, else the plain one."""
+    key = _key(table)
+    return next((k[2] for k in table.device_cache if k[:2] == key and len(k) == 3), pippenger.plain(len(table)))
 
 
 class _Spans:
@@ -80,29 +104,31 @@ class _Spans:
 
 
 def msm(table: curve.PointTable, scalars, c: int | None = None, spans: dict | None = None,
-        piece: int = PIECE):
+        piece: int = PIECE, plan: pippenger.Plan | None = None):
     """sum scalars[i] * table[i] in the table's group; ``scalars`` an Fr vector on the host
-    or the device. ``spans``, if given, receives each step's device time in ms (it
-    synchronizes)."""
+    or the device. Under ``plan`` (its copies built first if need be), else the plain plan
+    with digits of ``c`` bits if given, else ``resident_plan``. ``spans``, if given,
+    receives each step's device time in ms (it synchronizes)."""
     n = len(table)
     if scalars.shape != (n, 4):
         raise ValueError(f"{n} points but scalars of shape {scalars.shape}")
     if n == 0:
         return curve.point_class(table.group).identity()
-    pts = device_points(table)
+    plan = plan or (pippenger.Plan(c) if c else resident_plan(table))
+    pts = device_points(table, plan)
     s = cp.ascontiguousarray(cp.asarray(scalars))
-    return pippenger.msm(executor(table.group), table.group, pts, s, c, piece, _Spans(spans).mark)
+    return pippenger.msm(executor(table.group), table.group, pts, s, plan, piece, _Spans(spans).mark)
 
 
 def msm_g1(table: curve.PointTable, scalars, c: int | None = None, spans: dict | None = None,
-           piece: int = PIECE):
+           piece: int = PIECE, plan: pippenger.Plan | None = None):
     if table.group != "g1":
         raise ValueError(f"msm_g1 takes a G1 table, got {table.group}")
-    return msm(table, scalars, c, spans, piece)
+    return msm(table, scalars, c, spans, piece, plan)
 
 
 def msm_g2(table: curve.PointTable, scalars, c: int | None = None, spans: dict | None = None,
-           piece: int = PIECE):
+           piece: int = PIECE, plan: pippenger.Plan | None = None):
     if table.group != "g2":
         raise ValueError(f"msm_g2 takes a G2 table, got {table.group}")
-    return msm(table, scalars, c, spans, piece)
+    return msm(table, scalars, c, spans, piece, plan)

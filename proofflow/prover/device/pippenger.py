@@ -3,9 +3,19 @@
 A call cuts the scalars into signed c-bit digits, counting-sorts (point, sign) pairs into
 buckets, sums each bucket in pieces of at most ``PIECE`` entries (one thread a piece) and
 merges the pieces' sums ``GROUP`` at a time, so no thread's work grows with a bucket's
-size; it then reduces each window's buckets to sum b * B_b in ``CHUNKS`` chunks a window
-and brings back one point per window; the host combines the windows (sum 2^(c*w) * W_w)
-with arkworks and returns an arkworks point.
+size; it then reduces each window's buckets to sum b * B_b in chunks (``CHUNKS`` or more
+a window) and brings back one point per window; the host combines the windows
+(sum 2^(c*w) * W_w) with arkworks and returns an arkworks point.
+
+Precomputed multiples: a proving key's points never change, so a table may be kept with K
+copies (``Plan.shifts``), copy k scaled by 2^(c*k) (``precompute``, once per key, on the
+executor: c doublings a copy from the one before, one inversion per ``SHIFT_BATCH``
+points). Window w then reads copy w mod K and shares the buckets of its group w div K
+with up to K - 1 other windows: ceil(256/c) windows collapse to ceil(windows/K) groups,
+each reduced once and combined with 2^(c*K*g), so wider digits (fewer windows, fewer
+additions) pay off. ``key_plans`` picks c and K for each table of a key from an estimated
+cost within a byte budget for the copies; K = 1 is the plain MSM, the same launches as
+without precomputation.
 
 The steps run on an ``Executor``: an array module (CuPy on the GPU, numpy for the CPU twin
 of the kernels in tests/kernel_twin.py) and a way to launch a kernel over n threads. This
@@ -13,18 +23,26 @@ module imports neither CuPy nor a compiler.
 """
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable, Protocol
 
 import numpy as np
 
 from proofflow.prover import curve
+from proofflow.prover.groth16.data_structures import PK_TABLES
 
 Q = 0x1A0111EA397FE69A4B1BA7B6434BACD764774B84F38512BF6730D2A0F6B0F6241EABFFFEB153FFFFB9FEFFFFFFFFAAAB
 FQ_LIMBS = 6  # u64 limbs of an Fq element
 COORD_LIMBS = {"g1": FQ_LIMBS, "g2": 2 * FQ_LIMBS}  # limbs of one coordinate (Fq, Fq2)
 PIECE = 128  # most bucket entries one thread adds
 GROUP = 8  # most partial sums one thread adds in a merging step
-CHUNKS = 2048  # bucket-reduction threads per window (at most one per bucket)
+CHUNKS = 2048  # fewest bucket-reduction threads a bucket set gets (at most one a bucket)
+REDUCE_THREADS = 16 * CHUNKS  # bucket-reduction threads spread over an MSM's bucket sets
+ENTRY_POINTS = 1 << 31  # a bucket entry indexes the table's rows in 31 bits (the top bit: the sign)
+SHIFT_BATCH = 32  # points of a copy a thread of ``precompute`` takes, with one inversion
+SHIFT_CHUNK = 1 << 22  # points a ``precompute`` launch takes: its XYZZ scratch is 768 MiB for G1
 
 
 class Executor(Protocol):
@@ -51,6 +69,97 @@ def window_bits(n: int) -> int:
     window holds nothing but carries, all in bucket 1, and one thread adds half the points
     serially (measured: 22 s instead of 83 ms at 2^20 on the H200)."""
     return 16 if n >= 1 << 16 else 8 if n >= 1 << 8 else 4
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How an MSM cuts its scalars and reads its table: signed ``c``-bit digits in
+    ``windows`` windows, the table held as ``shifts`` copies (1: the points alone), window
+    w reading copy w mod shifts and summed into bucket set w div shifts of ``groups``."""
+    c: int
+    shifts: int = 1
+
+    def __post_init__(self):  # c <= 24: a bucket set's slots in 2^23 + 1 counters
+        if not 2 <= self.c <= 24 or not 1 <= self.shifts <= self.windows:
+            raise ValueError(f"no MSM plan with c = {self.c} and {self.shifts} shifts")
+
+    @property
+    def windows(self) -> int:
+        return -(-256 // self.c)
+
+    @property
+    def groups(self) -> int:
+        return -(-self.windows // self.shifts)
+
+
+def plain(n: int) -> Plan:
+    """The plan without precomputed copies."""
+    return Plan(window_bits(n))
+
+
+# ---- choosing a key's plans ----
+
+# Estimated MSM time in units of one digit's sort and mixed addition (~0.71 ns for G1),
+# fitted to the G1 MSM's phases under 13 plans at 2^22 and 2^24 on the H200, within ~8%
+# (bench/gpu-notes.md): a digit costs 1 + DIVERGENCE / sqrt(m) with m digits a bucket on
+# average (likely: a warp's threads finish together only when its pieces are about equally
+# long, and bucket sizes spread as sqrt(m)), a bucket's reduction BUCKET_COST (~4 ns).
+DIVERGENCE = 5.6
+BUCKET_COST = 6
+ADD_WEIGHT = {"g1": 1.0, "g2": 4.0}  # a G2 MSM took ~4x the G1 one's time (2^22, 2^24)
+MIN_GAIN = 0.005  # each copy a step adds must save this much of the table's plain MSM
+C_RANGE = range(4, 25)  # digit widths of precomputed plans
+
+
+def cost(plan: Plan, n: int) -> float:
+    """Estimated time of an MSM of n points under ``plan``."""
+    digits, buckets = n * plan.windows, plan.groups << (plan.c - 1)
+    return digits * (1 + DIVERGENCE / math.sqrt(max(digits, 1) / buckets)) + BUCKET_COST * buckets
+
+
+@lru_cache(maxsize=256)
+def _candidates(n: int) -> tuple[Plan, ...]:
+    """Every precomputed plan for n points whose entries fit 31 bits."""
+    return tuple(Plan(c, k) for c in C_RANGE for k in range(2, Plan(c).windows + 1) if k * n <= ENTRY_POINTS)
+
+
+@lru_cache(maxsize=64)
+def key_plans(tables: tuple[tuple[str, int], ...], spare: int) -> tuple[Plan, ...]:
+    """The plan of each table of a key (a tuple of (group, points)) when the key's copies may
+    take ``spare`` bytes beyond its tables. Greedily, a step at a time, one table moves to
+    a plan of more copies: the step that saves the most estimated time (a G2 addition
+    weighing ``ADD_WEIGHT`` G1 ones) per byte it adds, among those that fit the bytes left
+    and save ``MIN_GAIN`` of their table's plain cost for each copy they add. G2 points
+    save about twice what G1 ones do per byte, so a key's G2 table gets copies first.
+    ``spare`` = 0: every table plain."""
+    plans = [plain(n) for _, n in tables]
+    left = spare
+    while True:
+        best = None  # (time saved a byte, table, plan, bytes)
+        for t, (group, n) in enumerate(tables):
+            now, floor = plans[t], MIN_GAIN * cost(plain(n), n)
+            for cand in _candidates(n) if n else ():
+                added, saved = cand.shifts - now.shifts, cost(now, n) - cost(cand, n)
+                nbytes = added * n * curve.XY_BYTES[group]
+                if added > 0 and nbytes <= left and saved >= floor * added:
+                    rate = ADD_WEIGHT[group] * saved / nbytes
+                    if best is None or rate > best[0]:
+                        best = (rate, t, cand, nbytes)
+        if best is None:
+            return tuple(plans)
+        _, t, plans[t], nbytes = best
+        left -= nbytes
+
+
+def proving_key_plans(pk, spare: int) -> dict[str, Plan]:
+    """``key_plans`` for the tables of a proving key, by name."""
+    plans = key_plans(tuple((group, len(getattr(pk, name))) for name, group in PK_TABLES.items()), spare)
+    return dict(zip(PK_TABLES, plans))
+
+
+def copy_bytes(tables, plans) -> int:
+    """Device bytes the precomputed copies of ``plans`` add to ``tables`` ((group, points) each)."""
+    return sum((p.shifts - 1) * n * curve.XY_BYTES[group] for (group, n), p in zip(tables, plans))
 
 
 def _coordinate(limbs: np.ndarray, group: str):
@@ -112,20 +221,40 @@ def _merge(ex: Executor, group: str, parts, first, lens):
     return parts, first, lens
 
 
-def msm(ex: Executor, group: str, points, scalars, c: int | None = None, piece: int = PIECE,
+def precompute(ex: Executor, group: str, points, plan: Plan, chunk: int = SHIFT_CHUNK):
+    """The table ``msm`` takes under ``plan`` for the n points ``points`` (affine Montgomery,
+    (n, ``affine_limbs(group)``) on the executor): ``plan.shifts`` copies, copy k =
+    2^(c*k) * points in rows k*n .. k*n + n - 1, each made from the one before."""
+    xp, n = ex.xp, points.shape[0]
+    out = xp.empty((plan.shifts * n, affine_limbs(group)), dtype=xp.uint64)
+    out[:n] = points
+    tmp = xp.empty(min(n, chunk) * xyzz_limbs(group), dtype=xp.uint64)
+    for k in range(1, plan.shifts):
+        for lo in range(0, n, chunk):
+            m = min(chunk, n - lo)
+            src, dst = out[(k - 1) * n + lo:][:m], out[k * n + lo:][:m]
+            ex.launch(f"msm_shift_{group}", -(-m // SHIFT_BATCH),
+                      src, dst, tmp, np.uint64(m), np.int32(plan.c), np.uint32(SHIFT_BATCH))
+    return out
+
+
+def msm(ex: Executor, group: str, points, scalars, plan: Plan | None = None, piece: int = PIECE,
         mark: Callable[[str | None], None] = lambda name: None):
-    """sum scalars[i] * points[i]: ``points`` the table on the executor (n affine Montgomery
-    points, ``affine_limbs(group)`` u64 limbs each), ``scalars`` an (n, 4) Fr vector.
+    """sum scalars[i] * P_i: ``points`` the table on the executor under ``plan`` (default
+    ``plain(n)``): the n affine Montgomery points P_i, ``affine_limbs(group)`` u64 limbs
+    each, or ``precompute``'s copies of them; ``scalars`` an (n, 4) Fr vector.
     ``mark(step)`` is called as each step starts (``None`` at the end), for timing."""
     xp, n = ex.xp, scalars.shape[0]
-    c = c or window_bits(n)
-    nwin, nb = -(-256 // c), 1 << (c - 1)
-    chunks = min(nb, CHUNKS)
+    plan = plan or plain(n)
+    if points.shape[0] != plan.shifts * n or plan.shifts * n > ENTRY_POINTS:
+        raise ValueError(f"a table of {points.shape[0]} rows for {n} scalars and {plan}")
+    c, nsets, nb = plan.c, plan.groups, 1 << (plan.c - 1)
+    chunks = min(nb, max(CHUNKS, REDUCE_THREADS // nsets))  # a few bucket sets still fill the device
     width = xyzz_limbs(group)
-    args = (scalars, np.uint64(n), np.int32(c), np.int32(nwin))
+    args = (scalars, np.uint64(n), np.int32(c), np.int32(plan.windows), np.int32(plan.shifts))
     mark("sort")
 
-    counts = xp.zeros(nwin * (nb + 1), dtype=xp.uint32)
+    counts = xp.zeros(nsets * (nb + 1), dtype=xp.uint32)
     ex.launch("msm_count", n, *args, counts)
     offsets = xp.cumsum(counts, dtype=xp.uint64)
     total = int(offsets[-1])
@@ -141,16 +270,16 @@ def msm(ex: Executor, group: str, points, scalars, c: int | None = None, piece: 
     mark("merge")
     parts, first, lens = _merge(ex, group, parts, first, lens)
     mark("reduce")
-    partial = xp.empty(nwin * chunks * width, dtype=xp.uint64)
-    ex.launch(f"msm_reduce_{group}", nwin * chunks,
-              parts, first, lens, np.int32(nb), np.int32(nwin), np.int32(chunks), partial)
-    windows, _, _ = _merge(ex, group, partial, xp.arange(0, nwin * chunks, chunks, dtype=xp.uint32),
-                           xp.full(nwin, chunks, dtype=xp.uint32))
+    partial = xp.empty(nsets * chunks * width, dtype=xp.uint64)
+    ex.launch(f"msm_reduce_{group}", nsets * chunks,
+              parts, first, lens, np.int32(nb), np.int32(nsets), np.int32(chunks), partial)
+    sets, _, _ = _merge(ex, group, partial, xp.arange(0, nsets * chunks, chunks, dtype=xp.uint32),
+                        xp.full(nsets, chunks, dtype=xp.uint32))
 
     mark("combine")
-    host = ex.host(windows).reshape(nwin, width)
+    host = ex.host(sets).reshape(nsets, width)
     cls = curve.point_class(group)
     result = cls.multiexp_unchecked([to_affine(row, group) for row in host],
-                                    [curve.scalar(1 << (c * w)) for w in range(nwin)])
+                                    [curve.scalar(1 << (c * plan.shifts * g)) for g in range(nsets)])
     mark(None)
     return result

@@ -11,8 +11,9 @@ launch); the others' indices are gathered and their points and scalars copied in
 temporaries for Pippenger, whose window width then follows their count.
 
 A vector with more than ``DENSE_SHARE`` of other scalars (MiMC's witness, random ones)
-goes to Pippenger whole, as before, after one counting pass: compacting it would copy most
-of the table (1.6 GB of G1 points at 2^24) to save little. Below that share the
+goes to Pippenger whole, as before, after one counting pass, over the table's precomputed
+copies if it has them (``pippenger.Plan``): compacting it would copy most of the table (1.6
+GB of G1 points at 2^24) to save little. The compacted rest takes the plain points. Below that share the
 temporaries (a quarter of the table's points and scalars at most, Pippenger's scratch for
 them, the classes and indices: ~90 bytes a point for G2) stay under the G2 MSM scratch
 that ``proofflow.resources`` counts a proof (~121 bytes a point).
@@ -62,20 +63,25 @@ def point_sum(ex: Executor, group: str, points, idx):
     return pippenger.to_affine(ex.host(parts), group)
 
 
-def msm(ex: Executor, msm_ex: Executor, group: str, points, scalars, dense_share: float = DENSE_SHARE):
-    """sum scalars[i] * points[i]: ``points`` the table on the executors (n affine Montgomery
-    points, an (n, ``pippenger.affine_limbs(group)``) u64 array), ``scalars`` an (n, 4) Fr
-    vector, split by value unless more than ``dense_share`` of them are neither 0 nor 1."""
+def msm(ex: Executor, msm_ex: Executor, group: str, points, scalars, dense_share: float = DENSE_SHARE,
+        plan: pippenger.Plan | None = None):
+    """sum scalars[i] * P_i: ``points`` the table on the executors under ``plan`` (default
+    the plain one): an (n, ``pippenger.affine_limbs(group)``) u64 array of the n affine
+    Montgomery points P_i, or ``pippenger.precompute``'s copies (the points first);
+    ``scalars`` an (n, 4) Fr vector, split by value unless more than ``dense_share`` of
+    them are neither 0 nor 1."""
     xp, n = ex.xp, scalars.shape[0]
-    if points.shape != (n, pippenger.affine_limbs(group)):
-        raise ValueError(f"{points.shape[0]} points of {points.shape[1:]} limbs but {n} scalars")
+    plan = plan or pippenger.plain(n)
+    if points.shape != (plan.shifts * n, pippenger.affine_limbs(group)):
+        raise ValueError(f"{points.shape[0]} points of {points.shape[1:]} limbs but {n} scalars and {plan}")
     if n == 0:
         return curve.point_class(group).identity()
     cls = classify(ex, scalars)
     if int(xp.count_nonzero(cls == OTHER)) > dense_share * n:
-        return pippenger.msm(msm_ex, group, points, scalars)
-    total = point_sum(ex, group, points, xp.flatnonzero(cls == ONE).astype(xp.uint32))
+        return pippenger.msm(msm_ex, group, points, scalars, plan)
+    plain = points[:n]
+    total = point_sum(ex, group, plain, xp.flatnonzero(cls == ONE).astype(xp.uint32))
     other = xp.flatnonzero(cls == OTHER)
     if other.shape[0]:
-        total = total + pippenger.msm(msm_ex, group, points[other], scalars[other])
+        total = total + pippenger.msm(msm_ex, group, plain[other], scalars[other])
     return total
