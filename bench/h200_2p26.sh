@@ -3,6 +3,7 @@
 # back to back (the machine stays warm 30 s between calls; a call is at most 10 minutes):
 #   carry .whl; command: bash bench/h200_2p26.sh setup     # kernels, the 2^26 key on the GPU
 #   carry .whl; command: bash bench/h200_2p26.sh run       # bench.pipeline: proofflow, proofflow-pageable
+#                                                          # (then bench.staging at 2^26 unless STAGING_BENCH=0)
 # (.whl/ from `bash bench/gpu_wheels.sh`). Where things go on the 64 GiB disk / 128 GiB host:
 # the key (38.6 GB) on disk under /root/pf, the constraint-system cache (16 GB) and the shared
 # staging (PROOFFLOW_STAGING_BUDGET, 3 partitions of 8.6 GB) in /dev/shm. `setup` also asks
@@ -50,7 +51,7 @@ python3 -m bench.pipeline --backend gpu --log2 26 --partitions 4 --warmup 1 --de
 rc=${PIPESTATUS[0]}
 left=$(( 560 - (SECONDS - t0) ))
 rm -rf /dev/shm/pf-staging  # the runs' idle segments: room for the benchmark's
-if [ "$left" -gt 60 ]; then
+if [ "${STAGING_BENCH:-1}" = 1 ] && [ "$left" -gt 60 ]; then  # STAGING_BENCH=0: the runs alone
     timeout -k 5 "$left" python3 -m bench.staging --log2 26 --reps 3 --out "$OUT/staging-h200-2p26.json" 2>&1 | tail -5
 fi
 tar czf "$OUT/airflow-logs.tgz" -C /root/pf/pipeline --exclude='*.db' . 2>/dev/null || true
