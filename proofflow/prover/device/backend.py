@@ -190,7 +190,7 @@ class GpuBackend(Backend):
                 self.msm_witness(table, scalars)  # the split (zeros, ones, a compacted rest) and the dense path
             (self.msm_g1 if group == "g1" else self.msm_g2)(table, scalars)  # H's MSM, and G2's
         domain = Radix2Domain(_WARM_LOG2)
-        vectors = [cp.asarray(fr.from_ints(list(range(k, k + domain.n)))) for k in (1, 2, 3)]
+        vectors = [cp.asarray(fr.from_ints(list(range(k, k + domain.size)))) for k in (1, 2, 3)]
         self.compute_h_device(domain, *vectors)
         cp.cuda.get_current_stream().synchronize()
 
