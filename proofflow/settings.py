@@ -62,7 +62,8 @@ How prove_gpu reaches the device:
                             a CPU prover's key budget counts them too: set it for GPU provers)
     PROOFFLOW_MSM_OVERLAP   1: a GPU proof's independent MSMs (A, B_G1, B_G2, L, H) run at once,
                             each on a stream of its own (proofflow/prover/device/overlap.py);
-                            default 0: one after another. Their scratch then adds up
+                            default 0: one after another. Their scratch then adds up, and
+                            ``resources`` counts it so
     PROOFFLOW_SETUP_WORKERS processes of the CPU setup's fixed-base multiplications (the cores)
     PROOFFLOW_SETUP_LOCK    the lock file that lets one GPU setup run at a time on a host
                             (/tmp/proofflow-<uid>/gpu-setup.lock)

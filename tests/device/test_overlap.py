@@ -1,15 +1,18 @@
 """Running a proof's MSMs at once (proofflow/prover/device/overlap.py), without a GPU: the
 start order, the lanes (concurrency, results in order, failures only after every task has
-ended), the kernel twin's MSMs in lanes against arkworks, and the prover's use of
-``Backend.msms``. The GPU path: tests/device/test_gpu_overlap.py."""
+ended), the kernel twin's MSMs in lanes against arkworks, the prover's use of
+``Backend.msms``, and the scratch bound that ``resources`` adds up for overlapped MSMs
+against the twin's allocations. The GPU path: tests/device/test_gpu_overlap.py."""
 from __future__ import annotations
 
 import threading
 import time
+import tracemalloc
 
 import numpy as np
 import pytest
 
+from proofflow import resources, settings
 from proofflow.prover import curve
 from proofflow.prover.backend.base import MsmJob
 from proofflow.prover.backend.cpu import CpuBackend
@@ -178,3 +181,70 @@ def test_cpu_msms_are_its_msms_one_by_one():
     w, s = _bits(64, rng), fr.random(64, rng)
     jobs = [MsmJob(g1, w), MsmJob(g2, s, witness=False), MsmJob(g2, w)]
     assert CpuBackend().msms(jobs) == [curve.msm(g1, w), curve.msm(g2, s), curve.msm(g2, w)]
+
+
+# ---- memory: the scratch bound, and what resources adds up ----
+
+SCRATCH_CASES = [("g1", 1000, None, pippenger.PIECE, "dense"), ("g2", 1000, None, pippenger.PIECE, "dense"),
+                 ("g1", 1000, pippenger.Plan(8, 4), pippenger.PIECE, "dense"),
+                 ("g1", 2000, pippenger.Plan(6, 8), 4, "small"),  # many pieces a bucket: merges of several levels
+                 ("g2", 600, pippenger.Plan(5, 2), 4, "equal")]
+
+
+@pytest.mark.parametrize("group,n,plan,piece,kind", SCRATCH_CASES)
+def test_scratch_bytes_bound_the_msms_allocations(twin, group, n, plan, piece, kind):
+    """pippenger.scratch_bytes is at least what the twin's run of ``pippenger.msm``
+    allocates at its peak (numpy's arrays, traced), besides the table and the scalars."""
+    rng = np.random.default_rng(n)
+    ex = twin.TwinExecutor()
+    table = _table(group, n, rng)
+    pts = _twin_points(twin, table)
+    if plan is not None and plan.shifts > 1:
+        pts = pippenger.precompute(ex, group, pts, plan)
+    vals = fr.to_ints(fr.random(n, rng))
+    if kind == "small":
+        vals = [int(k) if m else v for m, k, v in zip(rng.random(n) < 0.9, rng.integers(1, 3, n), vals)]
+    elif kind == "equal":
+        vals = [vals[0]] * n
+    s = fr.from_ints(vals)
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        got = pippenger.msm(ex, group, pts, s, plan, piece)
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    assert got == curve.msm(table, s)
+    assert 0 < peak <= pippenger.scratch_bytes(group, n, plan, piece)
+
+
+def test_scratch_bytes_at_large_sizes():
+    """Per point at 2^24 (plain, c = 16): 64 bytes of digits and ~53 of G1 pieces' sums and
+    merges (~100 for G2); the bound grows with the plan's digits and buckets."""
+    n = 1 << 24
+    assert 110 * n < pippenger.scratch_bytes("g1", n) < 125 * n
+    assert 155 * n < pippenger.scratch_bytes("g2", n) < 175 * n
+    assert pippenger.scratch_bytes("g1", n, pippenger.Plan(20, 13)) < pippenger.scratch_bytes("g1", n)
+
+
+def test_resources_add_up_the_overlapped_msms(monkeypatch):
+    s = resources.Shape(1 << 22, 1 << 22, 2)
+    machine = resources.Machine(key=None, shared=None, cache=None, key_on_disk=True, cs_cached=True,
+                                host_available=None, staging_budget=1 << 40)
+    config = {"backend": "gpu", "partitions": 1}
+    monkeypatch.delenv("PROOFFLOW_MSM_OVERLAP", raising=False)
+    assert not settings.msm_overlap() and resources.msm_overlap_bytes(s) == 0
+    sequential = resources.estimate(config, machine, s).device
+    monkeypatch.setenv("PROOFFLOW_MSM_OVERLAP", "1")
+    n = s.n
+    g1, g2 = pippenger.scratch_bytes("g1", n), pippenger.scratch_bytes("g2", n)
+    # beside the costliest (B_G2), the others: A, B_G1 and L split by value (their classes, a
+    # byte a point; L has the instance's 2 points less), H dense over n - 1 points
+    others = 2 * (g1 + n) + pippenger.scratch_bytes("g1", n - 2) + n - 2 + pippenger.scratch_bytes("g1", n - 1)
+    assert resources.msm_overlap_bytes(s) == others
+    assert resources.estimate(config, machine, s).device == sequential + others
+    monkeypatch.setenv("PROOFFLOW_MSM_OVERLAP", "maybe")
+    with pytest.raises(ValueError, match="PROOFFLOW_MSM_OVERLAP"):
+        settings.msm_overlap()
+    assert g2 > g1
