@@ -1,7 +1,8 @@
 """GPU benchmarks: Fr product rate, NTT, the H polynomial, a/b/c uploads, the G1 and G2
 MSMs (plain, and over precomputed multiples of the table), the setup's fixed-base
-multiplications, and a bit-heavy circuit (``bits``) against a dense one: its witness MSM
-and a whole partition's device phase.
+multiplications, a bit-heavy circuit (``bits``) against a dense one: its witness MSM
+and a whole partition's device phase, and that device phase with a proof's MSMs one after
+another, at once on streams, or with B_G2 on the host (``bench_prove_overlap``).
 
     python -m bench.gpu [--out bench/results/gpu-h200.json] [--quick] [--only SECTION ...]
 
@@ -491,26 +492,33 @@ def _split_parts(table: curve.PointTable, s: cp.ndarray, repeats: int) -> dict:
     return {name: summary(_wall_ms(fn, repeats))["median"] for name, fn in parts.items()}
 
 
+def _partition(gpu: GpuBackend, name: str, log_n: int):
+    """A partition of circuit ``name`` at 2^log_n ready for ``prover.prove_qap``: its key set
+    up on the GPU and resident (with PROOFFLOW_MSM_PRECOMPUTE's copies), its instance, a/b/c,
+    domain and number of instance variables."""
+    from proofflow.prover.circuits import get_circuit
+    from proofflow.prover.groth16 import generator
+    circuit = get_circuit(name, log_n)
+    pk = generator.setup(circuit, 1, backend=gpu)
+    gpu.prepare(pk)
+    inst = circuit.instance(0, 0)
+    return pk, inst, circuit.witness_map(inst.witness), Radix2Domain.for_size(circuit.domain_size), circuit.num_public + 1
+
+
 def bench_prove_bits(args, rng) -> dict:
     """A whole partition's device phase (H's NTTs and the five MSMs, the vectors uploaded
     beforehand as the prover service does) for a ``bits`` partition against a ``mimc`` one of
     the same size, keys set up and resident on the GPU; the first proof of each verified."""
-    from proofflow.prover.circuits import get_circuit
-    from proofflow.prover.groth16 import generator, prover, verifier
+    from proofflow.prover.groth16 import prover, verifier
     from proofflow.prover.timing import PhaseTimer
     gpu, log_n, out = GpuBackend(), args.prove_bits_log, {}
     for name in ("mimc", "bits"):
-        circuit = get_circuit(name, log_n)
-        pk = generator.setup(circuit, 1, backend=gpu)
-        gpu.prepare(pk)
-        inst = circuit.instance(0, 0)
-        abc = circuit.witness_map(inst.witness)
-        domain = Radix2Domain.for_size(circuit.domain_size)
+        pk, inst, abc, domain, k = _partition(gpu, name, log_n)
         uploaded = prover.upload(gpu, abc, inst.witness)
         phases = []
         for i in range(args.repeats_msm + 1):
             timer = PhaseTimer()
-            proof = prover.prove_qap(pk, domain, circuit.num_public + 1, inst.witness, abc, gpu, timer=timer,
+            proof = prover.prove_qap(pk, domain, k, inst.witness, abc, gpu, timer=timer,
                                      uploaded=uploaded).finish(timer)
             if i == 0 and not verifier.verify(pk.vk, inst.public_inputs, proof):
                 sys.exit(f"a {name} proof from the GPU does not verify at 2^{log_n}: not timing a wrong prover")
@@ -523,6 +531,99 @@ def bench_prove_bits(args, rng) -> dict:
         free_memory()
     out["speedup"] = round(out["mimc"]["device_ms"] / out["bits"]["device_ms"], 1)
     return {"prove_bits_vs_mimc_ms": {str(log_n): out}}
+
+
+# The ways bench_prove_overlap runs a proof's MSMs (GpuBackend's options)
+OVERLAP_WAYS = {"sequential": {}, "overlapped": {"overlap": True}, "g2_host": {"g2_on_gpu": False},
+                "g2_host_overlapped": {"g2_on_gpu": False, "overlap": True}}
+
+
+def _overlap_proof(pk, part, backend: GpuBackend, uploaded) -> tuple[bytes, dict]:
+    """One proof of an uploaded partition through ``prove_qap`` and ``finish`` (r and s from a
+    fixed seed, so every way's proof has the same bytes): the bytes and its times in ms."""
+    from proofflow.prover.groth16 import prover
+    from proofflow.prover.timing import PhaseTimer
+    inst, abc, domain, k = part
+    timer = PhaseTimer()
+    cp.cuda.Device().synchronize()
+    t0, cpu0 = time.perf_counter(), time.process_time()
+    proof = prover.prove_qap(pk, domain, k, inst.witness, abc, backend, np.random.default_rng(0), timer,
+                             uploaded=uploaded).finish(timer)
+    wall, cpu = (time.perf_counter() - t0) * 1e3, (time.process_time() - cpu0) * 1e3
+    ms = {phase: s * 1e3 for phase, s in timer.totals().items()}
+    device = ms["ntt"] + ms["msm"]
+    return proof.to_bytes(), {"ntt": ms["ntt"], "msm": ms["msm"], "device_ms": device,
+                              "g2_wait": ms.get("msm_g2_wait", 0.0), "proof_ms": wall,
+                              "stream_bound_ms": max(device, wall - ms["assemble"]), "host_cpu_ms": cpu}
+
+
+def bench_prove_overlap(args, rng) -> dict:
+    """A whole partition's device phase (H's NTTs and the five MSMs; the vectors uploaded
+    beforehand, as the prover service does) for each circuit of ``--overlap-circuits`` at
+    each size of ``--overlap-logs``, the ways of ``--overlap-ways`` (OVERLAP_WAYS): the MSMs
+    one after another (``sequential``), at once on streams of their own (``overlapped``:
+    GpuBackend(overlap=True)), B_G2 on the host through arkworks beside the device's work
+    (``g2_host``), and that with the G1 MSMs at once (``g2_host_overlapped``). The key is
+    set up on the GPU and resident (PROOFFLOW_MSM_PRECOMPUTE's copies, if set). The ways'
+    proofs must have the same bytes (the first also verifies); the ways alternate within a
+    repeat, after one warm-up proof each. Medians (ms) of: ntt, msm, device_ms (ntt + msm:
+    how long a proof holds the device), g2_wait (the host's G2 MSM still running after it),
+    proof_ms (one proof's latency, assembly included), stream_bound_ms (max of device_ms and
+    the time to the G2 result: in a stream of proofs a host G2 MSM overlaps the next proof's
+    device phase, so this bounds the rate), host_cpu_ms (the process's CPU time in the proof,
+    every thread: arkworks' on the host, and any thread spinning while it waits for the
+    device). One key per circuit and size, ``prove_overlap_<circuit>_2p<log>``, so sizes and
+    circuits may run in separate invocations."""
+    from proofflow import resources, settings
+    from proofflow.prover.device import msm as gpu_msm
+    from proofflow.prover.groth16 import prover, verifier
+    from proofflow.prover.groth16.data_structures import PK_TABLES, Proof
+    ways = {name: GpuBackend(**{"overlap": False, **OVERLAP_WAYS[name]}) for name in args.overlap_ways}
+    for backend in ways.values():
+        backend.warm_up()
+    out = {}
+    for circuit in args.overlap_circuits:
+        def run(log_n):
+            pk, inst, abc, domain, k = _partition(ways[args.overlap_ways[0]], circuit, log_n)
+            part, uploaded = (inst, abc, domain, k), prover.upload(ways[args.overlap_ways[0]], abc, inst.witness)
+            want = None
+            rows = {name: [] for name in ways}
+            for i in range(args.repeats_overlap + 1):
+                for name, backend in ways.items():
+                    got, row = _overlap_proof(pk, part, backend, uploaded)
+                    want = want or got
+                    if got != want:
+                        sys.exit(f"{circuit} 2^{log_n}: the {name} proof differs from the {args.overlap_ways[0]} one")
+                    if i:
+                        rows[name].append(row)
+                if i == 0 and not verifier.verify(pk.vk, inst.public_inputs, Proof.from_bytes(want)):
+                    sys.exit(f"a {circuit} proof from the GPU does not verify at 2^{log_n}: not timing a wrong prover")
+            result = {name: {key: round(statistics.median(r[key] for r in rs), 2) for key in rs[0]}
+                      for name, rs in rows.items()}
+            first = result[args.overlap_ways[0]]
+            for name, r in result.items():
+                r["device_speedup"] = round(first["device_ms"] / r["device_ms"], 3)
+                r["stream_speedup"] = round(first["stream_bound_ms"] / r["stream_bound_ms"], 3)
+            result["plans"] = {t: [gpu_msm.resident_plan(getattr(pk, t)).c, gpu_msm.resident_plan(getattr(pk, t)).shifts]
+                               for t in PK_TABLES}
+            result["msm_precompute_bytes"] = settings.msm_precompute_bytes()
+            result["repeats"] = args.repeats_overlap
+            print(f"  {circuit} 2^{log_n} device phase by way: {result}", flush=True)
+            return result
+
+        def estimate(log_n):
+            # the key's tables and copies, the NTT tables, a proof's vectors and H's scratch,
+            # and five MSMs' scratch at once (~120 bytes a point each at 2^22 and up)
+            shape = resources.Shape(1 << log_n, 1 << log_n, 2)
+            per_point = 576 + resources.DEVICE_NTT_TABLES + resources.DEVICE_PROOF + 4 * 150
+            return (per_point << log_n) + resources.key_copy_bytes(shape), (384 + 576 + 4 * 32 + 240) << log_n
+
+        done, skipped = each_size(args.overlap_logs, estimate, run)
+        for log_n, row in done.items():
+            out[f"prove_overlap_{circuit}_2p{log_n}"] = row
+        for log_n, reason in skipped.items():
+            out[f"prove_overlap_{circuit}_2p{log_n}"] = {"skipped": reason}
+    return out
 
 
 def bench_setup(args, rng) -> dict:
@@ -586,7 +687,7 @@ def bench_cpu_ntt(args, rng) -> dict:
 
 
 SECTIONS = [bench_fr_mul, bench_ntt, bench_h, bench_h2d, bench_msm_g2, bench_setup, bench_msm, bench_msm_precomputed,
-            bench_cpu_ntt, bench_msm_bits, bench_prove_bits]
+            bench_cpu_ntt, bench_msm_bits, bench_prove_bits, bench_prove_overlap]
 
 
 def versions() -> dict:
@@ -603,6 +704,11 @@ def main(argv=None) -> dict:
     ap.add_argument("--variant", default="mul32", choices=("mul32", "mul64"))
     ap.add_argument("--only", nargs="+", metavar="SECTION", choices=[f.__name__ for f in SECTIONS],
                     help="run these sections only, updating their keys in an existing --out file")
+    ap.add_argument("--overlap-logs", nargs="+", type=int, metavar="LOG2",
+                    help="bench_prove_overlap's sizes (default 22 24; --quick: 12)")
+    ap.add_argument("--overlap-circuits", nargs="+", default=["mimc", "bits"], choices=["mimc", "bits"])
+    ap.add_argument("--overlap-ways", nargs="+", default=["sequential", "overlapped", "g2_host"],
+                    choices=list(OVERLAP_WAYS), help="the first is the others' reference")
     args = ap.parse_args(argv)
     big = 20 if args.quick else 24
     args.ntt_sizes = [16, 18, 20, 21] if args.quick else [20, 22, 24, 26, 27]
@@ -621,7 +727,9 @@ def main(argv=None) -> dict:
     args.msm_bits_sizes = [16, 18] if args.quick else [22, 24]
     args.msm_bits_g2_sizes = [14] if args.quick else [22]
     args.prove_bits_log = 12 if args.quick else 22
+    args.overlap_logs = args.overlap_logs or ([12] if args.quick else [22, 24])
     args.repeats, args.repeats_h2d, args.repeats_msm, args.repeats_precompute = 10, 5, 5, 3
+    args.repeats_overlap = 2 if args.quick else 5
 
     rng = np.random.default_rng(2026)
     props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)

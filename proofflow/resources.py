@@ -21,9 +21,11 @@ What is checked:
   the tables go straight to their files), and the proving: the staging the run can fill,
   one partition's synthesis, and on the CPU backend the key's points decoded for arkworks;
 * device memory, on the GPU backend: the key's tables resident on the device (with their
-  MSMs' precomputed copies, PROOFFLOW_MSM_PRECOMPUTE), the NTT tables, and one proof's working set (a/b/c, H, MSM buckets), against the smallest of the
-  devices this worker proves on (its total: a prover service that still holds another
-  run's key and cached blocks frees them for a new one; free memory is only reported).
+  MSMs' precomputed copies, PROOFFLOW_MSM_PRECOMPUTE), the NTT tables, and one proof's
+  working set (a/b/c, H, MSM buckets: every MSM's at once with PROOFFLOW_MSM_OVERLAP),
+  against the smallest of the devices this worker proves on (its total: a prover service
+  that still holds another run's key and cached blocks frees them for a new one; free
+  memory is only reported).
 
 The per-point constants of the host and device working sets were measured (host) or
 counted from the allocations of the code (device); they are estimates, not bounds, kept
@@ -61,7 +63,8 @@ DEVICE_NTT_TABLES = 4 * FR_BYTES  # twiddles (n/2 each way), coset powers (n, th
 DEVICE_PROOF = 9 * FR_BYTES  # a/b/c, the witness and H (5 x 32), and the larger of H's three
 #   coset evaluations (3 x 32) and the G2 MSM's scratch (~121: 16 windows of u32 sorted digits
 #   64, the pieces' XYZZ partial sums 49 and their first merge 6, the pieces' indices 2); CuPy
-#   gives its cached blocks back before an allocation fails, so only live arrays count
+#   gives its cached blocks back before an allocation fails, so only live arrays count. With
+#   PROOFFLOW_MSM_OVERLAP the other MSMs' scratch comes on top (``msm_overlap_bytes``)
 
 
 class ResourceError(ValueError):
@@ -145,6 +148,24 @@ def key_copy_bytes(s: Shape) -> int:
     return pippenger.copy_bytes(tables, pippenger.key_plans(tables, settings.msm_precompute_bytes()))
 
 
+def msm_overlap_bytes(s: Shape) -> int:
+    """Device bytes a proof's MSMs add when they run at once (PROOFFLOW_MSM_OVERLAP) beyond
+    the costliest one's scratch, which ``DEVICE_PROOF`` counts: the others' scratch under
+    the key's plans (``pippenger.scratch_bytes``; a witness MSM's classes, a byte a scalar,
+    besides; its split's temporaries stay below its Pippenger's scratch, see ``sparse``).
+    0 without overlap."""
+    if not settings.msm_overlap():
+        return 0
+    from proofflow.prover.device import pippenger
+    from proofflow.prover.groth16.data_structures import PK_TABLES, table_points
+    points = table_points(s.n, s.variables, s.instance)
+    tables = tuple((group, points[name]) for name, group in PK_TABLES.items())
+    plans = pippenger.key_plans(tables, settings.msm_precompute_bytes())
+    each = [pippenger.scratch_bytes(group, n, plan) + (n if name != "h_query" else 0)
+            for name, (group, n), plan in zip(PK_TABLES, tables, plans)]
+    return sum(each) - max(each)
+
+
 def abc_bytes(n: int) -> int:
     """A partition's a/b/c over a domain of n points (as ``pipeline.abc_bytes``)."""
     return 3 * n * FR_BYTES
@@ -172,7 +193,7 @@ def estimate(config: dict, machine: Machine, s: Shape | None = None) -> Needs:
     resident = tables + (key_copy_bytes(s) if config["backend"] == "gpu" else 0)
     device = None
     if config["backend"] == "gpu" and partitions:
-        device = resident + (DEVICE_NTT_TABLES + DEVICE_PROOF) * n
+        device = resident + (DEVICE_NTT_TABLES + DEVICE_PROOF) * n + msm_overlap_bytes(s)
     return Needs(key_disk, shared, cache, staging, max(host_setup, host_prove), host_setup, host_prove, device,
                  resident)
 

@@ -60,6 +60,10 @@ How prove_gpu reaches the device:
                             MSMs' precomputed multiples of the key's points (default 0: none),
                             counted in the key's resident bytes (proofflow/prover/device/pippenger.py;
                             a CPU prover's key budget counts them too: set it for GPU provers)
+    PROOFFLOW_MSM_OVERLAP   1: a GPU proof's independent MSMs (A, B_G1, B_G2, L, H) run at once,
+                            each on a stream of its own (proofflow/prover/device/overlap.py);
+                            default 0: one after another. Their scratch then adds up, and
+                            ``resources`` counts it so
     PROOFFLOW_SETUP_WORKERS processes of the CPU setup's fixed-base multiplications (the cores)
     PROOFFLOW_SETUP_LOCK    the lock file that lets one GPU setup run at a time on a host
                             (/tmp/proofflow-<uid>/gpu-setup.lock)
@@ -302,6 +306,14 @@ def msm_precompute_bytes() -> int:
     if not 0 <= value < float("inf") or value != int(value):
         raise ValueError(f"PROOFFLOW_MSM_PRECOMPUTE must be a number of bytes, got {raw!r}")
     return int(value)
+
+
+def msm_overlap() -> bool:
+    """PROOFFLOW_MSM_OVERLAP: whether the GPU backend runs a proof's MSMs at once (default off)."""
+    raw = (_get("PROOFFLOW_MSM_OVERLAP") or "0").strip().lower()
+    if raw not in ("0", "1", "false", "true", "no", "yes", "off", "on"):
+        raise ValueError(f"PROOFFLOW_MSM_OVERLAP must be 0 or 1, got {raw!r}")
+    return raw in ("1", "true", "yes", "on")
 
 
 def setup_lock_path() -> Path:

@@ -24,6 +24,16 @@ class Transfer:
         return self.nbytes / (self.ms * 1e6) if self.ms > 0 else float("inf")
 
 
+@dataclass(frozen=True)
+class MsmJob:
+    """One MSM of a proof: sum scalars[i] * table[i]. ``witness``: the scalars are a witness
+    (``Backend.msm_witness`` splits off its 0/1 values); else they are dense (H's
+    coefficients: ``msm_g1`` / ``msm_g2``)."""
+    table: PointTable
+    scalars: object
+    witness: bool = True
+
+
 class Backend(abc.ABC):
     name: str
     # True when msm_g2 runs on the host CPU while the rest runs elsewhere: the prover
@@ -66,6 +76,17 @@ class Backend(abc.ABC):
         in circuits of bit decompositions mostly 0 or 1, which a backend splits off (zeros
         skipped, the points of ones added up, the rest to its MSM). Here: its plain MSM."""
         return (self.msm_g1 if table.group == "g1" else self.msm_g2)(table, scalars)
+
+    def msm_job(self, job: MsmJob):
+        if job.witness:
+            return self.msm_witness(job.table, job.scalars)
+        return (self.msm_g1 if job.table.group == "g1" else self.msm_g2)(job.table, job.scalars)
+
+    def msms(self, jobs: list[MsmJob]) -> list:
+        """Each job's MSM, in the jobs' order. The jobs are independent (a proof's A, B, L
+        and H), so a backend may run them at once; the results are the same either way.
+        Here: one after another."""
+        return [self.msm_job(job) for job in jobs]
 
     # ---- resident data: what the prover keeps where the backend computes ----
     @abc.abstractmethod

@@ -60,3 +60,6 @@ class StandinBackend(Backend):
 
     def msm_witness(self, table, scalars):
         return self.inner.msm_witness(table, scalars)
+
+    def msms(self, jobs):
+        return self.inner.msms(jobs)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 
 import cupy as cp
 import numpy as np
@@ -19,7 +19,7 @@ import numpy as np
 from proofflow import settings
 from proofflow.prover import curve
 from proofflow.prover.device import source as kernels
-from proofflow.prover.device import fixed_base, msm as gpu_msm, pippenger, sparse, stream_gate
+from proofflow.prover.device import fixed_base, msm as gpu_msm, overlap, pippenger, sparse, stream_gate
 from proofflow.prover.backend.base import Backend, Transfer
 from proofflow.prover.field import fr
 from proofflow.prover.polynomial.domain import Radix2Domain
@@ -70,11 +70,14 @@ class _Tables:
 class GpuBackend(Backend):
     name = "gpu"
 
-    def __init__(self, variant: str = "mul32", g2_on_gpu: bool = True):
+    def __init__(self, variant: str = "mul32", g2_on_gpu: bool = True, overlap: bool | None = None):
         """``g2_on_gpu=False`` runs the G2 MSM on the host through arkworks instead, overlapped
-        with the device's work by the prover (the backend's behaviour before the G2 kernels)."""
+        with the device's work by the prover (the backend's behaviour before the G2 kernels).
+        ``overlap`` runs a proof's MSMs at once, each on a stream of its own (``msms``;
+        default: PROOFFLOW_MSM_OVERLAP, off)."""
         self.variant = variant
         self.g2_on_host = not g2_on_gpu
+        self.overlap = settings.msm_overlap() if overlap is None else overlap
         self._mod = kernels.load(variant)
         self._fn = {}
 
@@ -192,6 +195,11 @@ class GpuBackend(Backend):
         domain = Radix2Domain(_WARM_LOG2)
         vectors = [cp.asarray(fr.from_ints(list(range(k, k + domain.size)))) for k in (1, 2, 3)]
         self.compute_h_device(domain, *vectors)
+        if self.overlap:  # the MSM lanes' threads and streams, made once
+            device = cp.cuda.runtime.getDevice()
+            _lanes(device)
+            for k in range(overlap.WIDTH):
+                _lane_stream(device, k)
         cp.cuda.get_current_stream().synchronize()
 
     def prepare(self, pk):
@@ -227,6 +235,17 @@ class GpuBackend(Backend):
         plan = gpu_msm.resident_plan(table)
         return sparse.msm(_bitsum_executor(cp.cuda.runtime.getDevice(), table.group), gpu_msm.executor(table.group),
                           table.group, gpu_msm.device_points(table, plan), s, plan=plan)
+
+    def msms(self, jobs):
+        """With ``overlap``, the jobs at once, each in a lane (``overlap.Lanes``: a thread and
+        a stream of its own), the costliest started first; the results are those of the jobs
+        one after another, and every lane's kernels have ended on return."""
+        if not self.overlap or len(jobs) < 2:
+            return super().msms(jobs)
+        device = cp.cuda.runtime.getDevice()
+        ready = cp.cuda.get_current_stream().record()  # the lanes start after what the caller enqueued
+        start = overlap.order([(job.table.group, len(job.table)) for job in jobs])
+        return _lanes(device).run([partial(self.msm_job, job) for job in jobs], partial(_lane, device, ready), start)
 
     def fixed_base(self, group, scalars, progress=None):
         if group not in curve.XY_BYTES:
@@ -283,6 +302,33 @@ def powers(base: int, n: int, start: int = 1) -> cp.ndarray:
     out = cp.empty((n, 4), dtype=cp.uint64)
     kernels.load().get_function("fr_powers")((_grid(n),), (_THREADS,), (out, np.uint32(n), _scalar(start), pows))
     return out
+
+
+@lru_cache(maxsize=None)
+def _lanes(device: int) -> overlap.Lanes:
+    return overlap.Lanes()
+
+
+@lru_cache(maxsize=None)
+def _lane_stream(device: int, lane: int) -> cp.cuda.Stream:
+    """Lane ``lane``'s stream on ``device``, kept: CuPy's pool caches freed blocks per
+    stream, so the lane reuses its scratch from proof to proof. Non-blocking: it never waits
+    for the legacy default stream implicitly (``_lane`` orders it explicitly)."""
+    with cp.cuda.Device(device):
+        return cp.cuda.Stream(non_blocking=True)
+
+
+@contextlib.contextmanager
+def _lane(device: int, ready: cp.cuda.Event, lane: int):
+    """The block's work on ``device`` in lane ``lane``'s stream, after ``ready``; on exit the
+    stream's work has ended, so the caller may free the lane's inputs (the witness, H)."""
+    stream = _lane_stream(device, lane)
+    with cp.cuda.Device(device), stream:
+        stream.wait_event(ready)
+        try:
+            yield
+        finally:
+            stream.synchronize()
 
 
 @lru_cache(maxsize=None)

@@ -283,3 +283,20 @@ def msm(ex: Executor, group: str, points, scalars, plan: Plan | None = None, pie
                                     [curve.scalar(1 << (c * plan.shifts * g)) for g in range(nsets)])
     mark(None)
     return result
+
+
+def scratch_bytes(group: str, n: int, plan: Plan | None = None, piece: int = PIECE) -> int:
+    """At most the bytes ``msm`` allocates at once for n scalars under ``plan`` (default
+    ``plain(n)``), besides its table and scalars; counted from its arrays at their peak,
+    the merges of the pieces' sums: the digits' entries (4 bytes a digit, every digit
+    counted as non-zero), the pieces' XYZZ sums and two levels of their merges (a bucket
+    adds at most one piece, and a merge at most one sum, beyond its share; 24 bytes of
+    indices each), and 32 bytes a bucket slot of counters and offsets. For
+    ``proofflow.resources``: MSMs that run at once (``overlap``) need the sum of theirs."""
+    plan = plan or plain(n)
+    slots = plan.groups * ((1 << (plan.c - 1)) + 1)
+    digits = n * plan.windows
+    pieces = -(-digits // piece) + slots
+    merged = -(-pieces // GROUP) + slots
+    merged2 = -(-merged // GROUP) + slots
+    return 4 * digits + (8 * xyzz_limbs(group) + 24) * (pieces + merged + merged2) + 32 * slots

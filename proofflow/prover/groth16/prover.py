@@ -13,7 +13,7 @@ from functools import lru_cache
 import numpy as np
 
 from proofflow.prover import curve
-from proofflow.prover.backend.base import Backend, Transfer
+from proofflow.prover.backend.base import Backend, MsmJob, Transfer
 from proofflow.prover.field import fr
 from proofflow.prover.groth16 import r1cs_to_qap
 from proofflow.prover.groth16.data_structures import H_BASES, Proof, ProvingKey
@@ -146,10 +146,13 @@ def prove_qap(pk: ProvingKey, domain, num_instance: int, witness: np.ndarray, ab
         with timer.phase("ntt"):
             h = backend.compute_h_resident(domain, a, b, c, pk.h_basis)
         with timer.phase("msm"):  # the witness's MSMs split off its 0/1 scalars; H's coefficients are dense
-            accs = (backend.msm_witness(pk.a_query, w), backend.msm_witness(pk.b_g1_query, w),
-                    backend.msm_witness(pk.l_query, w[k:]), backend.msm_g1(pk.h_query, h[:h_points]))
-            b2 = g2 if g2 else backend.msm_witness(pk.b_g2_query, w)
+            jobs = [MsmJob(pk.a_query, w), MsmJob(pk.b_g1_query, w), MsmJob(pk.l_query, w[k:]),
+                    MsmJob(pk.h_query, h[:h_points], witness=False)]
+            if g2 is None:
+                jobs.append(MsmJob(pk.b_g2_query, w))
+            results = backend.msms(jobs)  # independent: a backend may run them at once
             device.close()  # the device phase ends with its last MSM
+    accs, b2 = tuple(results[:4]), g2 if g2 is not None else results[4]
     if transfers is not None:
         transfers["h2d"] = _sum([t for _, t in ups[:3]])
         transfers["h2d_witness"] = w_tr
