@@ -23,6 +23,7 @@
 // bodies in a loop on the host.
 #include "fr.cuh"
 #include "curve.cuh"
+#include "msm_affine.cuh"
 
 // xy-LE canonical coordinates -> Montgomery form, point i of the table, in place.
 template <class F> PF_INLINE void to_montgomery_body(u64* pts, u64 i) {
@@ -89,9 +90,6 @@ template <class F> PF_INLINE void accumulate_body(const u64* pts, const u32* ent
     }
     xyzz_store(out + 4ull * F::U64 * k, acc);
 }
-
-// The alternative to accumulate_body for large buckets: batch-affine rounds.
-#include "msm_affine.cuh"
 
 // Group k of at most `size` consecutive XYZZ points of a segment: their sum.
 template <class F> PF_INLINE void combine_body(const u64* in, const u32* start, const u32* len, const u32* group_seg,

@@ -1,6 +1,7 @@
 // Batch-affine rounds of the bucket accumulation (pippenger.py's `affine_rounds`), for G1
 // and G2: an alternative to summing a bucket's entries with mixed XYZZ additions (8M + 2S
-// each). Part of msm.cu, included after its piece_range.
+// each). Part of msm.cu (its bucket layout: start, len and the items' segments as
+// pippenger's _split cuts them).
 //
 // A round pairs up each bucket's pending points (its entries in the first round, the sums
 // of the round before after that) and adds each pair in affine coordinates: slope
@@ -25,6 +26,8 @@
 // slope put a denominator into the product.
 #ifndef PROOFFLOW_MSM_AFFINE_CUH
 #define PROOFFLOW_MSM_AFFINE_CUH
+
+#include "curve.cuh"
 
 // An element through the read-only cache: the table and the previous round's sums.
 template <class F> PF_INLINE F f_ldg(const u64* p) {
@@ -62,13 +65,23 @@ template <class F> PF_INLINE int pair_kind(const F& x1, const F& y1, const F& x2
     return PAIR_INF;
 }
 
+// Item k of a round: pending points lo = 2j and, unless it is the last of an odd count,
+// lo + 1 of its bucket (j = k - the bucket's first item). No division, unlike piece_range:
+// this runs once an addition, not once a piece.
+PF_INLINE void pair_range(const u32* start, const u32* len, const u32* item_seg, const u32* seg_first, u32 k,
+                          u32& lo, u32& hi) {
+    u32 seg = item_seg[k], j = k - seg_first[seg];
+    lo = start[seg] + 2 * j;
+    hi = lo + (2 * j + 1 < len[seg] ? 2 : 1);
+}
+
 // Item k's slope denominator, false where its sum needs none. Reads the two x only,
 // unless they are equal or zero (doubling, negation, infinity: y decides).
 template <class F> PF_INLINE bool pair_denominator(const u64* pts, const u32* entries, const u32* start,
                                                    const u32* len, const u32* item_seg, const u32* seg_first,
                                                    u32 k, F& d) {
-    u32 lo, hi;  // item k: pending points lo and, if hi - lo = 2, lo + 1 of its bucket
-    piece_range(start, len, item_seg, seg_first, k, 2, lo, hi);
+    u32 lo, hi;
+    pair_range(start, len, item_seg, seg_first, k, lo, hi);
     if (hi - lo < 2) return false;
     u32 ea = entries[lo], eb = entries[lo + 1];
     F x1 = pending_x<F>(pts, ea), x2 = pending_x<F>(pts, eb);
@@ -101,7 +114,7 @@ template <class F> PF_INLINE void affine_down_body(const u64* pts, const u32* en
     F inv = f_load<F>(tot + (u64)F::U64 * t);
     for (u64 k = t + (u64)(items - 1 - t) / threads * threads;; k -= threads) {
         u32 lo, hi;
-        piece_range(start, len, item_seg, seg_first, (u32)k, 2, lo, hi);
+        pair_range(start, len, item_seg, seg_first, (u32)k, lo, hi);
         u32 ea = entries[lo];
         F x1 = pending_x<F>(pts, ea), y1 = pending_y<F>(pts, ea), x2 = f_zero<F>(), y2 = f_zero<F>(), d;
         if (hi - lo == 2) {
