@@ -1,8 +1,5 @@
 """GPU benchmarks: Fr product rate, NTT, the H polynomial, a/b/c uploads, the G1 and G2
-MSMs (plain, and over precomputed multiples of the table), the setup's fixed-base
-multiplications, a bit-heavy circuit (``bits``) against a dense one: its witness MSM
-and a whole partition's device phase, and that device phase with a proof's MSMs one after
-another, at once on streams, or with B_G2 on the host (``bench_prove_overlap``).
+            bench_msm_affine, bench_cpu_ntt, bench_msm_bits, bench_prove_bits, bench_prove_overlap]
 
     python -m bench.gpu [--out bench/results/gpu-h200.json] [--quick] [--only SECTION ...]
 
@@ -415,6 +412,65 @@ def bench_msm_precomputed(args, rng) -> dict:
     return out
 
 
+def _median_spans(fn, repeats: int) -> dict:
+    """Each step's median device ms over ``repeats`` calls of fn(spans), and the rounds'
+    sum as ``affine`` (pippenger's marks: ``affine 0``, ``affine 1``, ...)."""
+    runs = []
+    for _ in range(repeats):
+        spans = {}
+        fn(spans)
+        spans["affine"] = sum(v for k, v in spans.items() if k.startswith("affine "))
+        runs.append(spans)
+    return {k: round(statistics.median(r.get(k, 0.0) for r in runs), 3) for k in runs[0]}
+
+
+def bench_msm_affine(args, rng) -> dict:
+    """The G1 MSM with batch-affine rounds before the accumulation (``affine_rounds`` of
+    ``args.affine_rounds``; 0: the XYZZ accumulation alone) under the plan ``key_plans``
+    gives a table of each size with ``args.precompute_bytes`` of room, its copies resident:
+    for each round count the median wall ms and each step's median device ms, after
+    checking the result against (sum s_k * k) * G."""
+    from proofflow.prover.device import msm as gpu_msm, pippenger
+    gpu = GpuBackend()
+    base = multiples_table("g1")
+    width = curve.XY_BYTES["g1"]
+
+    def run(log_n):
+        n = 1 << log_n
+        table = tiled(base, n)
+        plan, = pippenger.key_plans((("g1", n),), args.precompute_bytes)
+        s = random_device(n, rng)
+        gpu_msm.device_points(table, plan)
+        want = expected_msm(gpu, "g1", s, len(base))
+        row = {"plan": {"c": plan.c, "shifts": plan.shifts, "windows": plan.windows, "groups": plan.groups}}
+        for rounds in args.affine_rounds:
+            def msm(spans=None, rounds=rounds):
+                return gpu_msm.msm(table, s, plan=plan, spans=spans, affine_rounds=rounds)
+            if msm() != want:
+                sys.exit(f"G1 MSM with {rounds} affine rounds differs from (sum s_k * k) * G at 2^{log_n}: not timing it")
+            row[f"rounds_{rounds}"] = {"wall_ms": summary(_wall_ms(msm, args.repeats_msm)),
+                                       "steps_ms": _median_spans(msm, args.repeats_msm)}
+        plain_ms = row["rounds_0"]["wall_ms"]["median"]
+        row["speedup"] = {k: round(plain_ms / v["wall_ms"]["median"], 3) for k, v in row.items() if k.startswith("rounds_")}
+        print(f"  msm g1 2^{log_n} affine rounds: {row}", flush=True)
+        return row
+
+    def estimate(log_n):
+        # the copies, scalars, entries and piece sums as the precomputed rows', and the
+        # rounds' scratch (pippenger: ~80 bytes a bucket entry)
+        n = 1 << log_n
+        plan, = pippenger.key_plans((("g1", n),), args.precompute_bytes)
+        return n * (width * plan.shifts + 32 + 64 + 2 * width + 64 + 80 * plan.windows) + (1 << 28), n * width
+
+    detail, skipped = each_size(args.msm_affine_sizes, estimate, run)
+    out = {"msm_g1_affine_ms": {k: {r: v[r]["wall_ms"]["median"] for r in v if r.startswith("rounds_")}
+                                for k, v in detail.items()},
+           "msm_g1_affine_detail": detail}
+    if skipped:
+        out["msm_g1_affine_skipped"] = skipped
+    return out
+
+
 def bench_msm_g2(args, rng) -> dict:
     """G2 MSM on the GPU, the same method and checks as G1."""
     detail, skipped, cpu_ms = _bench_msm_group(args, rng, "g2", args.msm_g2_sizes, args.msm_g2_check)
@@ -687,7 +743,7 @@ def bench_cpu_ntt(args, rng) -> dict:
 
 
 SECTIONS = [bench_fr_mul, bench_ntt, bench_h, bench_h2d, bench_msm_g2, bench_setup, bench_msm, bench_msm_precomputed,
-            bench_cpu_ntt, bench_msm_bits, bench_prove_bits, bench_prove_overlap]
+            bench_msm_affine, bench_cpu_ntt, bench_msm_bits, bench_prove_bits, bench_prove_overlap]
 
 
 def versions() -> dict:
@@ -721,6 +777,8 @@ def main(argv=None) -> dict:
     args.msm_g2_check = 14 if args.quick else 16
     args.msm_precomputed_sizes = [16, 18] if args.quick else [22, 24]
     args.precompute_bytes = 64 << 30  # room for one table's copies: the plans stop short of it at 2^24
+    args.msm_affine_sizes = [16, 18] if args.quick else [22, 24]
+    args.affine_rounds = [0, 3, 6, 32]  # 0 first: the plain accumulation the others are measured against
     args.fb_log, args.fb_cpu_points = (16, 4096) if args.quick else (20, 16384)
     args.setup_cpu_log = 12 if args.quick else 16
     args.setup_sizes = [16] if args.quick else [20, 22]

@@ -144,3 +144,32 @@ TWIN void twin_bitsum_classify(u64 threads, const u32* scalars, u64 n, unsigned 
 TWIN_BITSUM_KERNELS(g1, fq_t)
 TWIN_BITSUM_KERNELS(g2, fq2_t)
 // ==== end of bitsum.cu ====
+
+// ==== msm_affine.cuh (part of msm.cu): batch-affine rounds of the bucket accumulation ====
+#define TWIN_AFFINE_KERNELS(G, F)                                                                      \
+    TWIN void twin_msm_affine_up_##G(u64 launched, const u64* pts, const u32* entries, const u32* start, \
+                                     const u32* len, const u32* item_seg, const u32* seg_first, u32 items, \
+                                     u32 threads, u64* out, u64* tot) {                                \
+        for (u32 t = 0; t < launched && t < threads; t++)                                              \
+            affine_up_body<F>(pts, entries, start, len, item_seg, seg_first, items, threads, t, out, tot); \
+    }                                                                                                  \
+    TWIN void twin_msm_affine_down_##G(u64 launched, const u64* pts, const u32* entries, const u32* start, \
+                                       const u32* len, const u32* item_seg, const u32* seg_first, u32 items, \
+                                       u32 threads, u64* out, u64* tot) {                              \
+        for (u32 t = 0; t < launched && t < threads; t++)                                              \
+            affine_down_body<F>(pts, entries, start, len, item_seg, seg_first, items, threads, t, out, tot); \
+    }                                                                                                  \
+    TWIN void twin_msm_invert_up_##G(u64 launched, const u64* vals, u64* pre, u64 count, u64 threads, u64* tot) { \
+        for (u64 t = 0; t < launched && t < threads; t++) invert_up_body<F>(vals, pre, count, threads, t, tot); \
+    }                                                                                                  \
+    TWIN void twin_msm_invert_down_##G(u64 launched, u64* vals, const u64* pre, u64 count, u64 threads,  \
+                                       const u64* tot) {                                               \
+        for (u64 t = 0; t < launched && t < threads; t++) invert_down_body<F>(vals, pre, count, threads, t, tot); \
+    }                                                                                                  \
+    TWIN void twin_msm_invert_##G(u64 launched, u64* vals, u64 count) {                                \
+        for (u64 i = 0; i < launched && i < count; i++) invert_body<F>(vals, i);                       \
+    }
+
+TWIN_AFFINE_KERNELS(g1, fq_t)
+TWIN_AFFINE_KERNELS(g2, fq2_t)
+// ==== end of msm_affine.cuh ====

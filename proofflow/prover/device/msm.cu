@@ -15,11 +15,15 @@
 // table, times 2^(c K (w div K)): the K windows of one group w div K share a bucket set,
 // and the bucket reductions fall from one a window to one a group. K = 1 is the plain MSM.
 //
+// Batch-affine rounds (msm_affine.cuh) may take the bulk of a bucket's additions before
+// the accumulation: affine additions whose slopes share one inversion a round.
+//
 // Each kernel's per-thread work is a template body (PF_HD): the extern "C" kernels at the
 // end instantiate it per group, and the CPU twin (tests/kernel_twin.cpp) runs the same
 // bodies in a loop on the host.
 #include "fr.cuh"
 #include "curve.cuh"
+#include "msm_affine.cuh"
 
 // xy-LE canonical coordinates -> Montgomery form, point i of the table, in place.
 template <class F> PF_INLINE void to_montgomery_body(u64* pts, u64 i) {
@@ -231,8 +235,10 @@ extern "C" __global__ void msm_scatter(const u32* scalars, u64 n, int c, int nwi
 // the G2 kernels to compile.
 #if defined(PF_GROUP_G1)
 MSM_KERNELS(g1, fq_t, __launch_bounds__(128, 4))
+AFFINE_KERNELS(g1, fq_t, __launch_bounds__(128, 4))
 #elif defined(PF_GROUP_G2)
 MSM_KERNELS(g2, fq2_t, __launch_bounds__(128, 2))
+AFFINE_KERNELS(g2, fq2_t, __launch_bounds__(128, 2))
 #else
 #error "compile msm.cu with -DPF_GROUP_G1 or -DPF_GROUP_G2"
 #endif

@@ -17,6 +17,19 @@ additions) pay off. ``key_plans`` picks c and K for each table of a key from an 
 cost within a byte budget for the copies; K = 1 is the plain MSM, the same launches as
 without precomputation.
 
+Batch-affine rounds (``affine_rounds``, msm_affine.cuh; off by default until measured): before
+the accumulation, each round pairs up every bucket's pending points and adds each pair in
+affine coordinates, all the round's slope denominators inverted together by one
+Montgomery's trick over the grid (leaf threads of ``AFFINE_LEAF`` pairs, levels of
+``AFFINE_FAN`` values, the last ``AFFINE_INVERT`` or fewer values inverted one a thread):
+~5 products and a square an addition against the mixed XYZZ addition's 8 and 2, for
+ceil(log2 m) rounds of a launch sequence each and an inversion's latency. The sums of a
+round sit in a fresh buffer (``affine_limbs`` u64 a sum), so at the peak (round 1 reading
+round 0's sums) a G1 MSM holds ~80 bytes of scratch a bucket entry, G2 ~150: 17 GB for G1
+at 2^24 under (20, 13), which ``proofflow.resources`` does not count, as no prover path
+selects the rounds yet. The accumulation then sums what the rounds left, through
+identity entries.
+
 The steps run on an ``Executor``: an array module (CuPy on the GPU, numpy for the CPU twin
 of the kernels in tests/kernel_twin.py) and a way to launch a kernel over n threads. This
 module imports neither CuPy nor a compiler.
@@ -43,6 +56,10 @@ REDUCE_THREADS = 16 * CHUNKS  # bucket-reduction threads spread over an MSM's bu
 ENTRY_POINTS = 1 << 31  # a bucket entry indexes the table's rows in 31 bits (the top bit: the sign)
 SHIFT_BATCH = 32  # points of a copy a thread of ``precompute`` takes, with one inversion
 SHIFT_CHUNK = 1 << 22  # points a ``precompute`` launch takes: its XYZZ scratch is 768 MiB for G1
+AFFINE_LEAF = 16  # pairs a leaf thread of a batch-affine round takes under one running product
+AFFINE_FAN = 32  # values a thread folds at each level of a round's Montgomery's trick
+AFFINE_INVERT = 1024  # at most this many values left: each inverted by its own thread
+AFFINE_ALL = 32  # ``affine_rounds`` enough to bring any bucket (< 2^32 entries) to one point
 
 
 class Executor(Protocol):
@@ -221,6 +238,51 @@ def _merge(ex: Executor, group: str, parts, first, lens):
     return parts, first, lens
 
 
+def _invert(ex: Executor, group: str, vals, count: int) -> None:
+    """Replace the ``count`` non-zero coordinate-field elements ``vals`` by their inverses:
+    Montgomery's trick a level at a time (``AFFINE_FAN`` values a thread), one inversion
+    for each value of the top level."""
+    if count <= AFFINE_INVERT:
+        ex.launch(f"msm_invert_{group}", count, vals, np.uint64(count))
+        return
+    xp, w, threads = ex.xp, COORD_LIMBS[group], -(-count // AFFINE_FAN)
+    pre, tot = xp.empty(count * w, dtype=xp.uint64), xp.empty(threads * w, dtype=xp.uint64)
+    ex.launch(f"msm_invert_up_{group}", threads, vals, pre, np.uint64(count), np.uint64(threads), tot)
+    _invert(ex, group, tot, threads)
+    ex.launch(f"msm_invert_down_{group}", threads, vals, pre, np.uint64(count), np.uint64(threads), tot)
+
+
+def _affine_round(ex: Executor, group: str, points, entries, start, lens):
+    """One batch-affine round: bucket s's ``lens[s]`` pending points (the rows of ``points``
+    that ``entries[start[s]:]`` names, sign bits as msm_scatter writes them) paired up and
+    each pair added in affine coordinates, the slopes' inverses from one Montgomery's trick
+    over the round. Returns the sums (a lone point carried over), one row each, with each
+    bucket's first row and count among them."""
+    xp = ex.xp
+    seg, first, counts, items = _split(xp, lens, 2)
+    out = xp.empty((items, affine_limbs(group)), dtype=xp.uint64)
+    threads = -(-items // AFFINE_LEAF)
+    tot = xp.empty(threads * COORD_LIMBS[group], dtype=xp.uint64)
+    args = (points, entries, start, lens, seg, first, np.uint32(items), np.uint32(threads), out, tot)
+    ex.launch(f"msm_affine_up_{group}", threads, *args)
+    _invert(ex, group, tot, threads)
+    ex.launch(f"msm_affine_down_{group}", threads, *args)
+    return out, first, counts
+
+
+def _affine_rounds(ex: Executor, group: str, points, entries, offsets, counts, rounds: int, mark):
+    """Up to ``rounds`` batch-affine rounds over the sorted buckets, stopping once every
+    bucket has at most one point. Returns what the accumulation then sums: the points,
+    entries (the identity over the last round's sums), each bucket's first entry and count."""
+    for r in range(rounds):
+        if int(counts.max()) <= 1:
+            break
+        mark(f"affine {r}")
+        points, offsets, counts = _affine_round(ex, group, points, entries, offsets, counts)
+        entries = ex.xp.arange(points.shape[0], dtype=ex.xp.uint32)
+    return points, entries, offsets, counts
+
+
 def precompute(ex: Executor, group: str, points, plan: Plan, chunk: int = SHIFT_CHUNK):
     """The table ``msm`` takes under ``plan`` for the n points ``points`` (affine Montgomery,
     (n, ``affine_limbs(group)``) on the executor): ``plan.shifts`` copies, copy k =
@@ -239,11 +301,13 @@ def precompute(ex: Executor, group: str, points, plan: Plan, chunk: int = SHIFT_
 
 
 def msm(ex: Executor, group: str, points, scalars, plan: Plan | None = None, piece: int = PIECE,
-        mark: Callable[[str | None], None] = lambda name: None):
+        mark: Callable[[str | None], None] = lambda name: None, affine_rounds: int = 0):
     """sum scalars[i] * P_i: ``points`` the table on the executor under ``plan`` (default
     ``plain(n)``): the n affine Montgomery points P_i, ``affine_limbs(group)`` u64 limbs
     each, or ``precompute``'s copies of them; ``scalars`` an (n, 4) Fr vector.
-    ``mark(step)`` is called as each step starts (``None`` at the end), for timing."""
+    ``affine_rounds`` batch-affine rounds (``AFFINE_ALL``: until each bucket is one point)
+    halve the buckets before the XYZZ accumulation sums what is left; 0, the default, runs
+    none. ``mark(step)`` is called as each step starts (``None`` at the end), for timing."""
     xp, n = ex.xp, scalars.shape[0]
     plan = plan or plain(n)
     if points.shape[0] != plan.shifts * n or plan.shifts * n > ENTRY_POINTS:
@@ -262,6 +326,8 @@ def msm(ex: Executor, group: str, points, scalars, plan: Plan | None = None, pie
     entries = xp.empty(max(total, 1), dtype=xp.uint32)
     ex.launch("msm_scatter", n, *args, offsets.copy(), entries)
 
+    points, entries, offsets, counts = _affine_rounds(ex, group, points, entries, offsets, counts,
+                                                      affine_rounds, mark)
     mark("accumulate")
     seg, first, lens, npieces = _split(xp, counts, piece)
     parts = xp.empty(npieces * width, dtype=xp.uint64)
