@@ -23,9 +23,13 @@ if TYPE_CHECKING:
 
 
 _DIR = Path(__file__).resolve().parent
-VARIANTS = ("mul32", "mul64")  # 32-bit words with PTX carry chains, or 64-bit CIOS
+# The product a module is compiled with: 32-bit words with PTX carry chains (mul32), the Fr
+# products as 64-bit CIOS (mul64), or every Fr and Fq product and square on 64-bit partial
+# products, one IMAD.WIDE each (wide: mont.cuh's mul_wide). The three give the same values.
+VARIANTS = ("mul32", "mul64", "wide")
+_DEFINES = {"mul32": (), "mul64": ("-DFR_MUL64",), "wide": ("-DPF_MUL_WIDE",)}
 GROUPS = ("g1", "g2")  # msm.cu, fixed_base.cu and bitsum.cu build one group's kernels a module
-CURVE_VARIANT = "mul32"  # the Fr product msm.cu and fixed_base.cu are loaded with
+CURVE_VARIANT = "mul32"  # the variant msm.cu, fixed_base.cu and bitsum.cu are loaded with
 
 
 _INCLUDE = re.compile(r'^#include "([\w.]+)"[^\n]*$', re.MULTILINE)
@@ -48,13 +52,12 @@ def source(name: str = "ntt.cu") -> str:
 
 
 def options(variant: str = "mul32", group: str | None = None) -> tuple[str, ...]:
-    """NVRTC options of a module: the Fr product variant and, for the curve modules, the group."""
+    """NVRTC options of a module: the product variant and, for the curve modules, the group."""
     if variant not in VARIANTS:
         raise ValueError(f"unknown kernel variant {variant!r}: choose one of {', '.join(VARIANTS)}")
     if group is not None and group not in GROUPS:
         raise ValueError(f"unknown group {group!r}: choose one of {', '.join(GROUPS)}")
-    return (("-std=c++17",) + (("-DFR_MUL64",) if variant == "mul64" else ())
-            + ((f"-DPF_GROUP_{group.upper()}",) if group else ()))
+    return ("-std=c++17",) + _DEFINES[variant] + ((f"-DPF_GROUP_{group.upper()}",) if group else ())
 
 
 def load(variant: str = "mul32", name: str = "ntt.cu", group: str | None = None) -> "cupy.RawModule":
