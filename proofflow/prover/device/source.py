@@ -1,7 +1,7 @@
 """CUDA kernels, compiled by NVRTC into cubins kept on disk.
 
 The source lives in this package (``*.cuh`` headers, ``ntt.cu``, ``msm.cu``,
-``fixed_base.cu``, ``bitsum.cu``) like the C kernels of ``proofflow.prover.native``: nothing to build at install
+``fixed_base.cu``, ``bitsum.cu``, ``field.cu``) like the C kernels of ``proofflow.prover.native``: nothing to build at install
 time. ``load`` loads a module once per process (lru_cache) from its cubin in the kernel
 directory (``cache.py``), compiling and saving it first when there is none for this
 source, NVRTC and the device's arch; ``proofflow kernels build`` compiles them all ahead
@@ -24,8 +24,8 @@ if TYPE_CHECKING:
 
 _DIR = Path(__file__).resolve().parent
 # The product a module is compiled with: 32-bit words with PTX carry chains (mul32), the Fr
-# products as 64-bit CIOS (mul64), or every Fr and Fq product and square on 64-bit partial
-# products, one IMAD.WIDE each (wide: mont.cuh's mul_wide). The three give the same values.
+# products as 64-bit CIOS (mul64), or every Fr and Fq product and square with each 32 x 32
+# product one IMAD.WIDE.U32.X (wide: mont.cuh's mul_wide). All three give the same values.
 VARIANTS = ("mul32", "mul64", "wide")
 _DEFINES = {"mul32": (), "mul64": ("-DFR_MUL64",), "wide": ("-DPF_MUL_WIDE",)}
 GROUPS = ("g1", "g2")  # msm.cu, fixed_base.cu and bitsum.cu build one group's kernels a module
@@ -61,8 +61,9 @@ def options(variant: str = "mul32", group: str | None = None) -> tuple[str, ...]
 
 
 def load(variant: str = "mul32", name: str = "ntt.cu", group: str | None = None) -> "cupy.RawModule":
-    """The module compiled from ``name`` for the current device: ``ntt.cu``, or ``msm.cu`` /
-    ``fixed_base.cu`` / ``bitsum.cu`` for one ``group`` (``g1`` or ``g2``)."""
+    """The module compiled from ``name`` for the current device: ``ntt.cu``, ``field.cu`` (Fq
+    kernels for tests and benchmarks), or ``msm.cu`` / ``fixed_base.cu`` / ``bitsum.cu`` for
+    one ``group`` (``g1`` or ``g2``)."""
     options(variant, group)  # a bad name fails before CuPy is imported
     import cupy
     return _load(variant, name, group, cupy.cuda.Device().compute_capability)
