@@ -1,5 +1,9 @@
-"""GPU benchmarks: Fr product rate, NTT, the H polynomial, a/b/c uploads, the G1 and G2
-            bench_msm_affine, bench_cpu_ntt, bench_msm_bits, bench_prove_bits, bench_prove_overlap]
+"""GPU benchmarks: Fr and Fq product rates, NTT, the H polynomial, a/b/c uploads, the G1 and
+G2 MSMs (plain, over precomputed multiples of the table, in each product variant, and G1
+with batch-affine rounds before its accumulation), the setup's fixed-base multiplications,
+a bit-heavy circuit (``bits``) against a dense one: its witness MSM and a whole partition's
+device phase, and that device phase with a proof's MSMs one after another, at once on
+streams, or with B_G2 on the host (``bench_prove_overlap``).
 
     python -m bench.gpu [--out bench/results/gpu-h200.json] [--quick] [--only SECTION ...]
 
@@ -29,6 +33,7 @@ import numpy as np
 import proofflow
 from proofflow.prover import curve
 from proofflow.prover.backend.cpu import CpuBackend
+from proofflow.prover.device import source as kernels
 from proofflow.prover.device.backend import GpuBackend, h2d
 from proofflow.prover.field import fr
 from proofflow.prover.polynomial.domain import Radix2Domain
@@ -159,11 +164,52 @@ def bench_fr_mul(args, rng) -> dict:
     """Montgomery products per second, dependent squaring chains over 2^22 elements."""
     n, iters = 1 << 22, 256
     out = {}
-    for variant in ("mul32", "mul64"):
+    for variant in kernels.VARIANTS:
         gpu, x = GpuBackend(variant), random_device(n, rng)
         t = gpu_times(lambda: gpu.square_chain_device(x, iters), args.repeats)
         out[variant] = float(f"{n * iters / (min(t) / 1e3):.3g}")
     return {"fr_mul_per_s": out}
+
+
+def _fq_ints(rows) -> list[int]:
+    return [int.from_bytes(r.tobytes(), "little") for r in cp.asnumpy(rows).reshape(-1, 6)]
+
+
+def _fq_random(n: int, rng) -> cp.ndarray:
+    """n random elements of Fq as rows of 6 u64 limbs: the top limb below q's, so all are < q."""
+    from proofflow.prover.device.pippenger import Q
+    x = rng.integers(0, 2**64, size=(n, 6), dtype=np.uint64)
+    x[:, 5] %= np.uint64(Q >> 320)
+    return cp.asarray(x)
+
+
+def bench_fq_mul(args, rng) -> dict:
+    """Fq (12-word) Montgomery products and squares per second in each product variant:
+    field.cu's dependent chains (x * y^k, x^(2^k)) over 2^22 elements, as the Fr rate, each
+    variant's chains first checked against Python integers."""
+    from proofflow.prover.device.pippenger import Q
+    n, iters, r_inv = 1 << 22, 256, pow(1 << 384, -1, Q)
+    x0, y = _fq_random(n, rng), _fq_random(n, rng)
+    grid, nn = (max(1, min(-(-n // 128), 132 * 64)),), np.uint64(n)
+    out = {}
+    for variant in kernels.VARIANTS:
+        mod = kernels.load(variant, "field.cu")
+        mul, sqr = mod.get_function("fq_mul_chain"), mod.get_function("fq_sqr_chain")
+        x = x0.copy()
+        mul(grid, (128,), (x, y, nn, np.int32(3)))
+        sqr(grid, (128,), (x, nn, np.int32(2)))
+        want = [v * pow(w * r_inv, 3, Q) % Q for v, w in zip(_fq_ints(x0[:64]), _fq_ints(y[:64]))]
+        for _ in range(2):
+            want = [v * v * r_inv % Q for v in want]
+        if _fq_ints(x[:64]) != want:
+            sys.exit(f"the {variant} Fq products differ from Python's: not timing a wrong kernel")
+        rates = {}
+        for name, run in (("mul", lambda: mul(grid, (128,), (x, y, nn, np.int32(iters)))),
+                          ("sqr", lambda: sqr(grid, (128,), (x, nn, np.int32(iters))))):
+            rates[name] = float(f"{n * iters / (min(gpu_times(run, args.repeats)) / 1e3):.3g}")
+        out[variant] = rates
+        print(f"  fq {variant}: {rates} products/s", flush=True)
+    return {"fq_mul_per_s": out}
 
 
 def bench_ntt(args, rng) -> dict:
@@ -396,6 +442,45 @@ def _bench_msm_precomputed_group(args, rng, group: str) -> tuple[dict, dict]:
             n * width
 
     return each_size(args.msm_precomputed_sizes, estimate, run)
+
+
+def bench_msm_variants(args, rng) -> dict:
+    """The G1 (and G2) MSM with msm.cu compiled in each Fq product variant, the plain plan on the
+    same resident table and scalars: median wall ms of the repeats, and one run's device ms
+    of each step (the accumulation is where the products are). Each variant's result checked
+    against (sum s_k * k) * G first."""
+    from proofflow.prover.device import msm as gpu_msm, pippenger
+    gpu, out = GpuBackend(), {}
+    for group, sizes in (("g1", args.msm_variant_sizes), ("g2", args.msm_variant_g2_sizes)):
+        base, width = multiples_table(group), curve.XY_BYTES[group]
+        executors = {v: gpu_msm.CupyExecutor("msm.cu", group, v) for v in ("mul32", "wide")}
+
+        def run(log_n):
+            n = 1 << log_n
+            table = tiled(base, n)
+            pts, s = gpu_msm.device_points(table), random_device(n, rng)
+            want, row = expected_msm(gpu, group, s, len(base)), {}
+            for variant, ex in executors.items():
+                msm = lambda spans=None: pippenger.msm(ex, group, pts, s, mark=gpu_msm._Spans(spans).mark)  # noqa: E731
+                if msm() != want:
+                    sys.exit(f"the {variant} {group} MSM differs from (sum s_k * k) * G at 2^{log_n}: not timing it")
+                spans = {}
+                msm(spans)
+                row[variant] = {"ms": summary(_wall_ms(msm, args.repeats_msm)),
+                                "steps_ms": {k: round(v, 2) for k, v in spans.items()}}
+            row["speedup"] = round(row["mul32"]["ms"]["median"] / row["wide"]["ms"]["median"], 3)
+            print(f"  msm {group} 2^{log_n} by variant: {row}", flush=True)
+            return row
+
+        def estimate(log_n):  # as _bench_msm_group's
+            n = 1 << log_n
+            return n * (width + 32 + 64 + 2 * width + 64) + (1 << 28), n * width
+
+        detail, skipped = each_size(sizes, estimate, run)
+        out[f"msm_{group}_variants"] = detail
+        if skipped:
+            out[f"msm_{group}_variants_skipped"] = skipped
+    return out
 
 
 def bench_msm_precomputed(args, rng) -> dict:
@@ -743,7 +828,8 @@ def bench_cpu_ntt(args, rng) -> dict:
 
 
 SECTIONS = [bench_fr_mul, bench_ntt, bench_h, bench_h2d, bench_msm_g2, bench_setup, bench_msm, bench_msm_precomputed,
-            bench_msm_affine, bench_cpu_ntt, bench_msm_bits, bench_prove_bits, bench_prove_overlap]
+            bench_msm_affine, bench_cpu_ntt, bench_msm_bits, bench_prove_bits, bench_prove_overlap, bench_fq_mul,
+            bench_msm_variants]
 
 
 def versions() -> dict:
@@ -757,7 +843,7 @@ def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
-    ap.add_argument("--variant", default="mul32", choices=("mul32", "mul64"))
+    ap.add_argument("--variant", default="mul32", choices=kernels.VARIANTS)
     ap.add_argument("--only", nargs="+", metavar="SECTION", choices=[f.__name__ for f in SECTIONS],
                     help="run these sections only, updating their keys in an existing --out file")
     ap.add_argument("--overlap-logs", nargs="+", type=int, metavar="LOG2",
@@ -782,6 +868,8 @@ def main(argv=None) -> dict:
     args.fb_log, args.fb_cpu_points = (16, 4096) if args.quick else (20, 16384)
     args.setup_cpu_log = 12 if args.quick else 16
     args.setup_sizes = [16] if args.quick else [20, 22]
+    args.msm_variant_sizes = [16, 18] if args.quick else [22, 24]
+    args.msm_variant_g2_sizes = [14] if args.quick else [22]
     args.msm_bits_sizes = [16, 18] if args.quick else [22, 24]
     args.msm_bits_g2_sizes = [14] if args.quick else [22]
     args.prove_bits_log = 12 if args.quick else 22
@@ -810,7 +898,8 @@ def main(argv=None) -> dict:
         result["ntt_speedup_20"] = round(cpu20 / gpu20, 1)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps({k: result.get(k) for k in ("ntt_ms", "h_ms", "h2d_pinned_gbps", "h2d_pageable_gbps",
-                                                 "cpu_ntt_ms", "fr_mul_per_s", "msm_g1_ms", "cpu_msm_g1_ms",
+                                                 "cpu_ntt_ms", "fr_mul_per_s", "fq_mul_per_s", "msm_g1_ms",
+                                                 "cpu_msm_g1_ms",
                                                  "msm_g2_ms", "cpu_msm_g2_ms", "msm_g1_precomputed_ms",
                                                  "msm_g2_precomputed_ms", "fixed_base_points_per_s",
                                                  "setup_s", "cpu_setup_s")}))

@@ -20,7 +20,7 @@ CPU = CpuBackend()
 SIZES = [0, 1, 2, 3, 8, 10, 11, 12, 13, 14, 16]  # 11+: multi-pass; 0..3: degenerate plans
 
 
-@pytest.fixture(scope="module", params=["mul32", "mul64"])
+@pytest.fixture(scope="module", params=["mul32", "mul64", "wide"])
 def gpu(request):
     return GpuBackend(request.param)
 

@@ -98,6 +98,14 @@ def field_op(field: str, op: str, a: np.ndarray, b: np.ndarray | None = None) ->
     return out
 
 
+def mul_wide(field: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """mont.cuh's mul_wide element-wise on rows of u64 limbs (6 an Fq element, 4 an Fr one)."""
+    a, b = (np.ascontiguousarray(v, dtype=np.uint64) for v in (a, b))
+    out = np.empty_like(a)
+    call(f"twin_{field}_mul_wide", a, b, out, np.uint64(a.shape[0]))
+    return out
+
+
 def xyzz_op(group: str, op: str, a: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
     """One XYZZ operation on a point of 4 coordinates (``b``: a second XYZZ point for add,
     an affine Montgomery point for madd); affine returns the canonical xy limbs."""

@@ -23,8 +23,8 @@ PF_INLINE void fr_store(u32* v, u64 i, const fr_t& a) {
     p[1] = make_uint4(a.w[4], a.w[5], a.w[6], a.w[7]);
 }
 
-// The kernels' Fr product: the 32-bit CIOS, or under FR_MUL64 (on the GPU) the 64-bit one
-// that bench/gpu.py compares it with.
+// The kernels' Fr product: the variant's operator* (the 32-bit CIOS, or mul_wide under
+// PF_MUL_WIDE), or under FR_MUL64 (on the GPU) the 64-bit one that bench/gpu.py compares.
 PF_INLINE fr_t fr_mul(const fr_t& a, const fr_t& b) {
 #if defined(FR_MUL64) && defined(PF_GPU)
     return fr_t::mul64(a, b);

@@ -3,7 +3,9 @@
 // M0 = -m^-1 mod 2^32. Elements are fully reduced (< m) and m < 2^(32N - 1), which the
 // additions (no carry out of N words) and the products (N + 1 words of accumulator) need.
 // On the GPU the carry chains are loops of single PTX instructions; the host build (the
-// CPU twin) computes the same values with common.cuh's portable routines.
+// CPU twin) computes the same values with common.cuh's portable routines. Compiled with
+// PF_MUL_WIDE (source.py's "wide" variant), the GPU's products and squares are mul_wide
+// instead: the same values, each 32 x 32 product one IMAD.WIDE.U32.X.
 #ifndef PROOFFLOW_MONT_CUH
 #define PROOFFLOW_MONT_CUH
 
@@ -47,6 +49,106 @@ PF_PTX3(madc_hi, "madc.hi.u32")
 #undef PF_PTX2
 #undef PF_PTX3
 #endif
+
+// Carry chains written once for both builds: on the GPU the carry is the flag that the PTX
+// .cc instructions share (cy is neither read nor written), on the host it is cy. As with
+// ptx::, a chain's calls must not be interleaved with another chain's.
+namespace chain {
+PF_INLINE u32 add_cc(u32 a, u32 b, u32& cy) {
+#ifdef PF_GPU
+    return ptx::add_cc(a, b);
+#else
+    u64 s = (u64)a + b;
+    cy = (u32)(s >> 32);
+    return (u32)s;
+#endif
+}
+
+PF_INLINE u32 addc_cc(u32 a, u32 b, u32& cy) {
+#ifdef PF_GPU
+    return ptx::addc_cc(a, b);
+#else
+    u64 s = (u64)a + b + cy;
+    cy = (u32)(s >> 32);
+    return (u32)s;
+#endif
+}
+
+PF_INLINE u32 addc(u32 a, u32 b, u32 cy) {
+#ifdef PF_GPU
+    return ptx::addc(a, b);
+#else
+    return a + b + cy;
+#endif
+}
+
+// (hi:lo) = a * b + (y:x), the carry in and out as above. A mad.lo and a madc.hi of the same
+// product next to each other on a chain, into and from register pairs, become one
+// IMAD.WIDE.U32.X (a 64-bit multiply-add with carry in and out) in ptxas's output, where
+// operator*'s separate low and high chains cost an IMAD, an IMAD.HI and ~2 IADD3.X a product
+// (bench/gpu-notes.md).
+PF_INLINE void mad_cc(u32& lo, u32& hi, u32 a, u32 b, u32 x, u32 y, u32& cy) {
+#ifdef PF_GPU
+    lo = ptx::mad_lo_cc(a, b, x);
+    hi = ptx::madc_hi_cc(a, b, y);
+#else
+    u64 t = (u64)a * b + x, h = (t >> 32) + y;
+    lo = (u32)t;
+    hi = (u32)h;
+    cy = (u32)(h >> 32);
+#endif
+}
+
+PF_INLINE void madc_cc(u32& lo, u32& hi, u32 a, u32 b, u32 x, u32 y, u32& cy) {
+#ifdef PF_GPU
+    lo = ptx::madc_lo_cc(a, b, x);
+    hi = ptx::madc_hi_cc(a, b, y);
+#else
+    u64 t = (u64)a * b + x + cy, h = (t >> 32) + y;
+    lo = (u32)t;
+    hi = (u32)h;
+    cy = (u32)(h >> 32);
+#endif
+}
+
+PF_INLINE void madc(u32& lo, u32& hi, u32 a, u32 b, u32 x, u32 y, u32 cy) {
+#ifdef PF_GPU
+    lo = ptx::madc_lo_cc(a, b, x);
+    hi = ptx::madc_hi(a, b, y);
+#else
+    u64 t = (u64)a * b + x + cy;
+    lo = (u32)t;
+    hi = (u32)(t >> 32) + y;
+#endif
+}
+
+PF_INLINE u32 sub_cc(u32 a, u32 b, u32& bw) {
+#ifdef PF_GPU
+    return ptx::sub_cc(a, b);
+#else
+    bw = a < b;
+    return a - b;
+#endif
+}
+
+PF_INLINE u32 subc_cc(u32 a, u32 b, u32& bw) {
+#ifdef PF_GPU
+    return ptx::subc_cc(a, b);
+#else
+    u64 d = (u64)a - b - bw;
+    bw = (u32)(d >> 63);
+    return (u32)d;
+#endif
+}
+
+PF_INLINE u32 subc(u32 a, u32 b, u32 bw) {
+#ifdef PF_GPU
+    return ptx::subc(a, b);
+#else
+    return a - b - bw;
+#endif
+}
+}  // namespace chain
 
 template <int N, u32 M0, u32... MOD>
 struct mont_t {
@@ -97,6 +199,9 @@ struct mont_t {
     // a * b / 2^(32N) mod m, CIOS. Each row adds a * b_i and q * m to t < 2m, so stays below
     // 2^33 m <= 2^(32(N + 1)): N + 1 words never overflow.
     friend PF_INLINE mont_t operator*(const mont_t& a, const mont_t& b) {
+#ifdef PF_MUL_WIDE
+        return mul_wide(a, b);
+#else
         u32 t[N + 1] = {};
 #pragma unroll
         for (int i = 0; i < N; i++) {
@@ -105,12 +210,16 @@ struct mont_t {
             redc_row(t);
         }
         return reduce_once(t);
+#endif
     }
 
     // a^2 / 2^(32N) mod m: the 2N-word square from the cross products (doubled) and the
     // squares, then a reduction of its low half only: REDC(low) <= m and high < m^2 / R < m,
     // so their sum is < 2m.
     PF_INLINE mont_t sqr() const {
+#ifdef PF_MUL_WIDE
+        return mul_wide(*this, *this);
+#else
         u32 r[2 * N] = {};
 #pragma unroll
         for (int i = 0; i < N - 1; i++) {  // row i: a[j] * a[i] for j > i, at word i + j
@@ -141,6 +250,7 @@ struct mont_t {
         for (int i = 1; i < N - 1; i++) t[i] = ptx::addc_cc(t[i], r[N + i]);
         t[N - 1] = ptx::addc(t[N - 1], r[2 * N - 1]);
         return reduce_once(t);
+#endif
     }
 
     // The 64-bit CIOS over N / 2 limbs, with __umul64hi for the high halves. The GPU
@@ -184,20 +294,6 @@ struct mont_t {
     }
 
 private:
-    // t < 2m  ->  t mod m (one conditional subtraction)
-    static __device__ __forceinline__ mont_t reduce_once(const u32* t) {
-        const u32 m[N] = {MOD...};
-        u32 r[N];
-        r[0] = ptx::sub_cc(t[0], m[0]);
-#pragma unroll
-        for (int i = 1; i < N; i++) r[i] = ptx::subc_cc(t[i], m[i]);
-        u32 borrow = ptx::subc(0, 0);
-        mont_t out;
-#pragma unroll
-        for (int i = 0; i < N; i++) out.w[i] = borrow ? t[i] : r[i];  // borrow: t was already < m
-        return out;
-    }
-
     // t[0..n-1] += lo(a[j] * b) for j < n, the carry added into t[n]
     static __device__ __forceinline__ void mac_lo(u32* t, const u32* a, u32 b, int n = N) {
         t[0] = ptx::mad_lo_cc(a[0], b, t[0]);
@@ -264,6 +360,77 @@ private:
 
     PF_INLINE mont_t sqr() const { return *this * *this; }
 #endif  // PF_GPU
+
+public:
+    // a * b / 2^(32N) mod m (CIOS) with each product's two words in one register pair of one
+    // chain (chain::mad_cc). A row's products split by parity: a_j b_i for even j go to pairs
+    // (j, j + 1) of e, which holds words 0..N-1 (e[k] = word k), those for odd j to pairs
+    // (j - 1, j) of o, which holds words 1..N (o[k] = word k + 1); the same for q m_j.
+    // Dividing by 2^32 makes o the aligned one and leaves e a word low (e[k] = word k - 1):
+    // its word 0 (e[1]) is added to the new e[0], and as the next row's o it is read two
+    // places up while the odd products accumulate into it. Bounds (a < m < 2^(32N - 1)): the
+    // row's sum t + a b_i + q m < 2m + 2^33 m < 2^(32(N + 1)), so nothing carries out of
+    // word N (o[N - 1]), and the divided t < 2m < 2^(32N); every partial sum is smaller.
+    static PF_INLINE mont_t mul_wide(const mont_t& a, const mont_t& b) {
+        const u32 m[N] = {MOD...};
+        u32 x[N], y[N], cy;  // e and o, trading places every row
+#pragma unroll
+        for (int i = 0; i < N; i++) {
+            u32* e = i % 2 ? y : x;
+            u32* o = i % 2 ? x : y;  // before this row: the old e, o[k] = word k - 1
+            if (i == 0) {
+#pragma unroll
+                for (int j = 0; j < N; j += 2) {
+                    u64 pe = (u64)a.w[j] * b.w[0], po = (u64)a.w[j + 1] * b.w[0];
+                    e[j] = (u32)pe, e[j + 1] = (u32)(pe >> 32), o[j] = (u32)po, o[j + 1] = (u32)(po >> 32);
+                }
+            } else {
+                e[0] = chain::add_cc(e[0], o[1], cy);  // word 0; its carry starts o's chain at word 1
+#pragma unroll
+                for (int j = 0; j < N - 2; j += 2)
+                    chain::madc_cc(o[j], o[j + 1], a.w[j + 1], b.w[i], o[j + 2], o[j + 3], cy);
+                chain::madc(o[N - 2], o[N - 1], a.w[N - 1], b.w[i], 0, 0, cy);
+                mac_pairs(e, a.w, b.w[i], o[N - 1]);
+            }
+            u32 q = e[0] * M0;
+            chain::mad_cc(o[0], o[1], m[1], q, o[0], o[1], cy);
+#pragma unroll
+            for (int j = 2; j < N - 2; j += 2) chain::madc_cc(o[j], o[j + 1], m[j + 1], q, o[j], o[j + 1], cy);
+            chain::madc(o[N - 2], o[N - 1], m[N - 1], q, o[N - 2], o[N - 1], cy);
+            mac_pairs(e, m, q, o[N - 1]);
+        }
+        // after the last row o (x: N is even) holds words 0..N-1 and e words -1..N-2
+        u32 t[N];
+        t[0] = chain::add_cc(x[0], y[1], cy);
+#pragma unroll
+        for (int k = 1; k < N - 1; k++) t[k] = chain::addc_cc(x[k], y[k + 1], cy);
+        t[N - 1] = chain::addc(x[N - 1], 0, cy);
+        return reduce_once(t);
+    }
+
+private:
+    // e[0..N-1] += (a_j b) 2^(32j) over even j, the carry out added to top
+    static PF_INLINE void mac_pairs(u32* e, const u32* a, u32 b, u32& top) {
+        u32 cy;
+        chain::mad_cc(e[0], e[1], a[0], b, e[0], e[1], cy);
+#pragma unroll
+        for (int j = 2; j < N; j += 2) chain::madc_cc(e[j], e[j + 1], a[j], b, e[j], e[j + 1], cy);
+        top = chain::addc(top, 0, cy);
+    }
+
+    // t < 2m  ->  t mod m (one conditional subtraction)
+    static PF_INLINE mont_t reduce_once(const u32* t) {
+        const u32 m[N] = {MOD...};
+        u32 r[N], bw;
+        r[0] = chain::sub_cc(t[0], m[0], bw);
+#pragma unroll
+        for (int i = 1; i < N; i++) r[i] = chain::subc_cc(t[i], m[i], bw);
+        u32 borrow = chain::subc(0, 0, bw);
+        mont_t out;
+#pragma unroll
+        for (int i = 0; i < N; i++) out.w[i] = borrow ? t[i] : r[i];  // borrow: t was already < m
+        return out;
+    }
 };
 
 #endif  // PROOFFLOW_MONT_CUH

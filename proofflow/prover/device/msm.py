@@ -25,12 +25,13 @@ def _blocks(n: int) -> int:
 
 
 class CupyExecutor:
-    """Launches the kernels of one module (``msm.cu`` or ``fixed_base.cu``) on the current device."""
+    """Launches the kernels of one module (``msm.cu`` or ``fixed_base.cu``) on the current device,
+    compiled with the product ``variant`` (default ``CURVE_VARIANT``; all give the same values)."""
 
     xp = cp
 
-    def __init__(self, name: str, group: str):
-        self._module = kernels.load(kernels.CURVE_VARIANT, name, group)
+    def __init__(self, name: str, group: str, variant: str | None = None):
+        self._module = kernels.load(variant or kernels.CURVE_VARIANT, name, group)
         self._fn: dict = {}
 
     def launch(self, kernel: str, threads: int, *args) -> None:

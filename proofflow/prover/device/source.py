@@ -1,7 +1,7 @@
 """CUDA kernels, compiled by NVRTC into cubins kept on disk.
 
 The source lives in this package (``*.cuh`` headers, ``ntt.cu``, ``msm.cu``,
-``fixed_base.cu``, ``bitsum.cu``) like the C kernels of ``proofflow.prover.native``: nothing to build at install
+``fixed_base.cu``, ``bitsum.cu``, ``field.cu``) like the C kernels of ``proofflow.prover.native``: nothing to build at install
 time. ``load`` loads a module once per process (lru_cache) from its cubin in the kernel
 directory (``cache.py``), compiling and saving it first when there is none for this
 source, NVRTC and the device's arch; ``proofflow kernels build`` compiles them all ahead
@@ -23,9 +23,13 @@ if TYPE_CHECKING:
 
 
 _DIR = Path(__file__).resolve().parent
-VARIANTS = ("mul32", "mul64")  # 32-bit words with PTX carry chains, or 64-bit CIOS
+# The product a module is compiled with: 32-bit words with PTX carry chains (mul32), the Fr
+# products as 64-bit CIOS (mul64), or every Fr and Fq product and square with each 32 x 32
+# product one IMAD.WIDE.U32.X (wide: mont.cuh's mul_wide). All three give the same values.
+VARIANTS = ("mul32", "mul64", "wide")
+_DEFINES = {"mul32": (), "mul64": ("-DFR_MUL64",), "wide": ("-DPF_MUL_WIDE",)}
 GROUPS = ("g1", "g2")  # msm.cu, fixed_base.cu and bitsum.cu build one group's kernels a module
-CURVE_VARIANT = "mul32"  # the Fr product msm.cu and fixed_base.cu are loaded with
+CURVE_VARIANT = "mul32"  # the variant msm.cu, fixed_base.cu and bitsum.cu are loaded with
 
 
 _INCLUDE = re.compile(r'^#include "([\w.]+)"[^\n]*$', re.MULTILINE)
@@ -48,18 +52,18 @@ def source(name: str = "ntt.cu") -> str:
 
 
 def options(variant: str = "mul32", group: str | None = None) -> tuple[str, ...]:
-    """NVRTC options of a module: the Fr product variant and, for the curve modules, the group."""
+    """NVRTC options of a module: the product variant and, for the curve modules, the group."""
     if variant not in VARIANTS:
         raise ValueError(f"unknown kernel variant {variant!r}: choose one of {', '.join(VARIANTS)}")
     if group is not None and group not in GROUPS:
         raise ValueError(f"unknown group {group!r}: choose one of {', '.join(GROUPS)}")
-    return (("-std=c++17",) + (("-DFR_MUL64",) if variant == "mul64" else ())
-            + ((f"-DPF_GROUP_{group.upper()}",) if group else ()))
+    return ("-std=c++17",) + _DEFINES[variant] + ((f"-DPF_GROUP_{group.upper()}",) if group else ())
 
 
 def load(variant: str = "mul32", name: str = "ntt.cu", group: str | None = None) -> "cupy.RawModule":
-    """The module compiled from ``name`` for the current device: ``ntt.cu``, or ``msm.cu`` /
-    ``fixed_base.cu`` / ``bitsum.cu`` for one ``group`` (``g1`` or ``g2``)."""
+    """The module compiled from ``name`` for the current device: ``ntt.cu``, ``field.cu`` (Fq
+    kernels for tests and benchmarks), or ``msm.cu`` / ``fixed_base.cu`` / ``bitsum.cu`` for
+    one ``group`` (``g1`` or ``g2``)."""
     options(variant, group)  # a bad name fails before CuPy is imported
     import cupy
     return _load(variant, name, group, cupy.cuda.Device().compute_capability)
