@@ -25,6 +25,11 @@ Q = pippenger.Q
 R = (1 << 384) % Q
 P = fr.MODULUS
 EX = twin.TwinExecutor()
+_table = twin.edge_table
+
+
+def _twin_points(t):
+    return twin.points(EX, t)
 
 
 def limbs(values: list[int]) -> np.ndarray:
@@ -212,21 +217,6 @@ def test_fixed_base_matches_arkworks(group):
 def test_fixed_base_rejects_non_fr_vectors():
     with pytest.raises(ValueError, match="Fr vector"):
         fixed_base.multiples(EX, "g1", fixed_base.window_table("g1"), np.zeros((3, 2), dtype=np.uint64))
-
-
-def _table(group: str, n: int, rng) -> curve.PointTable:
-    """n random points with infinity, a repeated point and a point and its negation."""
-    g = curve.point_class(group)()
-    pts = [g * curve.scalar(int(x)) for x in fr.to_ints(fr.random(n, rng))]
-    if n >= 8:
-        pts[1], pts[2], pts[4] = curve.point_class(group).identity(), pts[3], -pts[5]
-    return curve.PointTable.from_points(group, pts)
-
-
-def _twin_points(table: curve.PointTable) -> np.ndarray:
-    pts = np.ascontiguousarray(table.xy).view(np.uint64).reshape(len(table), -1).copy()
-    EX.launch(f"to_montgomery_{table.group}", len(table), pts, np.uint64(len(table)))
-    return pts
 
 
 def _twin_msm(table: curve.PointTable, s: np.ndarray, c=None, piece=pippenger.PIECE, plan=None):

@@ -19,22 +19,11 @@ if twin.compiler() is None:
 
 P = fr.MODULUS
 EX = twin.TwinExecutor()
+table = twin.edge_table
 
 
-def table(group: str, n: int, rng) -> curve.PointTable:
-    """n random points with infinity, a repeated point and a point and its negation."""
-    g = curve.point_class(group)()
-    pts = [g * curve.scalar(int(x)) for x in fr.to_ints(fr.random(n, rng))]
-    if n >= 8:
-        pts[1], pts[2], pts[4] = curve.point_class(group).identity(), pts[3], -pts[5]
-    return curve.PointTable.from_points(group, pts)
-
-
-def device_points(t: curve.PointTable) -> np.ndarray:
-    """The table as the device holds it: (n, affine limbs) u64, Montgomery, on the twin."""
-    pts = np.ascontiguousarray(t.xy).view(np.uint64).reshape(len(t), pippenger.affine_limbs(t.group)).copy()
-    EX.launch(f"to_montgomery_{t.group}", len(t), pts, np.uint64(len(t)))
-    return pts
+def device_points(t):
+    return twin.points(EX, t)
 
 
 def split_msm(t: curve.PointTable, s: np.ndarray, dense_share: float = sparse.DENSE_SHARE):

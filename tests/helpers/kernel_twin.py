@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from proofflow.prover import curve
+from proofflow.prover.field import fr
 from proofflow.prover.native import cache_dir
 
 _TESTS = Path(__file__).resolve().parent
@@ -118,3 +120,20 @@ def xyzz_op(group: str, op: str, a: np.ndarray, b: np.ndarray | None = None) -> 
 
 # ==== bitsum.cu (proofflow.prover.device.sparse), its twin entry points at the end of kernel_twin.cpp ====
 SOURCES.append(_KERNELS / "bitsum.cu")  # part of the twin's cache digest
+
+
+def edge_table(group: str, n: int, rng) -> curve.PointTable:
+    """n random points with infinity, a repeated point and a point and its negation."""
+    g = curve.point_class(group)()
+    pts = [g * curve.scalar(int(x)) for x in fr.to_ints(fr.random(n, rng))]
+    if n >= 8:
+        pts[1], pts[2], pts[4] = curve.point_class(group).identity(), pts[3], -pts[5]
+    return curve.PointTable.from_points(group, pts)
+
+
+def points(ex: "TwinExecutor", table: curve.PointTable) -> np.ndarray:
+    """The table as the device holds it: (n, affine limbs) u64, Montgomery, on the twin."""
+    limbs = curve.XY_BYTES[table.group] // 8  # u64 limbs of x and y (-1 cannot size an empty table)
+    pts = np.ascontiguousarray(table.xy).view(np.uint64).reshape(len(table), limbs).copy()
+    ex.launch(f"to_montgomery_{table.group}", len(table), pts, np.uint64(len(table)))
+    return pts

@@ -267,6 +267,22 @@ void mimc_trace(const uint64_t *key, const uint64_t *x0, const uint64_t *consts,
    per instance variable) from its witness, into buffers of n >= 3R + 4 rows, the rest zeroed:
    the rows of the sparse matrices, written out. Witness: 0 one, 1 x_0, 2 y, 3 k, then
    t2_i = 4 + 3i, t4_i = 5 + 3i, x_{i+1} = 6 + 3i. */
+/* The rows every built-in family ends with after its output row `last`: one per input
+   variable (the constant and the two public inputs: w_j * 0 = 0, so the QAP's A query
+   carries each input), then zeros to the domain's n rows. */
+static void input_rows_and_padding(const uint64_t *w, int64_t last, uint64_t *a, uint64_t *b, uint64_t *c,
+                                   int64_t n) {
+    for (int j = 0; j < 3; j++) {
+        memcpy(a + 4 * (last + 1 + j), w + 4 * j, 32);
+        memset(b + 4 * (last + 1 + j), 0, 32);
+        memset(c + 4 * (last + 1 + j), 0, 32);
+    }
+    int64_t used = last + 4;
+    memset(a + 4 * used, 0, 32 * (n - used));
+    memset(b + 4 * used, 0, 32 * (n - used));
+    memset(c + 4 * used, 0, 32 * (n - used));
+}
+
 void mimc_abc(const uint64_t *w, const uint64_t *consts, int64_t rounds, uint64_t *a, uint64_t *b, uint64_t *c,
               int64_t n) {
 #pragma omp parallel for schedule(static) if (rounds > 4096)
@@ -285,15 +301,7 @@ void mimc_abc(const uint64_t *w, const uint64_t *consts, int64_t rounds, uint64_
     add_mod(w + 4 * (3 + 3 * rounds), w + 12, a + 4 * last);  /* (x_R + k) * 1 = y */
     memcpy(b + 4 * last, w, 32);
     memcpy(c + 4 * last, w + 8, 32);
-    for (int j = 0; j < 3; j++) {  /* the input rows: w_j * 0 = 0 */
-        memcpy(a + 4 * (last + 1 + j), w + 4 * j, 32);
-        memset(b + 4 * (last + 1 + j), 0, 32);
-        memset(c + 4 * (last + 1 + j), 0, 32);
-    }
-    int64_t used = last + 4;
-    memset(a + 4 * used, 0, 32 * (n - used));
-    memset(b + 4 * used, 0, 32 * (n - used));
-    memset(c + 4 * used, 0, 32 * (n - used));
+    input_rows_and_padding(w, last, a, b, c, n);
 }
 
 /* ---- the bit-gadget chain (proofflow/prover/circuits/bits.py), in Montgomery form ---- */
@@ -359,13 +367,5 @@ void bits_abc(const uint64_t *w, int64_t blocks, uint64_t *a, uint64_t *b, uint6
     bits_pack(w + 4 * (BITS_HEAD_VARS + BITS_BLOCK * blocks - BITS_WORD), a + 4 * last);
     memcpy(b + 4 * last, w, 32);
     memcpy(c + 4 * last, w + 8, 32);
-    for (int j = 0; j < 3; j++) {  /* the input rows: w_j * 0 = 0 */
-        memcpy(a + 4 * (last + 1 + j), w + 4 * j, 32);
-        memset(b + 4 * (last + 1 + j), 0, 32);
-        memset(c + 4 * (last + 1 + j), 0, 32);
-    }
-    int64_t used = last + 4;
-    memset(a + 4 * used, 0, 32 * (n - used));
-    memset(b + 4 * used, 0, 32 * (n - used));
-    memset(c + 4 * used, 0, 32 * (n - used));
+    input_rows_and_padding(w, last, a, b, c, n);
 }
