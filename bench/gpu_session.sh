@@ -3,7 +3,7 @@
 #   1. pytest -m gpu -q: every GPU test (the operator ones too when their packages are there)
 #   2. python3 -m bench.gpu: $OUT/gpu-h200.json (commit it as bench/results/gpu-h200.json)
 #   3. Nsight Compute on the G1 msm_accumulate kernel at 2^22: a text report in $OUT
-# then a summary table. Each step has a time budget (seconds, below; 550 in all) and runs
+# then a summary table. TESTS (pytest ids) and BENCH_ONLY (bench.gpu sections) narrow it. Each step has a time budget (seconds, below; 550 in all) and runs
 # whether or not the one before it passed; the summary gives each step's exit status
 # (124: out of time) and the script fails unless the tests and the benchmark passed.
 #
@@ -43,7 +43,10 @@ step() {  # step NAME BUDGET LOG COMMAND...: run COMMAND under a time budget, lo
     SECS[$name]=$((SECONDS - t0))
 }
 
-TESTS="tests/device/test_gpu_backend.py tests/device/test_gpu_g2.py tests/device/test_gpu_sparse.py tests/device/test_kernel_twin.py"
+TESTS=${TESTS:-"tests/device/test_gpu_backend.py tests/device/test_gpu_g2.py tests/device/test_gpu_sparse.py
+    tests/device/test_gpu_msm_precompute.py tests/device/test_gpu_msm_affine.py tests/device/test_gpu_overlap.py
+    tests/device/test_gpu_wide.py tests/device/test_kernel_twin.py tests/device/test_affine_twin.py
+    tests/device/test_gpu_kernel_cache.py::test_after_warm_up_a_first_proof_compiles_nothing"}
 if python3 -c "import sqlalchemy, alembic, great_expectations, airflow.sdk" 2>/dev/null; then
     TESTS="$TESTS tests/timing/test_calibrate.py tests/device/test_check_h2d_gpu.py tests/device/test_gpu_service.py"
 else
@@ -54,7 +57,9 @@ fi
 step tests "$BUDGET_TESTS" pytest.log python3 -m pytest -m gpu -q -rfEs --durations=12 -p no:cacheprovider $TESTS
 
 # results straight into $OUT (written after each section, so a cut-short run keeps what it did)
-step bench "$BUDGET_BENCH" bench.log python3 -m bench.gpu --out "$OUT/gpu-h200.json"
+# BENCH_ONLY="SECTION ...": those sections alone (bench.gpu --only)
+# shellcheck disable=SC2086
+step bench "$BUDGET_BENCH" bench.log python3 -m bench.gpu --out "$OUT/gpu-h200.json" ${BENCH_ONLY:+--only $BENCH_ONLY}
 [ "${RC[bench]}" = 0 ] && cp "$OUT/gpu-h200.json" bench/results/gpu-h200.json
 
 step ncu "$BUDGET_NCU" ncu-msm-accumulate-g1-2p22.txt \
