@@ -20,6 +20,8 @@ What is checked:
   constraint system's first build on the machine, the QAP at tau and the query scalars;
   the tables go straight to their files), and the proving: the staging the run can fill,
   one partition's synthesis, and on the CPU backend the key's points decoded for arkworks;
+  both with the key and constraint-system files the run writes to a memory-backed file
+  system (a 2^27 key in /dev/shm is 77 GB of host memory);
 * device memory, on the GPU backend: the key's tables resident on the device (with their
   MSMs' precomputed copies, PROOFFLOW_MSM_PRECOMPUTE), the NTT tables, and one proof's
   working set (a/b/c, H, MSM buckets: every MSM's at once with PROOFFLOW_MSM_OVERLAP),
@@ -74,10 +76,13 @@ class ResourceError(ValueError):
 @dataclass(frozen=True)
 class Disk:
     """A directory a run writes under, and its file system's free bytes (None: unknown, not
-    checked). Places with the same ``fs`` (st_dev) share their free space; None: its own."""
+    checked). Places with the same ``fs`` (st_dev) share their free space; None: its own.
+    ``memory``: the file system keeps its files in host memory (tmpfs, ramfs), so what the
+    run writes there takes host memory too."""
     path: Path
     free: int | None
     fs: int | None = None
+    memory: bool = False
 
 
 @dataclass(frozen=True)
@@ -115,6 +120,7 @@ class Needs:
     host: int  # the peak of setup and proving
     host_setup: int  # the key's setup (0 when the key is on disk)
     host_prove: int
+    host_files: int  # of those, the new key and cache files on a memory-backed file system (they stay)
     device: int | None  # the GPU backend's device (None: another backend)
     key_tables: int  # the key's tables, resident on the device on the GPU backend (with their copies)
 
@@ -190,12 +196,16 @@ def estimate(config: dict, machine: Machine, s: Shape | None = None) -> Needs:
     if partitions:
         filled = min(machine.staging_budget, partitions * staging)
         host_prove = filled + SYNTHESIS_HOST * n + (CPU_PROVE_HOST * n if config["backend"] == "cpu" else 0)
+    # a key or constraint system written to tmpfs stays in host memory from its setup on
+    files = (key_disk if machine.key.memory else 0) + (cache if machine.cache.memory else 0)
+    host_setup += files if host_setup else 0
+    host_prove += files if host_prove else 0
     resident = tables + (key_copy_bytes(s) if config["backend"] == "gpu" else 0)
     device = None
     if config["backend"] == "gpu" and partitions:
         device = resident + (DEVICE_NTT_TABLES + DEVICE_PROOF) * n + msm_overlap_bytes(s)
-    return Needs(key_disk, shared, cache, staging, max(host_setup, host_prove), host_setup, host_prove, device,
-                 resident)
+    return Needs(key_disk, shared, cache, staging, max(host_setup, host_prove), host_setup, host_prove, files,
+                 device, resident)
 
 
 def _gb(x: int) -> str:
@@ -241,7 +251,9 @@ def check(config: dict, machine: Machine, s: Shape | None = None) -> list[str]:
         over = [(what, nb) for what, nb in (("the key's setup", need.host_setup), ("proving", need.host_prove))
                 if nb > machine.host_available]
         what = " and ".join(f"{what}{' needs' if i == 0 else ''} about {_gib(nb)}" for i, (what, nb) in enumerate(over))
-        problems.append(f"{what} of host memory ({_gib(machine.host_available)} available, MemAvailable)")
+        files = (f"; with the new files on memory-backed file systems ({_gib(need.host_files)}: "
+                 f"{', '.join(str(d.path) for d in (machine.key, machine.cache) if d.memory)})" if need.host_files else "")
+        problems.append(f"{what} of host memory ({_gib(machine.host_available)} available, MemAvailable{files})")
     if need.device is not None and machine.device_total is not None and need.device > machine.device_total:
         free = f", {_gib(machine.device_free)} free" if machine.device_free is not None else ""
         problems.append(f"proving on the GPU needs about {_gib(need.device)} of device memory (the key's tables "
@@ -278,11 +290,32 @@ def _existing(path: Path) -> Path:
     return path
 
 
+MEMORY_FS = {"tmpfs", "ramfs"}
+
+
+def memory_backed(path: Path, mounts: str = "/proc/mounts") -> bool:
+    """Whether ``path``'s file system (its longest mount point prefix) keeps files in memory."""
+    path, best, kind = Path(path).resolve(), -1, None
+    try:
+        with open(mounts) as f:
+            for line in f:
+                fields = line.split()
+                if len(fields) < 3:
+                    continue
+                point = Path(fields[1].replace("\\040", " "))
+                if (path == point or point in path.parents) and len(point.parts) > best:
+                    best, kind = len(point.parts), fields[2]
+    except OSError:
+        return False
+    return kind in MEMORY_FS
+
+
 def disk(path: Path) -> Disk:
-    """A directory's file system: its free bytes and device (of its nearest existing ancestor)."""
+    """A directory's file system: its free bytes and device (of its nearest existing
+    ancestor), and whether it is memory-backed."""
     where = _existing(path)
     try:
-        return Disk(Path(path), shutil.disk_usage(where).free, os.stat(where).st_dev)
+        return Disk(Path(path), shutil.disk_usage(where).free, os.stat(where).st_dev, memory_backed(where))
     except OSError:
         return Disk(Path(path), None)
 

@@ -168,3 +168,32 @@ def test_mem_available_parses_meminfo(tmp_path):
     (tmp_path / "old").write_text("MemTotal:       24000000 kB\n")
     assert resources.mem_available(str(tmp_path / "old")) is None
     assert resources.mem_available(str(tmp_path / "missing")) is None
+
+
+def test_a_key_written_to_a_memory_backed_file_system_counts_as_host_memory():
+    """A 2^27 key set up into /dev/shm is 77 GB of host memory for as long as it is there:
+    on a host of 125 GiB (the H200 machine's), the constraint system built and cached on
+    disk before, the setup fits; with the constraint system still to build, into /dev/shm
+    too (32 GB more), refused, naming the files."""
+    machine = replace(H200, key=Disk(SHM / "params", 128 * GiB, fs=9, memory=True), host_available=120 * GiB,
+                      cache=Disk(CACHE, 60 * 10**9, fs=1), cs_cached=True, staging_budget=16 * GiB)
+    config = _validate(machine, log2=27, partitions=1, backend="gpu")
+    need = resources.estimate(config, machine)
+    assert need.host_files == need.key_disk and need.host_setup > need.key_disk
+    on_disk = resources.estimate(config, replace(machine, key=replace(machine.key, memory=False)))
+    assert need.host - on_disk.host == need.key_disk  # the same run with the key on a disk
+    msg = _refusal(replace(machine, cache=Disk(SHM / "cache", 128 * GiB, fs=9, memory=True), cs_cached=False),
+                   log2=27, partitions=1, backend="gpu")
+    assert "of host memory (120.0 GiB available, MemAvailable; with the new files on memory-backed file systems" in msg
+    assert f"{SHM / 'params'}, {SHM / 'cache'})" in msg
+
+
+def test_memory_backed_reads_the_longest_mount_point(tmp_path):
+    mounts = tmp_path / "mounts"
+    mounts.write_text("/dev/vda / ext4 rw 0 0\ntmpfs /dev/shm tmpfs rw 0 0\ntmpfs /run tmpfs rw 0 0\n"
+                      "/dev/vdb /dev/shm/disk ext4 rw 0 0\n/dev/vdc /mnt/a\\040b xfs rw 0 0\n")
+    assert resources.memory_backed(Path("/dev/shm/pf/params"), str(mounts))
+    assert not resources.memory_backed(Path("/dev/shm/disk/x"), str(mounts))
+    assert not resources.memory_backed(Path("/home/ci"), str(mounts))
+    assert not resources.memory_backed(Path("/mnt/a b/c"), str(mounts))
+    assert not resources.memory_backed(Path("/x"), str(tmp_path / "no-such-file"))
