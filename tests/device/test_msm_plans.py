@@ -4,6 +4,7 @@ and ``resources``. Pure Python: no GPU, no compiler."""
 from __future__ import annotations
 
 from types import SimpleNamespace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from proofflow.prover.device import pippenger
 from proofflow.prover.device.pippenger import Plan
 from proofflow.prover.groth16.data_structures import PK_TABLES
 
+UNKNOWN = resources.Disk(Path("/unknown"), None)  # a place whose free space is not checked
 GIB = 1 << 30
 
 
@@ -122,7 +124,7 @@ def test_resources_count_the_copies_on_the_gpu(monkeypatch):
     """A GPU run's device need grows by the key's copies, a CPU run's does not."""
     s = resources.Shape(1 << 20, 1 << 20, 2)
     gpu, cpu = ({"circuit": "mimc", "log2": 20, "partitions": 1, "backend": b} for b in ("gpu", "cpu"))
-    machine = resources.Machine(key=None, shared=None, cache=None, key_on_disk=True, cs_cached=True,
+    machine = resources.Machine(key=UNKNOWN, shared=UNKNOWN, cache=UNKNOWN, key_on_disk=True, cs_cached=True,
                                 host_available=None, staging_budget=8 * GIB)
     monkeypatch.delenv("PROOFFLOW_MSM_PRECOMPUTE", raising=False)
     plain_gpu, plain_cpu = resources.estimate(gpu, machine, s), resources.estimate(cpu, machine, s)

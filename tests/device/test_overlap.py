@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 import time
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,6 +20,8 @@ from proofflow.prover.backend.cpu import CpuBackend
 from proofflow.prover.device import overlap, pippenger, sparse
 from proofflow.prover.field import fr
 from proofflow.prover.groth16.data_structures import PK_TABLES
+
+UNKNOWN = resources.Disk(Path("/unknown"), None)  # a place whose free space is not checked
 
 
 def _no_lane(k):
@@ -230,7 +233,7 @@ def test_scratch_bytes_at_large_sizes():
 
 def test_resources_add_up_the_overlapped_msms(monkeypatch):
     s = resources.Shape(1 << 22, 1 << 22, 2)
-    machine = resources.Machine(key=None, shared=None, cache=None, key_on_disk=True, cs_cached=True,
+    machine = resources.Machine(key=UNKNOWN, shared=UNKNOWN, cache=UNKNOWN, key_on_disk=True, cs_cached=True,
                                 host_available=None, staging_budget=1 << 40)
     config = {"backend": "gpu", "partitions": 1}
     monkeypatch.delenv("PROOFFLOW_MSM_OVERLAP", raising=False)
