@@ -3,10 +3,13 @@ import pytest
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _no_staging_left_in_shared_memory():
+def _no_staging_left_in_shared_memory(tmp_path_factory):
     """Tests whose processes run with a fresh home and no PROOFFLOW_SHARED_STAGING (the fresh
-    machine's defaults) stage in /dev/shm/proofflow-<uid>-<digest>: those the session made are
-    removed at its end, so repeated runs do not fill the host's shared memory."""
+    machine's defaults) stage in /dev/shm/proofflow-<uid>-<digest of the home>: those of this
+    session's homes (directories under its temporary base) are removed at its end, so repeated
+    runs do not fill the host's shared memory. Only those: another test session on the host
+    (a second checkout's CI) may be staging in its own at that moment."""
+    import hashlib
     import os
     import shutil
     from pathlib import Path
@@ -14,7 +17,18 @@ def _no_staging_left_in_shared_memory():
     pattern = f"proofflow-{os.getuid()}-*"
     before = set(shm.glob(pattern)) if shm.is_dir() else set()
     yield
-    for d in (set(shm.glob(pattern)) - before) if shm.is_dir() else ():
+    new = (set(shm.glob(pattern)) - before) if shm.is_dir() else set()
+    if not new:
+        return
+    base = tmp_path_factory.getbasetemp()
+    ours = set()
+    for root, dirs, _ in os.walk(base):
+        if len(Path(root).relative_to(base).parts) >= 4:  # homes sit at most a few levels down
+            dirs[:] = []
+        for d in dirs:
+            digest = hashlib.sha256(str(Path(root, d).absolute()).encode()).hexdigest()[:10]
+            ours.add(shm / f"proofflow-{os.getuid()}-{digest}")
+    for d in new & ours:
         shutil.rmtree(d, ignore_errors=True)
 
 
