@@ -13,6 +13,7 @@ from proofflow.prover.device import available as gpu_available
 from proofflow.prover.device import pippenger
 from proofflow.prover.device.pippenger import AFFINE_ALL, Plan
 from proofflow.prover.field import fr
+import kernel_twin as twin
 
 cp = pytest.importorskip("cupy")
 if not gpu_available():
@@ -23,18 +24,10 @@ from proofflow.prover.device import msm as gpu_msm  # noqa: E402  (needs CuPy)
 pytestmark = pytest.mark.gpu
 P = fr.MODULUS
 SIGN = 0x80000000
-EDGE = [0, 1, 2, P - 1, P - 2, (P - 1) // 2, 1 << 254, 255, 256, (1 << 248) - 1, int("73" + "00" * 31, 16)]
+EDGE = twin.MSM_EDGE_SCALARS
 
 
-def _table(group: str, n: int, seed: int) -> curve.PointTable:
-    """Up to 512 random points tiled to n, with infinity, a repeated point and a point and
-    its negation."""
-    g = curve.point_class(group)()
-    pts = [g * curve.scalar(int(x)) for x in fr.to_ints(fr.random(min(n, 512), np.random.default_rng(seed)))]
-    if len(pts) >= 8:
-        pts[1], pts[2], pts[4] = curve.point_class(group).identity(), pts[3], -pts[5]
-    xy = curve.PointTable.from_points(group, pts).xy
-    return curve.PointTable(group, np.tile(xy, (-(-n // len(xy)), 1))[:n].copy())
+_table = twin.tiled_edge_table
 
 
 def _buckets(entries: int, rows: int, rng):

@@ -15,6 +15,7 @@ from proofflow.prover.device import pippenger
 from proofflow.prover.device.pippenger import Plan
 from proofflow.prover.field import fr
 from proofflow.prover.groth16 import generator
+import kernel_twin as twin
 
 cp = pytest.importorskip("cupy")
 if not gpu_available():
@@ -82,13 +83,7 @@ def test_fq_chains_match_python_ints(variant):
 
 
 def _table(group: str, n: int, seed: int) -> curve.PointTable:
-    """Random points tiled to n, with infinity, a repeated point and a point and its negation."""
-    g = curve.point_class(group)()
-    pts = [g * curve.scalar(int(v)) for v in fr.to_ints(fr.random(min(n, 256), np.random.default_rng(seed)))]
-    if len(pts) >= 8:
-        pts[1], pts[2], pts[4] = curve.point_class(group).identity(), pts[3], -pts[5]
-    xy = curve.PointTable.from_points(group, pts).xy
-    return curve.PointTable(group, np.tile(xy, (-(-n // len(xy)), 1))[:n].copy())
+    return twin.tiled_edge_table(group, n, seed, distinct=256)
 
 
 def _wide_msm(table: curve.PointTable, s: np.ndarray, plan: Plan | None = None):

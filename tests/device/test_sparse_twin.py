@@ -94,16 +94,23 @@ def test_split_msm_matches_arkworks(group, kind):
     assert curve.msm_split(t, s) == want
 
 
-@pytest.mark.parametrize("group", ["g1", "g2"])
-def test_split_takes_pippenger_whole_above_the_dense_share(group, monkeypatch):
-    """Dense scalars go to Pippenger untouched; a bit-heavy vector's rest goes compacted."""
-    calls = []
+@pytest.fixture
+def pippenger_rows(monkeypatch) -> list:
+    """The table rows of each Pippenger call from here on."""
+    rows = []
     real = pippenger.msm
 
     def spy(ex, grp, points, s, *args, **kwargs):
-        calls.append(points.shape[0])
+        rows.append(points.shape[0])
         return real(ex, grp, points, s, *args, **kwargs)
     monkeypatch.setattr(pippenger, "msm", spy)
+    return rows
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
+def test_split_takes_pippenger_whole_above_the_dense_share(group, pippenger_rows):
+    """Dense scalars go to Pippenger untouched; a bit-heavy vector's rest goes compacted."""
+    calls = pippenger_rows
     rng = np.random.default_rng(9)
     t = table(group, 64, rng)
     dense = scalars("dense", 64, rng)
@@ -119,16 +126,10 @@ def test_split_takes_pippenger_whole_above_the_dense_share(group, monkeypatch):
 
 @pytest.mark.parametrize("group", ["g1", "g2"])
 @pytest.mark.parametrize("kind", ["mixed", "dense"])
-def test_split_msm_over_precomputed_copies(group, kind, monkeypatch):
+def test_split_msm_over_precomputed_copies(group, kind, pippenger_rows):
     """A table with precomputed copies: dense scalars take them (Pippenger under the plan),
     a bit-heavy vector's ones and compacted rest the plain points, their first rows."""
-    rows = []
-    real = pippenger.msm
-
-    def spy(ex, grp, points, s, *args, **kwargs):
-        rows.append(points.shape[0])
-        return real(ex, grp, points, s, *args, **kwargs)
-    monkeypatch.setattr(pippenger, "msm", spy)
+    rows = pippenger_rows
     n, plan = 120, pippenger.Plan(8, 4)
     rng = np.random.default_rng(11)
     t, s = table(group, n, rng), scalars(kind, n, rng)

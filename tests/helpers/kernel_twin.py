@@ -131,6 +131,18 @@ def edge_table(group: str, n: int, rng) -> curve.PointTable:
     return curve.PointTable.from_points(group, pts)
 
 
+def tiled_edge_table(group: str, n: int, seed: int, distinct: int = 512) -> curve.PointTable:
+    """``edge_table`` of up to ``distinct`` points tiled to n rows: large tables without
+    computing n points on the host."""
+    xy = edge_table(group, min(n, distinct), np.random.default_rng(seed)).xy
+    return curve.PointTable(group, np.tile(xy, (-(-n // len(xy)), 1))[:n].copy())
+
+
+# MSM scalars at the edges of Fr and of the window digits (0, 1, r-1, carries into a next window)
+MSM_EDGE_SCALARS = [0, 1, 2, fr.MODULUS - 1, fr.MODULUS - 2, (fr.MODULUS - 1) // 2, 1 << 254, 255, 256,
+                    (1 << 248) - 1, int("73" + "00" * 31, 16)]
+
+
 def points(ex: "TwinExecutor", table: curve.PointTable) -> np.ndarray:
     """The table as the device holds it: (n, affine limbs) u64, Montgomery, on the twin."""
     limbs = curve.XY_BYTES[table.group] // 8  # u64 limbs of x and y (-1 cannot size an empty table)

@@ -9,7 +9,7 @@ from functools import cached_property
 import numpy as np
 
 from proofflow.prover.field import fr
-from proofflow.prover.r1cs import ConstraintSystem
+from proofflow.prover.r1cs import ConstraintSystem, UnsatisfiedConstraint
 
 
 @dataclass(frozen=True)
@@ -80,6 +80,25 @@ class Circuit(abc.ABC):
         (``r1cs_to_qap.witness_map``; a family may write them faster from its structure)."""
         from proofflow.prover.groth16 import r1cs_to_qap
         return r1cs_to_qap.witness_map(self.constraint_system, witness, out)
+
+    def _native_witness_map(self, witness: np.ndarray, out, write) -> tuple:
+        """a/b/c of a family whose C kernel writes them from its structure (``write(a, b, c,
+        n)``: no sparse products, no constraint system built), the sizes checked first and
+        every row after (a*b = c)."""
+        n = self.domain_size
+        fr._check(witness, "witness")
+        if witness.shape[0] != self.num_variables:
+            raise ValueError(f"the witness has {witness.shape[0]} variables, the circuit {self.num_variables}")
+        a, b, c = out if out is not None else (fr.zeros(n), fr.zeros(n), fr.zeros(n))
+        for v in (a, b, c):
+            fr._check(v, "out")
+            if v.shape[0] != n:
+                raise ValueError(f"a/b/c buffers must hold the domain's {n} elements, got {v.shape[0]}")
+        write(a, b, c, n)
+        bad = fr._lib().fr_first_unsatisfied(fr.ptr(a), fr.ptr(b), fr.ptr(c), self.num_constraints)
+        if bad >= 0:
+            raise UnsatisfiedConstraint(int(bad))
+        return a, b, c
 
     @abc.abstractmethod
     def _build(self) -> ConstraintSystem:

@@ -28,7 +28,7 @@ import numpy as np
 
 from proofflow.prover.circuits.base import Circuit, Instance, derive
 from proofflow.prover.field import fr
-from proofflow.prover.r1cs import ConstraintSystem, SparseMatrix, UnsatisfiedConstraint
+from proofflow.prover.r1cs import ConstraintSystem, SparseMatrix
 
 NUM_PUBLIC = 2
 WORD = 32  # bits a word, SHA-256's
@@ -145,19 +145,6 @@ class BitsChain(Circuit):
         return Instance(partition, [x0, s], witness)
 
     def witness_map(self, witness: np.ndarray, out=None):
-        """a/b/c written block by block in the C kernels from the chain's structure (no
-        sparse products, no constraint system built), then every row checked: a*b = c."""
-        n = self.domain_size
-        fr._check(witness, "witness")
-        if witness.shape[0] != self.num_variables:
-            raise ValueError(f"the witness has {witness.shape[0]} variables, the circuit {self.num_variables}")
-        a, b, c = out if out is not None else (fr.zeros(n), fr.zeros(n), fr.zeros(n))
-        for vec in (a, b, c):
-            fr._check(vec, "out")
-            if vec.shape[0] != n:
-                raise ValueError(f"a/b/c buffers must hold the domain's {n} elements, got {vec.shape[0]}")
-        fr._lib().bits_abc(fr.ptr(witness), self.blocks, fr.ptr(a), fr.ptr(b), fr.ptr(c), n)
-        bad = fr._lib().fr_first_unsatisfied(fr.ptr(a), fr.ptr(b), fr.ptr(c), self.num_constraints)
-        if bad >= 0:
-            raise UnsatisfiedConstraint(int(bad))
-        return a, b, c
+        """a/b/c written block by block in the C kernels from the chain's structure, every row checked."""
+        return self._native_witness_map(witness, out, lambda a, b, c, n: fr._lib().bits_abc(
+            fr.ptr(witness), self.blocks, fr.ptr(a), fr.ptr(b), fr.ptr(c), n))

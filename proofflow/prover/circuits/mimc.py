@@ -24,7 +24,7 @@ from proofflow import settings
 from proofflow.prover import files
 from proofflow.prover.circuits.base import Circuit, Instance, derive
 from proofflow.prover.field import fr
-from proofflow.prover.r1cs import ConstraintSystem, SparseMatrix, UnsatisfiedConstraint
+from proofflow.prover.r1cs import ConstraintSystem, SparseMatrix
 
 NUM_PUBLIC = 2
 VARS_BEFORE_ROUNDS = 4
@@ -123,20 +123,6 @@ class MimcChain(Circuit):
         return Instance(partition, [x0, fr.to_ints(witness[2:3])[0]], witness)
 
     def witness_map(self, witness: np.ndarray, out=None):
-        """a/b/c written row by row in the C kernels from the chain's structure (no sparse
-        products, no constraint system built), then every row checked: a*b = c."""
-        n = self.domain_size
-        fr._check(witness, "witness")
-        if witness.shape[0] != self.num_variables:
-            raise ValueError(f"the witness has {witness.shape[0]} variables, the circuit {self.num_variables}")
-        a, b, c = out if out is not None else (fr.zeros(n), fr.zeros(n), fr.zeros(n))
-        for v in (a, b, c):
-            fr._check(v, "out")
-            if v.shape[0] != n:
-                raise ValueError(f"a/b/c buffers must hold the domain's {n} elements, got {v.shape[0]}")
-        fr._lib().mimc_abc(fr.ptr(witness), fr.ptr(self.round_constants), self.rounds, fr.ptr(a), fr.ptr(b),
-                           fr.ptr(c), n)
-        bad = fr._lib().fr_first_unsatisfied(fr.ptr(a), fr.ptr(b), fr.ptr(c), self.num_constraints)
-        if bad >= 0:
-            raise UnsatisfiedConstraint(int(bad))
-        return a, b, c
+        """a/b/c written row by row in the C kernels from the chain's structure, every row checked."""
+        return self._native_witness_map(witness, out, lambda a, b, c, n: fr._lib().mimc_abc(
+            fr.ptr(witness), fr.ptr(self.round_constants), self.rounds, fr.ptr(a), fr.ptr(b), fr.ptr(c), n))
