@@ -20,6 +20,7 @@ them. Each section is one function returning its part of the JSON (``SECTIONS``)
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import platform
 import statistics
@@ -445,10 +446,11 @@ def _bench_msm_precomputed_group(args, rng, group: str) -> tuple[dict, dict]:
 
 
 def bench_msm_variants(args, rng) -> dict:
-    """The G1 (and G2) MSM with msm.cu compiled in each Fq product variant, the plain plan on the
-    same resident table and scalars: median wall ms of the repeats, and one run's device ms
-    of each step (the accumulation is where the products are). Each variant's result checked
-    against (sum s_k * k) * G first."""
+    """The G1 (and G2) MSM with msm.cu compiled in each Fq product variant, each with the
+    accumulation in pieces a bucket and in balanced spans (``+spans``), the plain plan on
+    the same resident table and scalars: median wall ms of the repeats, and one run's device
+    ms of each step (the accumulation is where the products are). Each result checked
+    against (sum s_k * k) * G first; speedups against mul32 in pieces."""
     from proofflow.prover.device import msm as gpu_msm, pippenger
     gpu, out = GpuBackend(), {}
     for group, sizes in (("g1", args.msm_variant_sizes), ("g2", args.msm_variant_g2_sizes)):
@@ -460,15 +462,19 @@ def bench_msm_variants(args, rng) -> dict:
             table = tiled(base, n)
             pts, s = gpu_msm.device_points(table), random_device(n, rng)
             want, row = expected_msm(gpu, group, s, len(base)), {}
-            for variant, ex in executors.items():
-                msm = lambda spans=None: pippenger.msm(ex, group, pts, s, mark=gpu_msm._Spans(spans).mark)  # noqa: E731
+            for (variant, ex), balanced in itertools.product(executors.items(), (False, True)):
+                name = variant + ("+spans" if balanced else "")
+
+                def msm(spans=None, ex=ex, balanced=balanced):
+                    return pippenger.msm(ex, group, pts, s, mark=gpu_msm._Spans(spans).mark, balanced=balanced)
                 if msm() != want:
-                    sys.exit(f"the {variant} {group} MSM differs from (sum s_k * k) * G at 2^{log_n}: not timing it")
+                    sys.exit(f"the {name} {group} MSM differs from (sum s_k * k) * G at 2^{log_n}: not timing it")
                 spans = {}
                 msm(spans)
-                row[variant] = {"ms": summary(_wall_ms(msm, args.repeats_msm)),
-                                "steps_ms": {k: round(v, 2) for k, v in spans.items()}}
-            row["speedup"] = round(row["mul32"]["ms"]["median"] / row["wide"]["ms"]["median"], 3)
+                row[name] = {"ms": summary(_wall_ms(msm, args.repeats_msm)),
+                             "steps_ms": {k: round(v, 2) for k, v in spans.items()}}
+            base_ms = row["mul32"]["ms"]["median"]
+            row["speedup"] = {k: round(base_ms / v["ms"]["median"], 3) for k, v in row.items() if k != "mul32"}
             print(f"  msm {group} 2^{log_n} by variant: {row}", flush=True)
             return row
 
@@ -511,7 +517,8 @@ def _median_spans(fn, repeats: int) -> dict:
 
 def bench_msm_affine(args, rng) -> dict:
     """The G1 MSM with batch-affine rounds before the accumulation (``affine_rounds`` of
-    ``args.affine_rounds``; 0: the XYZZ accumulation alone) under the plan ``key_plans``
+    ``args.affine_rounds``; 0: the XYZZ accumulation alone, also in balanced spans:
+    ``rounds_0+spans``) under the plan ``key_plans``
     gives a table of each size with ``args.precompute_bytes`` of room, its copies resident:
     for each round count the median wall ms and each step's median device ms, after
     checking the result against (sum s_k * k) * G."""
@@ -528,13 +535,14 @@ def bench_msm_affine(args, rng) -> dict:
         gpu_msm.device_points(table, plan)
         want = expected_msm(gpu, "g1", s, len(base))
         row = {"plan": {"c": plan.c, "shifts": plan.shifts, "windows": plan.windows, "groups": plan.groups}}
-        for rounds in args.affine_rounds:
-            def msm(spans=None, rounds=rounds):
-                return gpu_msm.msm(table, s, plan=plan, spans=spans, affine_rounds=rounds)
+        runs = [(f"rounds_{r}", r, False) for r in args.affine_rounds] + [("rounds_0+spans", 0, True)]
+        for label, rounds, balanced in runs:
+            def msm(spans=None, rounds=rounds, balanced=balanced):
+                return gpu_msm.msm(table, s, plan=plan, spans=spans, affine_rounds=rounds, balanced=balanced)
             if msm() != want:
-                sys.exit(f"G1 MSM with {rounds} affine rounds differs from (sum s_k * k) * G at 2^{log_n}: not timing it")
-            row[f"rounds_{rounds}"] = {"wall_ms": summary(_wall_ms(msm, args.repeats_msm)),
-                                       "steps_ms": _median_spans(msm, args.repeats_msm)}
+                sys.exit(f"G1 MSM {label} differs from (sum s_k * k) * G at 2^{log_n}: not timing it")
+            row[label] = {"wall_ms": summary(_wall_ms(msm, args.repeats_msm)),
+                          "steps_ms": _median_spans(msm, args.repeats_msm)}
         plain_ms = row["rounds_0"]["wall_ms"]["median"]
         row["speedup"] = {k: round(plain_ms / v["wall_ms"]["median"], 3) for k, v in row.items() if k.startswith("rounds_")}
         print(f"  msm g1 2^{log_n} affine rounds: {row}", flush=True)

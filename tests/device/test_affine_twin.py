@@ -51,11 +51,13 @@ def decode(group: str, rows: np.ndarray) -> list:
     return [cls.from_xy_bytes_le(r.tobytes()) if r.any() else cls.identity() for r in xy]
 
 
-def msm(t: curve.PointTable, s: np.ndarray, plan: Plan | None = None, rounds: int = AFFINE_ALL, piece=None):
+def msm(t: curve.PointTable, s: np.ndarray, plan: Plan | None = None, rounds: int = AFFINE_ALL, piece=None,
+        balanced=False):
     pts = device_points(t)
     if plan is not None and plan.shifts > 1:
         pts = pippenger.precompute(EX, t.group, pts, plan)
-    return pippenger.msm(EX, t.group, pts, s, plan, piece or pippenger.PIECE, affine_rounds=rounds)
+    return pippenger.msm(EX, t.group, pts, s, plan, piece or pippenger.PIECE, affine_rounds=rounds,
+                         balanced=balanced)
 
 
 # ---- the grid's Montgomery's trick ----
@@ -161,6 +163,7 @@ def test_precomputed_msm_matches_arkworks(group, plan):
     want = curve.msm(t, s)
     assert msm(t, s, plan) == want
     assert msm(t, s, plan, rounds=2, piece=4) == want  # rounds, then pieces and merges of the rest
+    assert msm(t, s, plan, rounds=2, piece=4, balanced=True) == want  # or spans across the rounds' sums
 
 
 @pytest.mark.parametrize("group", ["g1", "g2"])
@@ -183,6 +186,7 @@ def test_skewed_scalars(group, deep_trick):
             want = curve.msm(tab, s)
             assert msm(tab, s, plan) == want, name
             assert msm(tab, s, plan, rounds=3, piece=8) == want, name
+            assert msm(tab, s, plan, rounds=3, piece=8, balanced=True) == want, name
 
 
 class Spy(twin.TwinExecutor):

@@ -219,48 +219,79 @@ def test_fixed_base_rejects_non_fr_vectors():
         fixed_base.multiples(EX, "g1", fixed_base.window_table("g1"), np.zeros((3, 2), dtype=np.uint64))
 
 
-def _twin_msm(table: curve.PointTable, s: np.ndarray, c=None, piece=pippenger.PIECE, plan=None):
+def _twin_msm(table: curve.PointTable, s: np.ndarray, c=None, piece=pippenger.PIECE, plan=None, balanced=False):
     plan = plan or (pippenger.Plan(c) if c else None)
     pts = _twin_points(table)
     if plan is not None and plan.shifts > 1:
         pts = pippenger.precompute(EX, table.group, pts, plan)
-    return pippenger.msm(EX, table.group, pts, s, plan, piece)
+    return pippenger.msm(EX, table.group, pts, s, plan, piece, balanced=balanced)
+
+
+ACCUMULATIONS = pytest.mark.parametrize("balanced", [False, True], ids=["pieces", "spans"])
 
 
 @pytest.mark.parametrize("group", ["g1", "g2"])
 @pytest.mark.parametrize("n", [1, 2, 9, 100, 300])
-def test_msm_matches_arkworks(group, n):
+@ACCUMULATIONS
+def test_msm_matches_arkworks(group, n, balanced):
     rng = np.random.default_rng(30 + n)
     table = _table(group, n, rng)
     s = fr.random(n, rng)
-    assert _twin_msm(table, s) == curve.msm(table, s)
+    assert _twin_msm(table, s, balanced=balanced) == curve.msm(table, s)
 
 
 @pytest.mark.parametrize("group", ["g1", "g2"])
 @pytest.mark.parametrize("c", [4, 7, 13, 16])
-def test_msm_edge_scalars_every_window_width(group, c):
+@ACCUMULATIONS
+def test_msm_edge_scalars_every_window_width(group, c, balanced):
     ints_ = [0, 1, P - 1, 2, P - 2, (P - 1) // 2, 1 << 254, (1 << c) - 1, 1 << (c - 1)] * 2
     table = _table(group, len(ints_), np.random.default_rng(c))
     s = fr.from_ints(ints_)
-    assert _twin_msm(table, s, c=c) == curve.msm(table, s)
+    assert _twin_msm(table, s, c=c, balanced=balanced) == curve.msm(table, s)
     same = curve.PointTable(group, np.repeat(table.xy[:1], len(ints_), axis=0))  # doublings, cancellations
-    assert _twin_msm(same, s, c=c) == curve.msm(same, s)
+    assert _twin_msm(same, s, c=c, balanced=balanced) == curve.msm(same, s)
 
 
 @pytest.mark.parametrize("group", ["g1", "g2"])
-def test_msm_skewed_scalars_split_and_merge(group):
-    """Mostly ones and twos with pieces of 4 entries: the big buckets are cut into many
-    pieces, merged GROUP at a time over several rounds."""
+@ACCUMULATIONS
+def test_msm_skewed_scalars_split_and_merge(group, balanced):
+    """Mostly ones and twos with pieces (or spans) of 4 entries: the big buckets are cut
+    into many, merged GROUP at a time over several rounds; spans also cross many small
+    buckets."""
     rng = np.random.default_rng(40)
     n = 256
     table = _table(group, n, rng)
     vals = fr.to_ints(fr.random(n, rng))
     s = fr.from_ints([int(k) if m else v for m, k, v in zip(rng.random(n) < 0.9, rng.integers(1, 3, n), vals)])
-    assert _twin_msm(table, s, piece=4) == curve.msm(table, s)
+    assert _twin_msm(table, s, piece=4, balanced=balanced) == curve.msm(table, s)
     equal = fr.from_ints([vals[0]] * n)
-    assert _twin_msm(table, equal, piece=4) == curve.msm(table, equal)
+    assert _twin_msm(table, equal, piece=4, balanced=balanced) == curve.msm(table, equal)
     zero = fr.zeros(n)
-    assert _twin_msm(table, zero) == curve.point_class(group).identity()
+    assert _twin_msm(table, zero, balanced=balanced) == curve.point_class(group).identity()
+
+
+@pytest.mark.parametrize("piece", [1, 3, 5, 64])
+def test_balanced_spans_any_length(piece):
+    """Spans of 1 entry (a slot a digit), of lengths prime to the buckets', and longer
+    than most buckets (a span meets many), random and sparse scalars."""
+    rng = np.random.default_rng(41 + piece)
+    n = 120
+    table = _table("g1", n, rng)
+    sparse = fr.from_ints([v if rng.random() < 0.2 else 0 for v in fr.to_ints(fr.random(n, rng))])
+    for s in (fr.random(n, rng), sparse):
+        assert _twin_msm(table, s, c=6, piece=piece, balanced=True) == curve.msm(table, s)
+
+
+def test_spans_cut_sorted_entries_into_equal_runs():
+    """Buckets of 0, 5, 0, 0, 2, 7, 0 entries in spans of 3: every span but the last takes 3,
+    whichever buckets they cross; bucket s gets one slot a span it meets, in span order."""
+    counts = np.array([0, 5, 0, 0, 2, 7, 0], dtype=np.uint32)
+    offsets = (np.cumsum(counts) - counts).astype(np.uint32)
+    span_seg, first, met, nspans, total, slots = pippenger._spans(np, offsets, counts, 3)
+    assert (nspans, total) == (5, 14)
+    assert span_seg.tolist() == [1, 1, 4, 5, 5]  # the bucket holding entries 0, 3, 6, 9, 12
+    assert met.tolist() == [0, 2, 0, 0, 2, 3, 0]  # bucket 1: entries 0-4, spans 0-1; bucket 4: 5-6, spans 1-2
+    assert first.tolist() == [0, 0, 2, 2, 2, 4, 7] and slots == 7
 
 
 # ---- precomputed multiples: the copies, and MSMs over them against arkworks and the plain path ----
@@ -303,6 +334,7 @@ def test_precomputed_msm_matches_arkworks_and_the_plain_path(group, plan):
     s = fr.from_ints(ints_)
     want = curve.msm(table, s)
     assert _twin_msm(table, s, plan=plan) == want
+    assert _twin_msm(table, s, plan=plan, balanced=True) == want
     assert _twin_msm(table, s, plan=pippenger.Plan(plan.c)) == want
 
 
@@ -326,6 +358,7 @@ def test_precomputed_msm_skewed_scalars(group):
     for name, ints_ in cases.items():
         s = fr.from_ints(ints_)
         assert _twin_msm(table, s, plan=plan, piece=4) == curve.msm(table, s), name
+        assert _twin_msm(table, s, plan=plan, piece=4, balanced=True) == curve.msm(table, s), name
 
 
 def test_msm_rejects_a_table_of_another_plan():

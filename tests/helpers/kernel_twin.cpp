@@ -55,6 +55,13 @@ TWIN void twin_msm_scatter(u64 /*threads: n*/, const u32* scalars, u64 n, int c,
         for (u32 k = 0; k < threads && k < npieces; k++)                                                 \
             accumulate_body<F>(pts, entries, offsets, counts, piece_seg, seg_first, size, k, out);       \
     }                                                                                                    \
+    TWIN void twin_msm_accumulate_spans_##G(u64 threads, const u64* pts, const u32* entries,             \
+                                            const u32* offsets, const u32* counts, const u32* span_seg,  \
+                                            const u32* seg_first, u32 nspans, u32 size, u32 total,       \
+                                            u64* out) {                                                  \
+        for (u32 k = 0; k < threads && k < nspans; k++)                                                  \
+            accumulate_span_body<F>(pts, entries, offsets, counts, span_seg, seg_first, size, total, k, out); \
+    }                                                                                                    \
     TWIN void twin_msm_combine_##G(u64 threads, const u64* in, const u32* start, const u32* len,         \
                                    const u32* group_seg, const u32* seg_first, u32 ngroups, u32 size,    \
                                    u64* out) {                                                           \

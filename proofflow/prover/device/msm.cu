@@ -91,6 +91,45 @@ template <class F> PF_INLINE void accumulate_body(const u64* pts, const u32* ent
     xyzz_store(out + 4ull * F::U64 * k, acc);
 }
 
+// Span k of the sorted entries, balanced across threads: entries k * size .. k * size +
+// size - 1 (fewer in the last span) whatever buckets they fall in, so every thread adds as
+// many points (pieces of near-equal length leave a third of a warp's lanes idle at 128
+// entries a bucket: bench/gpu-notes.md). The segments lie back to back (offsets[s + 1] =
+// offsets[s] + counts[s]); span_seg[k] is the one holding entry k * size. Bucket s meets
+// spans offsets[s] / size .. (offsets[s] + counts[s] - 1) / size, and the sum of its
+// entries in span k goes to slot seg_first[s] + k - offsets[s] / size: a bucket starting
+// inside the span, to its first slot.
+template <class F> PF_INLINE void accumulate_span_body(const u64* pts, const u32* entries, const u32* offsets,
+                                                  const u32* counts, const u32* span_seg, const u32* seg_first,
+                                                  u32 size, u32 total, u32 k, u64* out) {
+    u64 lo = (u64)k * size, hi = lo + size < total ? lo + size : total;
+    u32 seg = span_seg[k];
+    u64 end = (u64)offsets[seg] + counts[seg];
+    u64* slot = out + 4ull * F::U64 * (seg_first[seg] + k - offsets[seg] / size);
+    xyzz_t<F> acc = xyzz_inf<F>();
+    u32 e = entries[lo];
+    uint4 v[F::U64];
+    affine_fetch<F>(pts, e & 0x7fffffffu, v);
+    for (u64 j = lo; j < hi; j++) {
+        F x = f_from4<F>(v), y = f_from4<F>(v + F::U64 / 2);
+        bool neg = e >> 31;
+        if (j + 1 < hi) {
+            e = entries[j + 1];
+            affine_fetch<F>(pts, e & 0x7fffffffu, v);
+        }
+        if (!(f_is_zero(x) && f_is_zero(y))) acc = xyzz_add_affine(acc, x, neg ? f_neg(y) : y);  // (0, 0): infinity
+        if (j + 1 == end || j + 1 == hi) {
+            xyzz_store(slot, acc);
+            if (j + 1 < hi) {  // the next non-empty bucket starts in this span
+                do seg++; while (!counts[seg]);
+                end = (u64)offsets[seg] + counts[seg];
+                slot = out + 4ull * F::U64 * seg_first[seg];
+                acc = xyzz_inf<F>();
+            }
+        }
+    }
+}
+
 // Group k of at most `size` consecutive XYZZ points of a segment: their sum.
 template <class F> PF_INLINE void combine_body(const u64* in, const u32* start, const u32* len, const u32* group_seg,
                                           const u32* seg_first, u32 size, u32 k, u64* out) {
@@ -212,6 +251,12 @@ extern "C" __global__ void msm_scatter(const u32* scalars, u64 n, int c, int nwi
             const u32* piece_seg, const u32* seg_first, u32 npieces, u32 size, u64* out) {         \
         u32 k = blockIdx.x * blockDim.x + threadIdx.x;                                             \
         if (k < npieces) accumulate_body<F>(pts, entries, offsets, counts, piece_seg, seg_first, size, k, out); \
+    }                                                                                              \
+    extern "C" __global__ void ACC_BOUNDS msm_accumulate_spans_##G(                                \
+            const u64* pts, const u32* entries, const u32* offsets, const u32* counts,             \
+            const u32* span_seg, const u32* seg_first, u32 nspans, u32 size, u32 total, u64* out) { \
+        u32 k = blockIdx.x * blockDim.x + threadIdx.x;                                             \
+        if (k < nspans) accumulate_span_body<F>(pts, entries, offsets, counts, span_seg, seg_first, size, total, k, out); \
     }                                                                                              \
     extern "C" __global__ void __launch_bounds__(128) msm_combine_##G(                             \
             const u64* in, const u32* start, const u32* len, const u32* group_seg,                 \

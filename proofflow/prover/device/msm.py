@@ -105,12 +105,13 @@ class _Spans:
 
 
 def msm(table: curve.PointTable, scalars, c: int | None = None, spans: dict | None = None,
-        piece: int = PIECE, plan: pippenger.Plan | None = None, affine_rounds: int = 0):
+        piece: int = PIECE, plan: pippenger.Plan | None = None, affine_rounds: int = 0, balanced: bool = False):
     """sum scalars[i] * table[i] in the table's group; ``scalars`` an Fr vector on the host
     or the device. Under ``plan`` (its copies built first if need be), else the plain plan
     with digits of ``c`` bits if given, else ``resident_plan``; ``affine_rounds``
-    batch-affine rounds before the accumulation (``pippenger.msm``). ``spans``, if given,
-    receives each step's device time in ms (it synchronizes)."""
+    batch-affine rounds before the accumulation, ``balanced`` spans for it
+    (``pippenger.msm``). ``spans``, if given, receives each step's device time in ms (it
+    synchronizes)."""
     n = len(table)
     if scalars.shape != (n, 4):
         raise ValueError(f"{n} points but scalars of shape {scalars.shape}")
@@ -120,7 +121,7 @@ def msm(table: curve.PointTable, scalars, c: int | None = None, spans: dict | No
     pts = device_points(table, plan)
     s = cp.ascontiguousarray(cp.asarray(scalars))
     return pippenger.msm(executor(table.group), table.group, pts, s, plan, piece, _Spans(spans).mark,
-                         affine_rounds)
+                         affine_rounds, balanced)
 
 
 def msm_g1(table: curve.PointTable, scalars, c: int | None = None, spans: dict | None = None,

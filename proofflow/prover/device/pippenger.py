@@ -225,6 +225,20 @@ def _split(xp, lens, size: int):
     return seg, (last - counts).astype(xp.uint32), counts.astype(xp.uint32), total
 
 
+def _spans(xp, offsets, counts, size: int):
+    """Cut sorted entries (segment s: ``counts[s]`` of them from ``offsets[s]``, the segments
+    back to back) into spans of ``size``, one a thread whatever segments they cross: each
+    span's first segment, each segment's first slot and slot count (the spans it meets),
+    the numbers of spans, entries and slots."""
+    ends = offsets.astype(xp.uint64) + counts
+    total = int(ends[-1])
+    nspans = -(-total // size)
+    span_seg = xp.searchsorted(ends, xp.arange(nspans, dtype=xp.uint64) * size, side="right").astype(xp.uint32)
+    met = xp.where(counts > 0, (xp.maximum(ends, 1) - 1) // size - offsets // size + 1, 0)
+    last = xp.cumsum(met, dtype=xp.uint64)
+    return span_seg, (last - met).astype(xp.uint32), met.astype(xp.uint32), nspans, total, int(last[-1])
+
+
 def _merge(ex: Executor, group: str, parts, first, lens):
     """Sum each segment (``lens[s]`` XYZZ points from ``parts[first[s]]``) down to at most
     one point, ``GROUP`` points a thread per launch."""
@@ -283,6 +297,26 @@ def _affine_rounds(ex: Executor, group: str, points, entries, offsets, counts, r
     return points, entries, offsets, counts
 
 
+def accumulate(ex: Executor, group: str, points, entries, offsets, counts, piece: int, balanced: bool):
+    """Each bucket's entries (``counts[s]`` from ``entries[offsets[s]]``, rows of ``points``)
+    summed into partial sums of at most ``piece`` entries: XYZZ sums, each bucket's first
+    and count. ``balanced``: spans of ``piece`` entries across buckets (``_spans``), else
+    each bucket in pieces of near-equal length."""
+    xp, width = ex.xp, xyzz_limbs(group)
+    if balanced:
+        seg, first, lens, nspans, entered, slots = _spans(xp, offsets, counts, piece)
+        parts = xp.empty(max(slots, 1) * width, dtype=xp.uint64)
+        if nspans:
+            ex.launch(f"msm_accumulate_spans_{group}", nspans, points, entries, offsets, counts, seg, first,
+                      np.uint32(nspans), np.uint32(piece), np.uint32(entered), parts)
+        return parts, first, lens
+    seg, first, lens, npieces = _split(xp, counts, piece)
+    parts = xp.empty(npieces * width, dtype=xp.uint64)
+    ex.launch(f"msm_accumulate_{group}", npieces,
+              points, entries, offsets, counts, seg, first, np.uint32(npieces), np.uint32(piece), parts)
+    return parts, first, lens
+
+
 def precompute(ex: Executor, group: str, points, plan: Plan, chunk: int = SHIFT_CHUNK):
     """The table ``msm`` takes under ``plan`` for the n points ``points`` (affine Montgomery,
     (n, ``affine_limbs(group)``) on the executor): ``plan.shifts`` copies, copy k =
@@ -301,13 +335,16 @@ def precompute(ex: Executor, group: str, points, plan: Plan, chunk: int = SHIFT_
 
 
 def msm(ex: Executor, group: str, points, scalars, plan: Plan | None = None, piece: int = PIECE,
-        mark: Callable[[str | None], None] = lambda name: None, affine_rounds: int = 0):
+        mark: Callable[[str | None], None] = lambda name: None, affine_rounds: int = 0, balanced: bool = False):
     """sum scalars[i] * P_i: ``points`` the table on the executor under ``plan`` (default
     ``plain(n)``): the n affine Montgomery points P_i, ``affine_limbs(group)`` u64 limbs
     each, or ``precompute``'s copies of them; ``scalars`` an (n, 4) Fr vector.
     ``affine_rounds`` batch-affine rounds (``AFFINE_ALL``: until each bucket is one point)
     halve the buckets before the XYZZ accumulation sums what is left; 0, the default, runs
-    none. ``mark(step)`` is called as each step starts (``None`` at the end), for timing."""
+    none. ``balanced``: the accumulation in spans of ``piece`` entries that cross buckets, the
+    same length for every thread (``msm_accumulate_spans``), instead of each bucket cut into
+    pieces of near-equal length (off by default until measured). ``mark(step)`` is called
+    as each step starts (``None`` at the end), for timing."""
     xp, n = ex.xp, scalars.shape[0]
     plan = plan or plain(n)
     if points.shape[0] != plan.shifts * n or plan.shifts * n > ENTRY_POINTS:
@@ -329,10 +366,7 @@ def msm(ex: Executor, group: str, points, scalars, plan: Plan | None = None, pie
     points, entries, offsets, counts = _affine_rounds(ex, group, points, entries, offsets, counts,
                                                       affine_rounds, mark)
     mark("accumulate")
-    seg, first, lens, npieces = _split(xp, counts, piece)
-    parts = xp.empty(npieces * width, dtype=xp.uint64)
-    ex.launch(f"msm_accumulate_{group}", npieces,
-              points, entries, offsets, counts, seg, first, np.uint32(npieces), np.uint32(piece), parts)
+    parts, first, lens = accumulate(ex, group, points, entries, offsets, counts, piece, balanced)
     mark("merge")
     parts, first, lens = _merge(ex, group, parts, first, lens)
     mark("reduce")
