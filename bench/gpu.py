@@ -165,7 +165,7 @@ def bench_fr_mul(args, rng) -> dict:
     """Montgomery products per second, dependent squaring chains over 2^22 elements."""
     n, iters = 1 << 22, 256
     out = {}
-    for variant in kernels.VARIANTS:
+    for variant in kernels.PRODUCT_VARIANTS:
         gpu, x = GpuBackend(variant), random_device(n, rng)
         t = gpu_times(lambda: gpu.square_chain_device(x, iters), args.repeats)
         out[variant] = float(f"{n * iters / (min(t) / 1e3):.3g}")
@@ -193,7 +193,7 @@ def bench_fq_mul(args, rng) -> dict:
     x0, y = _fq_random(n, rng), _fq_random(n, rng)
     grid, nn = (max(1, min(-(-n // 128), 132 * 64)),), np.uint64(n)
     out = {}
-    for variant in kernels.VARIANTS:
+    for variant in kernels.PRODUCT_VARIANTS:
         mod = kernels.load(variant, "field.cu")
         mul, sqr = mod.get_function("fq_mul_chain"), mod.get_function("fq_sqr_chain")
         x = x0.copy()
@@ -446,7 +446,7 @@ def _bench_msm_precomputed_group(args, rng, group: str) -> tuple[dict, dict]:
 
 
 def bench_msm_variants(args, rng) -> dict:
-    """The G1 (and G2) MSM with msm.cu compiled in each Fq product variant, each with the
+    """The G1 (and G2) MSM with msm.cu compiled in each curve variant (mul32, wide, call), each with the
     accumulation in pieces a bucket and in balanced spans (``+spans``), the plain plan on
     the same resident table and scalars: median wall ms of the repeats, and one run's device
     ms of each step (the accumulation is where the products are). Each result checked
@@ -455,7 +455,7 @@ def bench_msm_variants(args, rng) -> dict:
     gpu, out = GpuBackend(), {}
     for group, sizes in (("g1", args.msm_variant_sizes), ("g2", args.msm_variant_g2_sizes)):
         base, width = multiples_table(group), curve.XY_BYTES[group]
-        executors = {v: gpu_msm.CupyExecutor("msm.cu", group, v) for v in ("mul32", "wide")}
+        executors = {v: gpu_msm.CupyExecutor("msm.cu", group, v) for v in kernels.CURVE_VARIANTS}
 
         def run(log_n):
             n = 1 << log_n

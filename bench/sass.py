@@ -76,7 +76,7 @@ def compile_module(name: str, variant: str, group: str | None, arch: str, workdi
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--arch", default="90")
-    ap.add_argument("--variants", nargs="+", default=["mul32", "wide"], choices=source.VARIANTS)
+    ap.add_argument("--variants", nargs="+", default=list(source.CURVE_VARIANTS), choices=source.VARIANTS)
     ap.add_argument("--modules", nargs="+", default=list(MODULES), metavar="FILE[:GROUP]")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)

@@ -1,8 +1,9 @@
 """The "wide" product variant on the GPU (mont.cuh's mul_wide: each 32 x 32 product one
 IMAD.WIDE.U32.X): its Fq products, squares and the benchmark's chains against Python integers
 in every variant, and the curve kernels compiled with it (G1 and G2 MSMs, plain and over
-copies built by its msm_shift, and fixed-base) against arkworks, on points the default
-variant put in Montgomery form: a drop-in, bit for bit. Its NTT: test_gpu_backend.py's
+copies built by its msm_shift, and fixed-base; inlined, and called from the curve formulas
+in the "call" variant) against arkworks, on points the default variant put in Montgomery
+form: a drop-in, bit for bit. Its NTT: test_gpu_backend.py's
 ``gpu`` fixture. Skipped where no CuPy or no GPU."""
 from __future__ import annotations
 
@@ -86,10 +87,16 @@ def _table(group: str, n: int, seed: int) -> curve.PointTable:
     return twin.tiled_edge_table(group, n, seed, distinct=256)
 
 
-def _wide_msm(table: curve.PointTable, s: np.ndarray, plan: Plan | None = None):
-    """The MSM run by msm.cu compiled with the wide products, its copies (if any) built by
-    the wide msm_shift from the plain points the default variant converted."""
-    ex = gpu_msm.CupyExecutor("msm.cu", table.group, "wide")
+@pytest.fixture(params=["wide", "call"])
+def curve_variant(request):
+    """The wide products inlined, or called from the curve formulas."""
+    return request.param
+
+
+def _wide_msm(table: curve.PointTable, s: np.ndarray, plan: Plan | None = None, variant: str = "wide"):
+    """The MSM run by msm.cu compiled with the wide products (``variant``), its copies (if
+    any) built by that variant's msm_shift from the plain points the default one converted."""
+    ex = gpu_msm.CupyExecutor("msm.cu", table.group, variant)
     pts = gpu_msm.device_points(table)
     if plan is not None and plan.shifts > 1:
         pts = pippenger.precompute(ex, table.group, pts, plan)
@@ -97,37 +104,37 @@ def _wide_msm(table: curve.PointTable, s: np.ndarray, plan: Plan | None = None):
 
 
 @pytest.mark.parametrize("group, log_n", [("g1", 0), ("g1", 4), ("g1", 10), ("g1", 13), ("g2", 0), ("g2", 9)])
-def test_msm_matches_arkworks(group, log_n):
+def test_msm_matches_arkworks(group, log_n, curve_variant):
     n = 1 << log_n
     table = _table(group, n, 20 + log_n)
     s = fr.random(n, np.random.default_rng(log_n))
-    assert _wide_msm(table, s) == curve.msm(table, s)
+    assert _wide_msm(table, s, variant=curve_variant) == curve.msm(table, s)
 
 
 @pytest.mark.parametrize("group", ["g1", "g2"])
 @pytest.mark.parametrize("c", [7, 13])
-def test_msm_edge_scalars_and_doublings(group, c):
+def test_msm_edge_scalars_and_doublings(group, c, curve_variant):
     ints_ = [0, 1, P - 1, 2, P - 2, (P - 1) // 2, 1 << 254, (1 << c) - 1, 1 << (c - 1)] * 3
     s = fr.from_ints(ints_)
     table = _table(group, len(ints_), 30)
-    assert _wide_msm(table, s, Plan(c)) == curve.msm(table, s)
+    assert _wide_msm(table, s, Plan(c), curve_variant) == curve.msm(table, s)
     # the same point under every scalar: doublings and cancellations inside buckets
     same = curve.PointTable(group, np.repeat(table.xy[:1], len(ints_), axis=0))
-    assert _wide_msm(same, s, Plan(c)) == curve.msm(same, s)
+    assert _wide_msm(same, s, Plan(c), curve_variant) == curve.msm(same, s)
 
 
 @pytest.mark.parametrize("group", ["g1", "g2"])
 @pytest.mark.parametrize("plan", [Plan(5, 7), Plan(16, 16)], ids=str)
-def test_precomputed_msm_matches_arkworks(group, plan):
+def test_precomputed_msm_matches_arkworks(group, plan, curve_variant):
     n = 1024
     table = _table(group, n, plan.c)
     s = fr.from_ints([0, 1, P - 1] + fr.to_ints(fr.random(n - 3, np.random.default_rng(plan.shifts))))
-    assert _wide_msm(table, s, plan) == curve.msm(table, s)
+    assert _wide_msm(table, s, plan, curve_variant) == curve.msm(table, s)
 
 
 @pytest.mark.parametrize("group", ["g1", "g2"])
-def test_fixed_base_matches_arkworks(group):
+def test_fixed_base_matches_arkworks(group, curve_variant):
     s = fr.from_ints([0, 1, 2, P - 1] + fr.to_ints(fr.random(508, np.random.default_rng(40))))
-    ex = gpu_msm.CupyExecutor("fixed_base.cu", group, "wide")
+    ex = gpu_msm.CupyExecutor("fixed_base.cu", group, curve_variant)
     got = fixed_base.multiples(ex, group, cp.asarray(fixed_base.window_table(group)), s)
     assert np.array_equal(curve.PointTable(group, got).xy, generator.fixed_base(group, s).xy)

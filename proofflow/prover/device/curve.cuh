@@ -13,8 +13,8 @@
 PF_INLINE bool f_is_zero(const fq_t& a) { return a.is_zero(); }
 PF_INLINE fq_t f_add(const fq_t& a, const fq_t& b) { return a + b; }
 PF_INLINE fq_t f_sub(const fq_t& a, const fq_t& b) { return a - b; }
-PF_INLINE fq_t f_mul(const fq_t& a, const fq_t& b) { return a * b; }
-PF_INLINE fq_t f_sqr(const fq_t& a) { return a.sqr(); }
+PF_INLINE fq_t f_mul(const fq_t& a, const fq_t& b) { return fq_mul(a, b); }
+PF_INLINE fq_t f_sqr(const fq_t& a) { return fq_sqr(a); }
 PF_INLINE fq_t f_neg(const fq_t& a) { return -a; }
 PF_INLINE fq_t f_inv(const fq_t& a) { return fq_inv(a); }
 PF_INLINE fq_t f_to_mont(const fq_t& a) { return fq_to_mont(a); }

@@ -43,6 +43,18 @@ PF_HD inline fq_t fq_inv(const fq_t& a) {
     return r;
 }
 
+// The products the curve formulas (curve.cuh, fq2.cuh) take. Compiled with PF_FIELD_CALL
+// (source.py's "call" variant) they are functions, called rather than inlined: a G1 mixed
+// addition's ten products are then one body of ~400 instructions instead of ~4000 in the
+// accumulation loop, which the H200's profile found stalled on instruction fetch.
+#ifdef PF_FIELD_CALL
+PF_NOINLINE PF_HD fq_t fq_mul(fq_t a, fq_t b) { return a * b; }
+PF_NOINLINE PF_HD fq_t fq_sqr(fq_t a) { return a.sqr(); }
+#else
+PF_INLINE fq_t fq_mul(const fq_t& a, const fq_t& b) { return a * b; }
+PF_INLINE fq_t fq_sqr(const fq_t& a) { return a.sqr(); }
+#endif
+
 // Loads and stores by 16 bytes: an element is three uint4.
 PF_INLINE fq_t fq_from(uint4 a, uint4 b, uint4 c) {
     return fq_t{{a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w, c.x, c.y, c.z, c.w}};

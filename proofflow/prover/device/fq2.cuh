@@ -20,15 +20,15 @@ PF_INLINE fq2_t fq2_neg(const fq2_t& a) { return fq2_t{-a.c0, -a.c1}; }
 
 // Karatsuba: three Fq products. (a0 + a1 u)(b0 + b1 u) = a0 b0 - a1 b1 + (a0 b1 + a1 b0) u
 PF_INLINE fq2_t fq2_mul(const fq2_t& a, const fq2_t& b) {
-    fq_t v0 = a.c0 * b.c0, v1 = a.c1 * b.c1;
-    fq_t s = (a.c0 + a.c1) * (b.c0 + b.c1);
+    fq_t v0 = fq_mul(a.c0, b.c0), v1 = fq_mul(a.c1, b.c1);
+    fq_t s = fq_mul(a.c0 + a.c1, b.c0 + b.c1);
     return fq2_t{v0 - v1, s - v0 - v1};
 }
 
 // Two Fq products: (a0 + a1 u)^2 = (a0 + a1)(a0 - a1) + 2 a0 a1 u
 PF_INLINE fq2_t fq2_sqr(const fq2_t& a) {
-    fq_t t = a.c0 * a.c1;
-    return fq2_t{(a.c0 + a.c1) * (a.c0 - a.c1), t + t};
+    fq_t t = fq_mul(a.c0, a.c1);
+    return fq2_t{fq_mul(a.c0 + a.c1, a.c0 - a.c1), t + t};
 }
 
 // (a0 + a1 u)^-1 = (a0 - a1 u) / (a0^2 + a1^2): one Fq inversion (0 for 0).

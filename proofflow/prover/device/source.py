@@ -24,10 +24,15 @@ if TYPE_CHECKING:
 
 _DIR = Path(__file__).resolve().parent
 # The product a module is compiled with: 32-bit words with PTX carry chains (mul32), the Fr
-# products as 64-bit CIOS (mul64), or every Fr and Fq product and square with each 32 x 32
-# product one IMAD.WIDE.U32.X (wide: mont.cuh's mul_wide). All three give the same values.
-VARIANTS = ("mul32", "mul64", "wide")
-_DEFINES = {"mul32": (), "mul64": ("-DFR_MUL64",), "wide": ("-DPF_MUL_WIDE",)}
+# products as 64-bit CIOS (mul64), every Fr and Fq product and square with each 32 x 32
+# product one IMAD.WIDE.U32.X (wide: mont.cuh's mul_wide), or wide with the curve formulas'
+# Fq products and squares as called functions, not inlined (call: fq.cuh). All give the
+# same values.
+VARIANTS = ("mul32", "mul64", "wide", "call")
+PRODUCT_VARIANTS = ("mul32", "mul64", "wide")  # those whose Fr or Fq products differ (call: wide's)
+CURVE_VARIANTS = ("mul32", "wide", "call")  # those whose curve kernels differ (mul64: mul32's)
+_DEFINES = {"mul32": (), "mul64": ("-DFR_MUL64",), "wide": ("-DPF_MUL_WIDE",),
+            "call": ("-DPF_MUL_WIDE", "-DPF_FIELD_CALL")}
 GROUPS = ("g1", "g2")  # msm.cu, fixed_base.cu and bitsum.cu build one group's kernels a module
 CURVE_VARIANT = "mul32"  # the variant msm.cu, fixed_base.cu and bitsum.cu are loaded with
 
