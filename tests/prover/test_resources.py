@@ -262,3 +262,14 @@ def test_a_2p27_partition_fits_the_h200_with_its_key_resident(circuit, monkeypat
     monkeypatch.setenv("PROOFFLOW_MSM_OVERLAP", "1")
     assert "proving on the GPU needs about 173.3 GiB" in _refusal(machine, circuit=circuit, log2=27, partitions=1,
                                                                   backend="gpu")
+
+
+def test_the_2p27_script_sets_what_these_tests_check():
+    """bench/h200_2p27.sh runs the configuration the H200 tests above check: their staging
+    budget, no precomputed copies, no overlap, the key in /dev/shm, the cache on the disk."""
+    import re
+    text = (Path(__file__).resolve().parents[2] / "bench" / "h200_2p27.sh").read_text()
+    exported = dict(re.findall(r"\b(PROOFFLOW_\w+)=(\$\(\([^)]*\)\)|\S+)", text))
+    assert exported["PROOFFLOW_STAGING_BUDGET"] == f"$(({H200_2P27_STAGING >> 30} << 30))"
+    assert exported["PROOFFLOW_MSM_PRECOMPUTE"] == "0" and exported["PROOFFLOW_MSM_OVERLAP"] == "0"
+    assert exported["PROOFFLOW_CACHE"].startswith("/root/") and "key=/dev/shm/pf/params/" in text
