@@ -761,11 +761,12 @@ def bench_prove_overlap(args, rng) -> dict:
             return result
 
         def estimate(log_n):
-            # the key's tables and copies, the NTT tables, a proof's vectors and H's scratch,
-            # and five MSMs' scratch at once (~120 bytes a point each at 2^22 and up)
+            # the key's tables and copies, the NTT tables, a proof's vectors, and its five MSMs'
+            # scratch at once (more than H's coset evaluations)
             shape = resources.Shape(1 << log_n, 1 << log_n, 2)
-            per_point = 576 + resources.DEVICE_NTT_TABLES + resources.DEVICE_PROOF + 4 * 150
-            return (per_point << log_n) + resources.key_copy_bytes(shape), (384 + 576 + 4 * 32 + 240) << log_n
+            per_point = 576 + resources.DEVICE_NTT_TABLES + resources.DEVICE_VECTORS
+            device = (per_point << log_n) + sum(resources.msm_scratch_bytes(shape)) + resources.key_copy_bytes(shape)
+            return device, (384 + 576 + 4 * 32 + 240) << log_n
 
         done, skipped = each_size(args.overlap_logs, estimate, run)
         for log_n, row in done.items():

@@ -2,11 +2,13 @@
 host memory of setup and of a CPU proof, the figures behind ``proofflow.resources``.
 
     python -m bench.setup_sizes [--setup 16 18] [--qap 16 18 20 22] [--prove 12 14]
-                                [--build 20 22] [--synthesis 20 22]
-                                [--out bench/results/setup-sizes-cpu.json]
+                                [--build 20 22] [--synthesis 20 22] [--circuit mimc|bits]
+                                [--out bench/results/setup-sizes-cpu.json] [--update]
 
 Each measurement runs in a fresh process (memory an earlier one freed, kept by the
-allocator, would hide a later one's growth).
+allocator, would hide a later one's growth), on the circuit family of ``--circuit`` (each
+row names it). ``--update`` replaces, in the --out file, the rows of the kinds measured
+(for that family) and keeps the others.
 
 * setup: ``pipeline.ensure_key``'s path on the CPU backend (each table written straight into
   its memory-mapped file in a fresh key directory; with code that predates that, the key
@@ -20,13 +22,16 @@ allocator, would hide a later one's growth).
 * qap: setup with a stand-in backend whose fixed-base multiplications return zeros at once,
   so what is left is everything else setup does (evaluate_at, the query scalars, the tables'
   files): its seconds, ``evaluate_at``'s, and the peak anonymous memory (RssAnon sampled
-  every 5 ms, less what the process held before) a domain point: ``resources.SETUP_HOST``.
+  every 5 ms, less what the process held before) a domain point: ``resources.SETUP_HOST``;
+  and that peak from the first table on (``tables_peak_anon_per_point``), what setup holds
+  while the tables' files fill: ``resources.SETUP_TABLES_HOST``.
 * prove: one CPU-backend proof with the key loaded memory-mapped, its peak anonymous memory
   a domain point (the key's points decoded for arkworks included): ``resources.CPU_PROVE_HOST``.
 * build: the constraint system's first build and save (round constants derived on the way
   when the cache has none that far): ``resources.CS_BUILD_HOST``.
-* synthesis: a partition's synthesis to files as the synthesize task does it
-  (``pipeline.synthesize_to``): ``resources.SYNTHESIS_HOST``.
+* synthesis: a partition's synthesis into a shared-memory segment as the synthesize task
+  does it (``pipeline.synthesize_shared``; the segment is shared memory, not anonymous, so
+  what is measured is what synthesis holds besides it): ``resources.SYNTHESIS_HOST``.
 """
 from __future__ import annotations
 
@@ -85,6 +90,20 @@ def _timed_evaluate_at(spans: dict):
     return lambda: setattr(r1cs_to_qap, "evaluate_at", inner)
 
 
+def _tables_phase(phase: dict):
+    """Sample the anonymous memory from the first key table on (``generator.multiples_into``'s
+    first call) into ``phase["mem"]``, a PeakAnon; returns the undo."""
+    from proofflow.prover.groth16 import generator
+    inner = generator.multiples_into
+
+    def sampled(*args, **kwargs):
+        if "mem" not in phase:
+            phase["mem"] = PeakAnon().__enter__()
+        return inner(*args, **kwargs)
+    generator.multiples_into = sampled
+    return lambda: setattr(generator, "multiples_into", inner)
+
+
 class CpuSeconds:
     """CPU seconds of this process and its descendants (the setup's worker processes) over a
     block, the descendants' sampled every 0.1 s until they end."""
@@ -129,14 +148,15 @@ class ZeroBackend:
         return curve.PointTable(group, np.zeros((len(scalars), curve.XY_BYTES[group]), dtype=np.uint8))
 
 
-def _setup_once(log2: int, backend, root: Path) -> dict:
+def _setup_once(circuit, backend, root: Path) -> dict:
     from proofflow.prover import files
-    from proofflow.prover.circuits.mimc import MimcChain
     from proofflow.prover.groth16 import generator
-    circuit = MimcChain(log2)
+    log2 = circuit.log2
     circuit.constraint_system  # noqa: B018 - built and cached outside the timing
     spans: dict = {"log2": log2, "n": circuit.domain_size}
     restore = _timed_evaluate_at(spans)
+    phase: dict = {}
+    unsample = _tables_phase(phase)
     streamed = "directory" in generator.setup.__code__.co_varnames
     try:
         with PeakAnon() as mem, CpuSeconds() as cpu:
@@ -149,22 +169,25 @@ def _setup_once(log2: int, backend, root: Path) -> dict:
             spans["setup_s"] = round(time.perf_counter() - t0, 3)
     finally:
         restore()
+        unsample()
     spans["streamed"], spans["cpu_s"] = streamed, round(cpu.seconds, 2)
     spans["peak_anon_bytes"] = mem.bytes
     spans["peak_anon_per_point"] = round(mem.bytes / circuit.domain_size, 1)
+    if "mem" in phase:
+        phase["mem"].__exit__(None, None, None)
+        spans["tables_peak_anon_per_point"] = round((phase["mem"].peak - mem.start) / circuit.domain_size, 1)
     files.remove_tree(root / f"key-{log2}")
     return spans
 
 
-def bench_prove(log2: int, root: Path) -> dict:
+def bench_prove(circuit, root: Path) -> dict:
     from proofflow.prover import pipeline
     from proofflow.prover.backend import get_backend
-    from proofflow.prover.circuits.mimc import MimcChain
     from proofflow.prover.groth16.data_structures import ProvingKey
     from proofflow.prover.staging import StagingPool
-    circuit = MimcChain(log2)
+    log2 = circuit.log2
     d = root / f"key-{log2}"
-    pipeline.ensure_key(d, "mimc", log2, 1, backend="cpu")  # made by an earlier process ("key") when run by main
+    pipeline.ensure_key(d, circuit.name, log2, 1, backend="cpu")  # made by an earlier process ("key") when run by main
     n = circuit.domain_size
     pool = StagingPool(pipeline.abc_bytes(n) * 2, pinned=False)
     with PeakAnon() as mem:
@@ -177,11 +200,9 @@ def bench_prove(log2: int, root: Path) -> dict:
             "peak_anon_per_point": round(mem.bytes / n, 1)}
 
 
-def bench_build(log2: int, root: Path) -> dict:
+def bench_build(circuit, root: Path) -> dict:
     """The constraint system built (as on a machine's first setup of the size) and saved."""
-    from proofflow.prover.circuits.mimc import MimcChain
-    circuit = MimcChain(log2)
-    n = circuit.domain_size
+    log2, n = circuit.log2, circuit.domain_size
     with PeakAnon() as mem:
         t0 = time.perf_counter()
         circuit._build().save(root / f"cs-{log2}")
@@ -190,17 +211,19 @@ def bench_build(log2: int, root: Path) -> dict:
             "peak_anon_per_point": round(mem.bytes / n, 1)}
 
 
-def bench_synthesis(log2: int, root: Path) -> dict:
-    """A partition's synthesis as the Airflow synthesize task does it (``synthesize_to``)."""
+def bench_synthesis(circuit, root: Path) -> dict:
+    """A partition's synthesis as the Airflow synthesize task does it (``synthesize_shared``),
+    into shared staging in /dev/shm."""
     from proofflow.prover import pipeline
-    from proofflow.prover.circuits.mimc import MimcChain
-    circuit = MimcChain(log2)
-    n = circuit.domain_size
-    circuit.round_constants  # noqa: B018 - cached, mapped
-    with PeakAnon() as mem:
-        t0 = time.perf_counter()
-        pipeline.synthesize_to(root / f"p-{log2}", circuit, 1, 0)
-        seconds = time.perf_counter() - t0
+    from proofflow.prover.shared_staging import SharedStaging
+    log2, n = circuit.log2, circuit.domain_size
+    circuit.constraint_system  # noqa: B018 - cached, mapped
+    with tempfile.TemporaryDirectory(dir="/dev/shm") as shm:
+        staging = SharedStaging(Path(shm), 2 * pipeline.abc_bytes(n) + 64 * n)
+        with PeakAnon() as mem:
+            t0 = time.perf_counter()
+            pipeline.synthesize_shared(circuit, 1, 0, staging, "bench/setup_sizes/p0000")
+            seconds = time.perf_counter() - t0
     return {"log2": log2, "n": n, "synthesis_s": round(seconds, 3), "peak_anon_bytes": mem.bytes,
             "peak_anon_per_point": round(mem.bytes / n, 1)}
 
@@ -208,30 +231,32 @@ def bench_synthesis(log2: int, root: Path) -> dict:
 KINDS = ("build", "synthesis", "qap", "prove", "setup")
 
 
-def measure(kind: str, log2: int, root: Path) -> dict:
-    """One measurement, in this process."""
+def measure(kind: str, name: str, log2: int, root: Path) -> dict:
+    """One measurement of circuit family ``name``, in this process."""
+    from proofflow.prover.circuits import get_circuit
+    circuit = get_circuit(name, log2)
     if kind == "build":
-        return bench_build(log2, root)
+        return bench_build(circuit, root)
     if kind == "synthesis":
-        return bench_synthesis(log2, root)
+        return bench_synthesis(circuit, root)
     if kind == "qap":
-        return _setup_once(log2, ZeroBackend(), root)
+        return _setup_once(circuit, ZeroBackend(), root)
     if kind == "prove":
-        return bench_prove(log2, root)
+        return bench_prove(circuit, root)
     if kind == "key":  # the key a proof measurement uses, made in a process of its own
         from proofflow.prover import pipeline
-        pipeline.ensure_key(root / f"key-{log2}", "mimc", log2, 1, backend="cpu")
+        pipeline.ensure_key(root / f"key-{log2}", name, log2, 1, backend="cpu")
         return {}
-    return _setup_once(log2, None, root)
+    return _setup_once(circuit, None, root)
 
 
-def _fresh(kind: str, log2: int, root: Path) -> dict:
+def _fresh(kind: str, name: str, log2: int, root: Path) -> dict:
     """One measurement in a fresh process: memory freed by an earlier one and kept by the
     allocator would otherwise hide a later one's growth."""
-    out = subprocess.run([sys.executable, "-m", "bench.setup_sizes", "--one", kind, str(log2), "--root", str(root)],
-                         cwd=HERE.parent, capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-m", "bench.setup_sizes", "--one", kind, name, str(log2), "--root",
+                          str(root)], cwd=HERE.parent, capture_output=True, text=True)
     if out.returncode:
-        raise RuntimeError(f"{kind} 2^{log2} failed: {out.stderr[-3000:]}")
+        raise RuntimeError(f"{kind} {name} 2^{log2} failed: {out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -242,23 +267,33 @@ def main(argv=None) -> int:
     p.add_argument("--prove", type=int, nargs="*", default=[12, 14])
     p.add_argument("--build", type=int, nargs="*", default=[20, 22])
     p.add_argument("--synthesis", type=int, nargs="*", default=[20, 22])
+    p.add_argument("--circuit", choices=("mimc", "bits"), default="mimc", help="the circuit family measured")
     p.add_argument("--out", default=str(HERE / "results" / "setup-sizes-cpu.json"))
-    p.add_argument("--one", nargs=2, metavar=("KIND", "LOG2"), help=argparse.SUPPRESS)
+    p.add_argument("--update", action="store_true",
+                   help="replace the measured kinds' rows of this family in --out, keep the rest")
+    p.add_argument("--one", nargs=3, metavar=("KIND", "CIRCUIT", "LOG2"), help=argparse.SUPPRESS)
     p.add_argument("--root", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.one:
-        print(json.dumps(measure(args.one[0], int(args.one[1]), Path(args.root))), flush=True)
+        print(json.dumps(measure(args.one[0], args.one[1], int(args.one[2]), Path(args.root))), flush=True)
         return 0
     from bench._env import environment
-    result: dict = {"environment": environment(), **{kind: [] for kind in KINDS}}
+    env = environment()
+    result: dict = {"environment": env, **{kind: [] for kind in KINDS}}
+    if args.update and Path(args.out).exists():
+        result = json.loads(Path(args.out).read_text())
     with tempfile.TemporaryDirectory(prefix="proofflow-setup-sizes-") as tmp:
         root = Path(tmp)
         for kind in KINDS:
-            for log2 in getattr(args, kind):
+            sizes = getattr(args, kind)
+            if sizes:  # rows of other families (those before --circuit: mimc) stay
+                result[kind] = [r for r in result.get(kind, []) if r.get("circuit", "mimc") != args.circuit]
+            for log2 in sizes:
                 if kind == "prove":
-                    _fresh("key", log2, root)
-                result[kind].append(r := _fresh(kind, log2, root))
-                print(f"{kind} 2^{log2}: {r}", flush=True)
+                    _fresh("key", args.circuit, log2, root)
+                r = {"circuit": args.circuit, **_fresh(kind, args.circuit, log2, root), "date": env["date"]}
+                result[kind].append(r)
+                print(f"{kind} {args.circuit} 2^{log2}: {r}", flush=True)
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     print(f"wrote {args.out}")
     return 0

@@ -17,17 +17,18 @@ What is checked:
   shared memory the run's segments can fill (the budget, or fewer partitions' worth, less
   what the shared staging holds already) must be free in its tmpfs (PROOFFLOW_SHARED_STAGING);
 * host memory (MemAvailable): the key's setup when the key is not there yet (the
-  constraint system's first build on the machine, the QAP at tau and the query scalars;
-  the tables go straight to their files), and the proving: the staging the run can fill,
-  one partition's synthesis, and on the CPU backend the key's points decoded for arkworks;
-  both with the key and constraint-system files the run writes to a memory-backed file
-  system (a 2^27 key in /dev/shm is 77 GB of host memory);
+  constraint system's first build on the machine, the QAP at tau and the query scalars,
+  then what setup holds while the tables go straight to their files), and the proving: the
+  staging the run can fill, one partition's synthesis, and on the CPU backend the key's
+  points decoded for arkworks; both with the key and constraint-system files the run
+  writes to a memory-backed file system (a 2^27 key in /dev/shm is 77 GB of host memory),
+  which fill after setup's peaks, while its tables are written;
 * device memory, on the GPU backend: the key's tables resident on the device (with their
   MSMs' precomputed copies, PROOFFLOW_MSM_PRECOMPUTE), the NTT tables, and one proof's
-  working set (a/b/c, H, MSM buckets: every MSM's at once with PROOFFLOW_MSM_OVERLAP),
-  against the smallest of the devices this worker proves on (its total: a prover service
-  that still holds another run's key and cached blocks frees them for a new one; free
-  memory is only reported).
+  working set (a/b/c, the witness, H, then each MSM's scratch under its table's plan:
+  every MSM's at once with PROOFFLOW_MSM_OVERLAP), against the smallest of the devices
+  this worker proves on (its total: a prover service that still holds another run's key
+  and cached blocks frees them for a new one; free memory is only reported).
 
 The per-point constants of the host and device working sets were measured (host) or
 counted from the allocations of the code (device); they are estimates, not bounds, kept
@@ -51,22 +52,24 @@ KEY_JSON = 64 << 10  # vk.json and params.json, generously (a few KB)
 CS_BUILD_HOST = 384  # the constraint system's first build on a machine (372-376 at 2^20-2^22)
 SETUP_HOST = 320  # setup apart from its multiplications, the constraint system mapped from the
 #                   cache: the QAP at tau (the Lagrange basis, the transposed matrices, u, v, w),
-#                   the query scalars and a chunk of points on its way to its file (321 at 2^20,
-#                   293 at 2^22)
+#                   the query scalars and a chunk of points on its way to its file (290-296 for the
+#                   MiMC chain, 269-301 for bits at 2^20-2^22)
+SETUP_TABLES_HOST = 224  # of that, what setup still holds from its first table on, while the tables'
+#                          files fill (219-222 for the MiMC chain, 203-205 for bits at 2^20-2^22)
 CS_CACHE_DISK = 240  # the constraint system's files (224 for the MiMC chain, 183 for bits) and round constants
-SYNTHESIS_HOST = 240  # one partition's synthesis besides its segment (measured when it went to files,
-#                       with a stacked copy of a/b/c: 202-224; into a segment it takes less)
+SYNTHESIS_HOST = 48  # one partition's synthesis besides its segment: the witness as computed, then
+#                      copied into the segment, and the witness map's temporaries (32.0 for the MiMC
+#                      chain, 42.1 for bits at 2^20-2^22; into a staging buffer ~10 less)
 CPU_PROVE_HOST = 2048  # a CPU-backend proof besides its staged a/b/c and witness (~2150 in all at
 #                        2^12-2^14, of which 128 the staging buffer): the key's points decoded for
 #                        arkworks (186 bytes a G1 point, 321 a G2 point), the MSMs' scalars, the NTTs
 # Device bytes a domain point besides the key's tables, counted from the allocations of
-# proofflow/prover/device (backend.py, pippenger.py):
+# proofflow/prover/device (backend.py, pippenger.py, sparse.py); CuPy gives its cached blocks
+# back before an allocation fails, so only live arrays count:
 DEVICE_NTT_TABLES = 4 * FR_BYTES  # twiddles (n/2 each way), coset powers (n, three of them)
-DEVICE_PROOF = 9 * FR_BYTES  # a/b/c, the witness and H (5 x 32), and the larger of H's three
-#   coset evaluations (3 x 32) and the G2 MSM's scratch (~121: 16 windows of u32 sorted digits
-#   64, the pieces' XYZZ partial sums 49 and their first merge 6, the pieces' indices 2); CuPy
-#   gives its cached blocks back before an allocation fails, so only live arrays count. With
-#   PROOFFLOW_MSM_OVERLAP the other MSMs' scratch comes on top (``msm_overlap_bytes``)
+DEVICE_VECTORS = 5 * FR_BYTES  # a/b/c, the witness and H, through the proof
+DEVICE_H_EVALS = 3 * FR_BYTES  # H's three coset evaluations, while H is computed; the MSMs'
+#   scratch follows them (``msm_scratch_bytes``: 128.5 a point for B_G2 at 2^27, 166 at 2^24)
 
 
 class ResourceError(ValueError):
@@ -154,22 +157,33 @@ def key_copy_bytes(s: Shape) -> int:
     return pippenger.copy_bytes(tables, pippenger.key_plans(tables, settings.msm_precompute_bytes()))
 
 
-def msm_overlap_bytes(s: Shape) -> int:
-    """Device bytes a proof's MSMs add when they run at once (PROOFFLOW_MSM_OVERLAP) beyond
-    the costliest one's scratch, which ``DEVICE_PROOF`` counts: the others' scratch under
-    the key's plans (``pippenger.scratch_bytes``; a witness MSM's classes, a byte a scalar,
-    besides; its split's temporaries stay below its Pippenger's scratch, see ``sparse``).
-    0 without overlap."""
-    if not settings.msm_overlap():
-        return 0
+def msm_scratch_bytes(s: Shape) -> list[int]:
+    """Device bytes each MSM of a proof (the key's tables in PK_TABLES order) allocates
+    besides its table and scalars: its Pippenger's scratch under the table's plan
+    (``pippenger.scratch_bytes``), and for a witness MSM its scalars' classes, a byte a
+    scalar. Counted as if every witness were dense (a MiMC chain's): the split of a
+    bit-heavy one (``sparse``) takes less, so one estimate serves both families."""
     from proofflow.prover.device import pippenger
     from proofflow.prover.groth16.data_structures import PK_TABLES, table_points
     points = table_points(s.n, s.variables, s.instance)
     tables = tuple((group, points[name]) for name, group in PK_TABLES.items())
     plans = pippenger.key_plans(tables, settings.msm_precompute_bytes())
-    each = [pippenger.scratch_bytes(group, n, plan) + (n if name != "h_query" else 0)
+    return [pippenger.scratch_bytes(group, n, plan) + (n if name != "h_query" else 0)
             for name, (group, n), plan in zip(PK_TABLES, tables, plans)]
+
+
+def msm_overlap_bytes(s: Shape) -> int:
+    """Device bytes a proof's MSMs add when they run at once (PROOFFLOW_MSM_OVERLAP) beyond
+    the costliest one's scratch: the others'. 0 without overlap."""
+    if not settings.msm_overlap():
+        return 0
+    each = msm_scratch_bytes(s)
     return sum(each) - max(each)
+
+
+def proof_device_bytes(s: Shape) -> int:
+    """One proof's working set on the device, besides the key's and the NTT's tables."""
+    return DEVICE_VECTORS * s.n + max(DEVICE_H_EVALS * s.n, max(msm_scratch_bytes(s))) + msm_overlap_bytes(s)
 
 
 def abc_bytes(n: int) -> int:
@@ -191,19 +205,22 @@ def estimate(config: dict, machine: Machine, s: Shape | None = None) -> Needs:
     shared = max(0, min(machine.staging_budget, partitions * segment) - machine.shared_held)
     cache = 0 if machine.cs_cached else CS_CACHE_DISK * n
     staging = abc + witness if partitions else 0
-    host_setup = 0 if machine.key_on_disk else max(SETUP_HOST, 0 if machine.cs_cached else CS_BUILD_HOST) * n
+    # a key or constraint system written to tmpfs stays in host memory from its setup on: the
+    # constraint system from its build, the key's tables filling after the QAP's peak
+    key_files = key_disk if machine.key.memory else 0
+    files = key_files + (cache if machine.cache.memory else 0)
+    host_setup = 0
+    if not machine.key_on_disk:
+        first = max(SETUP_HOST, 0 if machine.cs_cached else CS_BUILD_HOST) * n
+        host_setup = files - key_files + max(first, SETUP_TABLES_HOST * n + key_files)
     host_prove = 0
     if partitions:
         filled = min(machine.staging_budget, partitions * staging)
-        host_prove = filled + SYNTHESIS_HOST * n + (CPU_PROVE_HOST * n if config["backend"] == "cpu" else 0)
-    # a key or constraint system written to tmpfs stays in host memory from its setup on
-    files = (key_disk if machine.key.memory else 0) + (cache if machine.cache.memory else 0)
-    host_setup += files if host_setup else 0
-    host_prove += files if host_prove else 0
+        host_prove = files + filled + SYNTHESIS_HOST * n + (CPU_PROVE_HOST * n if config["backend"] == "cpu" else 0)
     resident = tables + (key_copy_bytes(s) if config["backend"] == "gpu" else 0)
     device = None
     if config["backend"] == "gpu" and partitions:
-        device = resident + (DEVICE_NTT_TABLES + DEVICE_PROOF) * n + msm_overlap_bytes(s)
+        device = resident + DEVICE_NTT_TABLES * n + proof_device_bytes(s)
     return Needs(key_disk, shared, cache, staging, max(host_setup, host_prove), host_setup, host_prove, files,
                  device, resident)
 

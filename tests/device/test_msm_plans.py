@@ -128,9 +128,12 @@ def test_resources_count_the_copies_on_the_gpu(monkeypatch):
                                 host_available=None, staging_budget=8 * GIB)
     monkeypatch.delenv("PROOFFLOW_MSM_PRECOMPUTE", raising=False)
     plain_gpu, plain_cpu = resources.estimate(gpu, machine, s), resources.estimate(cpu, machine, s)
+    plain_proof = resources.proof_device_bytes(s)
     monkeypatch.setenv("PROOFFLOW_MSM_PRECOMPUTE", str(4 * GIB))
     copies = resources.key_copy_bytes(s)
     assert 0 < copies <= 4 * GIB
     need = resources.estimate(gpu, machine, s)
-    assert need.key_tables == plain_gpu.key_tables + copies and need.device == plain_gpu.device + copies
+    # and a proof's MSM scratch under the plans the copies make (other digits and buckets)
+    assert need.key_tables == plain_gpu.key_tables + copies
+    assert need.device == plain_gpu.device + copies + resources.proof_device_bytes(s) - plain_proof
     assert resources.estimate(cpu, machine, s) == plain_cpu

@@ -68,7 +68,7 @@ def test_device_memory_is_named():
     h100 = replace(H200, device_total=85_520_809_984, device_free=84_000_000_000, device_name="NVIDIA H100")
     _validate(h100, log2=26, partitions=2, backend="gpu")  # fits in 80 GiB
     msg = _refusal(h100, log2=27, partitions=2, backend="gpu")
-    assert msg == ("log2 27 does not fit this machine: proving on the GPU needs about 124.0 GiB of device memory "
+    assert msg == ("log2 27 does not fit this machine: proving on the GPU needs about 124.1 GiB of device memory "
                    "(the key's tables 72.0 GiB and a proof's working set; NVIDIA H100 has 79.6 GiB, 78.2 GiB free)")
     assert resources.estimate(_validate(h100, log2=20, backend="cpu"), h100).device is None
 
@@ -82,20 +82,20 @@ def test_staging_budget_is_named():
 
 
 def test_host_memory_is_named_and_a_key_on_disk_needs_no_setup():
-    tight = replace(SMALL, host_available=1 * GiB)
+    tight = replace(SMALL, host_available=GiB // 2)
     assert _refusal(tight, log2=22, partitions=1, backend="gpu") == (
-        "log2 22 does not fit this machine: the key's setup needs about 1.2 GiB and proving about 1.4 GiB of host "
-        "memory (1.0 GiB available, MemAvailable)")
+        "log2 22 does not fit this machine: the key's setup needs about 1.2 GiB and proving about 704.0 MiB of host "
+        "memory (512.0 MiB available, MemAvailable)")
     config = _validate(SMALL, log2=22, backend="gpu")
     assert resources.estimate(config, tight).host_setup == resources.SETUP_HOST << 22
     # a first build of the constraint system needs more
     assert resources.estimate(config, replace(tight, cs_cached=False)).host_setup == resources.CS_BUILD_HOST << 22
-    on_disk = replace(tight, key_on_disk=True, host_available=GiB * 6 // 5)
+    on_disk = replace(tight, key_on_disk=True)
     assert resources.estimate(config, on_disk).host_setup == 0
     assert _refusal(on_disk, log2=22, partitions=1, backend="gpu") == (  # a/b/c and witness staged, one synthesis
-        "log2 22 does not fit this machine: proving needs about 1.4 GiB of host memory (1.2 GiB available, "
+        "log2 22 does not fit this machine: proving needs about 704.0 MiB of host memory (512.0 MiB available, "
         "MemAvailable)")
-    _validate(replace(on_disk, host_available=GiB * 3 // 2), log2=22, partitions=1, backend="gpu")
+    _validate(replace(on_disk, host_available=GiB * 3 // 4), log2=22, partitions=1, backend="gpu")
 
 
 def test_disk_is_named_where_it_lacks_and_what_is_there_needs_none():
@@ -170,24 +170,6 @@ def test_mem_available_parses_meminfo(tmp_path):
     assert resources.mem_available(str(tmp_path / "missing")) is None
 
 
-def test_a_key_written_to_a_memory_backed_file_system_counts_as_host_memory():
-    """A 2^27 key set up into /dev/shm is 77 GB of host memory for as long as it is there:
-    on a host of 125 GiB (the H200 machine's), the constraint system built and cached on
-    disk before, the setup fits; with the constraint system still to build, into /dev/shm
-    too (32 GB more), refused, naming the files."""
-    machine = replace(H200, key=Disk(SHM / "params", 128 * GiB, fs=9, memory=True), host_available=120 * GiB,
-                      cache=Disk(CACHE, 60 * 10**9, fs=1), cs_cached=True, staging_budget=16 * GiB)
-    config = _validate(machine, log2=27, partitions=1, backend="gpu")
-    need = resources.estimate(config, machine)
-    assert need.host_files == need.key_disk and need.host_setup > need.key_disk
-    on_disk = resources.estimate(config, replace(machine, key=replace(machine.key, memory=False)))
-    assert need.host - on_disk.host == need.key_disk  # the same run with the key on a disk
-    msg = _refusal(replace(machine, cache=Disk(SHM / "cache", 128 * GiB, fs=9, memory=True), cs_cached=False),
-                   log2=27, partitions=1, backend="gpu")
-    assert "of host memory (120.0 GiB available, MemAvailable; with the new files on memory-backed file systems" in msg
-    assert f"{SHM / 'params'}, {SHM / 'cache'})" in msg
-
-
 def test_memory_backed_reads_the_longest_mount_point(tmp_path):
     mounts = tmp_path / "mounts"
     mounts.write_text("/dev/vda / ext4 rw 0 0\ntmpfs /dev/shm tmpfs rw 0 0\ntmpfs /run tmpfs rw 0 0\n"
@@ -197,3 +179,97 @@ def test_memory_backed_reads_the_longest_mount_point(tmp_path):
     assert not resources.memory_backed(Path("/home/ci"), str(mounts))
     assert not resources.memory_backed(Path("/mnt/a b/c"), str(mounts))
     assert not resources.memory_backed(Path("/x"), str(tmp_path / "no-such-file"))
+
+
+# -- the H200 at 2^27 (bench/h200_2p27.sh): one key at a time in /dev/shm, a 128 GiB tmpfs; the
+# constraint systems' cache on the 64 GiB disk (68.4 GB free when the 2^26 run looked); 120 GiB
+# of the host's 128 available before the key; the GPU's 139.8 GiB
+N27 = 1 << 27
+H200_2P27_STAGING = 16 * GiB  # a partition's a/b/c (12 GiB) and witness (4 GiB)
+
+
+def _h200_2p27(circuit: str, **changes) -> Machine:
+    shm = Disk(Path("/dev/shm/pf-staging"), 128 * GiB, fs=9, memory=True)
+    machine = Machine(key=Disk(Path(f"/dev/shm/pf/params/{circuit}-log2_27-seed0"), 128 * GiB, fs=9, memory=True),
+                      shared=shm, cache=Disk(Path(f"/root/pf/cache/constraint-systems/{circuit}-2^27-1"), 68_400_000_000,
+                                             fs=1),
+                      key_on_disk=False, cs_cached=True, host_available=120 * GiB,
+                      staging_budget=H200_2P27_STAGING,
+                      device_total=150_110_011_392, device_free=149_000_000_000, device_name="NVIDIA H200")
+    return replace(machine, **changes)
+
+
+def _setup_config(circuit: str) -> dict:
+    """What ``python -m proofflow.prover setup`` checks: the key's setup alone."""
+    return {"circuit": circuit, "log2": 27, "partitions": 0, "backend": "gpu", "staging": "pinned"}
+
+
+@pytest.mark.parametrize("circuit", ["mimc", "bits"])
+def test_a_2p27_key_set_up_into_shared_memory_fits_the_h200(circuit):
+    """Its 77.3 GB of tables fill the tmpfs after setup's peaks (the constraint system's build,
+    the QAP), beside what setup holds meanwhile: 28 + 72 GiB of host memory, the most of setup."""
+    machine = _h200_2p27(circuit)
+    need = resources.estimate(_setup_config(circuit), machine)
+    tables = resources.key_table_bytes(resources.shape({"circuit": circuit, "log2": 27}))
+    assert f"{tables / 1e9:.1f}" == "77.3" and need.key_disk == tables + resources.KEY_JSON
+    assert need.host_files == need.key_disk and need.cache_disk == 0  # the cache is on disk, built already
+    assert need.host_setup == resources.SETUP_TABLES_HOST * N27 + need.key_disk
+    assert resources.SETUP_HOST * N27 < need.host_setup < 101 * GiB
+    assert resources.check(_setup_config(circuit), machine) == []
+    # building the constraint system in the same call peaks before the key's files exist
+    assert resources.estimate(_setup_config(circuit), replace(machine, cs_cached=False)).host_setup == need.host_setup
+    assert resources.check(_setup_config(circuit), replace(machine, host_available=99 * GiB)) == [
+        f"the key's setup needs about 100.0 GiB of host memory (99.0 GiB available, MemAvailable; with the new "
+        f"files on memory-backed file systems (72.0 GiB: {machine.key.path}))"]
+
+
+def test_a_2p27_key_on_the_h200s_disk_does_not_fit():
+    """The 2^26 run's layout (key and cache under /root/pf) at 2^27: refused for the disk, as it was there."""
+    key = Disk(Path("/root/pf/params/mimc-log2_27-seed0"), 68_400_000_000, fs=1)
+    machine = _h200_2p27("mimc", key=key, cache=replace(key, path=Path("/root/pf/cache")), cs_cached=False)
+    assert resources.check(_setup_config("mimc"), machine) == [
+        "the proving key (77.3 GB) and the constraint system's cache (32.2 GB) need 109.5 GB on disk at "
+        f"{key.path} (68.4 GB free)"]
+
+
+@pytest.mark.parametrize("circuit", ["mimc", "bits"])
+def test_a_2p27_partition_fits_the_h200_with_its_key_resident(circuit, monkeypatch):
+    """Proving with the key in /dev/shm already (MemAvailable has it: 120 - 72 GiB left, and
+    56 of the tmpfs's 128 GiB free): the staged a/b/c and witness (16 GiB) and a synthesis
+    on the host; on the device the key's tables (72.0 GiB), the NTT tables (16) and a proof's
+    working set (20 of vectors, then B_G2's MSM scratch, 16.1): 124.1 of 139.8 GiB. Hence no
+    precomputed copies (PROOFFLOW_MSM_PRECOMPUTE=0): a copy of the G2 table (24 GiB), the
+    first the plans would add, no longer fits; nor the MSMs at once (PROOFFLOW_MSM_OVERLAP)."""
+    monkeypatch.setenv("PROOFFLOW_MSM_PRECOMPUTE", "0")
+    monkeypatch.setenv("PROOFFLOW_MSM_OVERLAP", "0")
+    machine = _h200_2p27(circuit, key_on_disk=True, host_available=48 * GiB,
+                         shared=Disk(Path("/dev/shm/pf-staging"), 56 * GiB, fs=9, memory=True))
+    config = _validate(machine, circuit=circuit, log2=27, partitions=1, backend="gpu")
+    need = resources.estimate(config, machine)
+    assert need.host_files == 0 and need.host_setup == 0 and need.staging <= machine.staging_budget
+    assert need.host == need.host_prove == need.staging + resources.SYNTHESIS_HOST * N27 < 23 * GiB
+    assert f"{need.key_tables / GiB:.1f}" == "72.0" and need.key_tables == resources.key_table_bytes(
+        resources.shape(config))
+    b_g2_scratch = resources.msm_scratch_bytes(resources.shape(config))[2]
+    assert 128 * N27 < b_g2_scratch < 129 * N27  # the costliest MSM, above H's coset evaluations (96)
+    assert need.device == need.key_tables + (resources.DEVICE_NTT_TABLES + resources.DEVICE_VECTORS) * N27 + b_g2_scratch
+    assert f"{need.device / GiB:.1f}" == "124.1" and machine.device_total - need.device > 15 * GiB
+    monkeypatch.setenv("PROOFFLOW_MSM_PRECOMPUTE", str(24 * GiB))
+    assert _refusal(machine, circuit=circuit, log2=27, partitions=1, backend="gpu") == (
+        "log2 27 does not fit this machine: proving on the GPU needs about 149.2 GiB of device memory (the key's "
+        "tables 96.0 GiB and a proof's working set; NVIDIA H200 has 139.8 GiB, 138.8 GiB free)")
+    monkeypatch.setenv("PROOFFLOW_MSM_PRECOMPUTE", "0")
+    monkeypatch.setenv("PROOFFLOW_MSM_OVERLAP", "1")
+    assert "proving on the GPU needs about 173.3 GiB" in _refusal(machine, circuit=circuit, log2=27, partitions=1,
+                                                                  backend="gpu")
+
+
+def test_the_2p27_script_sets_what_these_tests_check():
+    """bench/h200_2p27.sh runs the configuration the H200 tests above check: their staging
+    budget, no precomputed copies, no overlap, the key in /dev/shm, the cache on the disk."""
+    import re
+    text = (Path(__file__).resolve().parents[2] / "bench" / "h200_2p27.sh").read_text()
+    exported = dict(re.findall(r"\b(PROOFFLOW_\w+)=(\$\(\([^)]*\)\)|\S+)", text))
+    assert exported["PROOFFLOW_STAGING_BUDGET"] == f"$(({H200_2P27_STAGING >> 30} << 30))"
+    assert exported["PROOFFLOW_MSM_PRECOMPUTE"] == "0" and exported["PROOFFLOW_MSM_OVERLAP"] == "0"
+    assert exported["PROOFFLOW_CACHE"].startswith("/root/") and "key=/dev/shm/pf/params/" in text

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Issue #20 item 5 on the H200: a 2^27 partition of each family, mimc (dense) and bits
+# (bit-heavy), proved with its key resident on the device, each phase reported (bench.partition;
+# targets: a median device phase <= 7 s for mimc, <= 2 s for bits). One key at a time, in five
+# device calls made back to back (the machine stays warm 30 s between calls, and /root and
+# /dev/shm with it); each call runs one or more steps (MODE CIRCUIT pairs), and a call being at
+# most 600 s, its steps stop their work at 570 s from its start. .whl/ carried
+# (bash bench/gpu_wheels.sh):
+#   1. bash bench/h200_2p27.sh cs mimc        kernels built, mimc's constraint system cached on disk   ~4-5 min
+#   2. bash bench/h200_2p27.sh setup mimc     the key, set up on the GPU, into /dev/shm                ~4-5 min
+#   3. bash bench/h200_2p27.sh run mimc clean mimc cs bits
+#                                             4 proofs (1 warm-up); bits' constraint system            ~2 + 2 min
+#   4. bash bench/h200_2p27.sh setup bits                                                              ~4-5 min
+#   5. bash bench/h200_2p27.sh run bits       6 proofs (1 warm-up)                                     ~1.5 min
+# Setup at 2^26 took 217 s with the constraint system's first build in it; doubled, 2^27 would
+# leave too little of a call, so the build (a 2^24 MiMC chain's: 27 s on the 2-core CI machine,
+# bits' 11 s; linear) is a call of its own. Neither is resumable: a call cut at 570 s is lost.
+# Results in $OUT: partition-h200-<circuit>-2p27.json and the logs.
+#
+# Memory at 2^27 (n = 2^27 points; proofflow/resources.py checks each step before it starts:
+# tests/prover/test_resources.py describes this machine):
+# * disk (64 GiB, 68.4 GB free when the 2^26 run looked): the constraint system's cache, 30.9 GB
+#   for mimc, 24.9 GB for bits (3.6 / 2.9 GiB at 2^24, x 8), removed by `clean`. The key
+#   (77.3 GB) cannot go there: it goes to /dev/shm.
+# * host (128 GiB; /dev/shm is a 128 GiB tmpfs, its files are host memory): `cs` peaks at
+#   384 bytes a point, 48 GiB (the build; measured 372-376 for mimc, 297-303 for bits). `setup`
+#   peaks at 320 bytes, 40 GiB (the QAP at tau) before any table is written, then holds 224
+#   (28 GiB) while the tables fill /dev/shm: 28 + 72 = 100 GiB at the end, the most of any
+#   step (setup's own check refuses it below 100 GiB of MemAvailable: `cs` prints it). `run`:
+#   the key's 72 GiB in /dev/shm, a/b/c staged page-locked (12 GiB), the witness (4 GiB) and
+#   synthesis's temporaries (up to ~10 bytes a point): ~90 GiB (the check counts 48 bytes a
+#   point for synthesis: 22 GiB beside the key). The key's tables go to the device straight
+#   from their mapping, with no page-locked copy.
+# * device (139.8 GiB): the key's tables 72.0 GiB (a, b_g1, h, l: 12 GiB each; b_g2: 24),
+#   the NTT tables 16 GiB (128 bytes a point), a proof's a/b/c, witness and H 20 GiB, then the
+#   larger of H's coset evaluations (12 GiB) and the costliest MSM's scratch (B_G2 over a dense
+#   witness: 128.5 bytes a point, 16.1 GiB): 124.1 GiB, 15.7 GiB to spare. bits needs no more:
+#   the same tables (53 variables fewer), and its witness MSMs' split (~1% of the scalars
+#   neither 0 nor 1) takes less scratch than Pippenger. So PROOFFLOW_MSM_PRECOMPUTE=0: the
+#   first copy the plans would add is B_G2's (24 GiB: 149.2, refused); a G1 table's (12 GiB)
+#   would fit with 3.7 GiB to spare for an estimated 0.7% of the MSMs. PROOFFLOW_MSM_OVERLAP=0:
+#   the MSMs' scratch at once adds 49.2 GiB. Setup's fixed-base kernels take a chunk of 2^22
+#   points at a time (< 2 GiB).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+[ $# -ge 2 ] && [ $(($# % 2)) = 0 ] || { echo "usage: $0 MODE CIRCUIT [MODE CIRCUIT ...] (cs, setup, run, clean; mimc, bits)"; exit 2; }
+OUT=${OUT:-$PWD/out}; mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+SITE=/root/pf/site  # the carried wheels, installed once a machine
+if [ ! -e "$SITE/.installed" ]; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" .whl/*.whl \
+        && touch "$SITE/.installed" || { echo "installing the carried wheels failed"; exit 1; }
+fi
+export PYTHONPATH=$SITE:$PWD PATH=$SITE/bin:$PATH
+export PROOFFLOW_KERNEL_DIR=/root/pf/kernels PROOFFLOW_CACHE=/root/pf/cache
+export PROOFFLOW_STAGING_BUDGET=$((16 << 30)) PROOFFLOW_SHARED_STAGING=/dev/shm/pf-staging
+export PROOFFLOW_MSM_PRECOMPUTE=0 PROOFFLOW_MSM_OVERLAP=0
+t0=$SECONDS
+left() { local s=$((570 - (SECONDS - t0))); echo $((s > 1 ? s : 1)); }
+memory() { grep -E '^(MemTotal|MemAvailable|Shmem):' /proc/meminfo; df -h / /dev/shm | tail -n +2; }
+
+step() {  # MODE CIRCUIT
+    local mode=$1 c=$2 rc=0 s0=$SECONDS
+    local key=/dev/shm/pf/params/$c-log2_27-seed0
+    case "$c" in mimc | bits) ;; *) echo "circuit: mimc or bits, not $c"; return 2 ;; esac
+    echo "== $mode $c at $((SECONDS - t0)) s"
+    case "$mode" in
+    cs)
+        nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/device.txt"
+        memory | tee "$OUT/memory-$c.txt"
+        python3 -m proofflow.cli kernels build --json > "$OUT/kernels.json" 2> "$OUT/kernels.log" &
+        local kernels=$!
+        timeout -k 5 "$(left)" python3 -c "import sys; from proofflow.prover.circuits import get_circuit
+get_circuit(sys.argv[1], 27).constraint_system" "$c"
+        rc=$?
+        echo "constraint system $c 2^27: $((SECONDS - s0)) s (rc $rc)"
+        wait $kernels; echo "kernels: rc $?"
+        du -sh "$PROOFFLOW_CACHE"/constraint-systems/*
+        ;;
+    setup)
+        memory
+        timeout -k 5 "$(left)" python3 -m proofflow.prover setup --circuit "$c" --log2 27 --seed 0 --backend gpu \
+            --out "$key" > "$OUT/setup-$c.log" 2>&1
+        rc=$?
+        tail -4 "$OUT/setup-$c.log"
+        echo "setup $c 2^27: $((SECONDS - s0)) s (rc $rc)"
+        du -sh "$key"; memory
+        ;;
+    run)
+        memory
+        local repeats=$([ "$c" = mimc ] && echo 3 || echo 5)
+        timeout -k 5 "$(left)" python3 -m bench.partition --circuit "$c" --log2 27 --key "$key" --backend gpu \
+            --warmup 1 --repeats "${REPEATS:-$repeats}" --out "$OUT/partition-h200-$c-2p27.json" 2>&1 \
+            | tee "$OUT/partition-$c.log"
+        rc=${PIPESTATUS[0]}
+        memory
+        ;;
+    clean)  # one key at a time (77.3 GB of /dev/shm each), one constraint system on the disk
+        rm -rf "$key" "$PROOFFLOW_CACHE"/constraint-systems/"$c"-2^27-*
+        memory
+        ;;
+    *) echo "mode: cs, setup, run or clean, not $mode"; return 2 ;;
+    esac
+    echo "== $mode $c: $((SECONDS - s0)) s (rc $rc)"
+    return $rc
+}
+
+status=0
+while [ $# -ge 2 ]; do
+    step "$1" "$2" || status=$?  # a failed run still lets the next steps (clean, the next family's cs) go
+    shift 2
+done
+echo "done at $((SECONDS - t0)) s (rc $status)"
+exit $status

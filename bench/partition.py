@@ -1,0 +1,246 @@
+"""One full-size partition, phase by phase (issue #20 item 5): a proving key made by
+``python -m proofflow.prover setup`` loaded and made resident, one partition synthesized,
+then warm-up proofs and measured ones on one backend, every proof verified.
+
+    python -m bench.partition --circuit mimc|bits --log2 27 --key DIR --out FILE
+                              [--backend gpu|cpu] [--warmup 1] [--repeats 3] [--seed 0] [--no-check]
+
+Timed once (seconds): the backend's warm-up; the key's load (``KeyCache.get``: its tables
+memory-mapped, their digests not read again, and the circuit's constraint system mapped
+from its cache); its upload (``Backend.prepare``: the tables, with their copies under
+PROOFFLOW_MSM_PRECOMPUTE, resident on the device); the partition's synthesis into the
+staging pool (page-locked on the GPU). Each proof: the prover's phases (h2d: a/b/c and the
+witness; ntt: H; msm; assemble), each MSM apart (A, B1, B2 and L over the witness, H over
+H's coefficients), the uploads' bytes and rates, and its verification. The device phase is
+ntt + msm, as the prover service counts it (it uploads the next partition meanwhile). The
+witness's values by class (zeros, ones, others: how a witness MSM splits them) are recorded
+once. ``steady`` holds the min and median of the measured proofs, warm-up excluded, and
+``target`` the issue's bound on the median device phase at 2^27: a bit-heavy partition
+<= 2 s, a dense one <= 7 s. On the GPU also the device's memory after the key's upload and
+after the proofs (CuPy's pool keeps the blocks a proof freed, so what it holds then is the
+proofs' peak, unless it had to give blocks back to fit one); MemAvailable at each step.
+
+The run is checked against this machine first (``proofflow.resources``, as a proof run is;
+--no-check skips it). Progress goes to stderr, the JSON to --out after each step. Exit 0; 1
+when a proof does not verify; 2 for a run that cannot start (no key there, a key of another
+circuit or size, no GPU for --backend gpu, a run that does not fit).
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from bench import _env
+
+TARGETS_S = {"bits": 2.0, "mimc": 7.0}  # the median device phase of a 2^27 partition, issue #20 item 5
+TARGET_LOG2 = 27
+MSMS = {"a_query": "a", "b_g1_query": "b1", "b_g2_query": "b2", "l_query": "l", "h_query": "h"}
+
+
+def _say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def verdict(circuit: str, log2: int, median_device_s: float) -> dict:
+    """The issue's target for the circuit and whether the median device phase meets it
+    (None below 2^27, where it does not apply)."""
+    target = TARGETS_S[circuit]
+    return {"device_phase_s": target, "log2": TARGET_LOG2, "median_device_s": round(median_device_s, 4),
+            "met": median_device_s <= target if log2 == TARGET_LOG2 else None}
+
+
+def witness_classes(witness: np.ndarray, num_instance: int) -> dict:
+    """The witness's scalars by value, as a witness MSM splits them (``device.sparse``): the
+    whole witness for A, B1 and B2, past the instance variables for L."""
+    from proofflow.prover.device.sparse import DENSE_SHARE
+    from proofflow.prover.field import fr
+    ones = np.all(witness == fr.one(), axis=1)
+    zeros = ~np.any(witness, axis=1)
+
+    def classes(sl: slice) -> dict:
+        n, z, o = len(witness[sl]), int(zeros[sl].sum()), int(ones[sl].sum())
+        return {"scalars": n, "zeros": z, "ones": o, "others": n - z - o,
+                "split_on_gpu": n - z - o <= DENSE_SHARE * n}  # else Pippenger takes it whole
+    return {"a_b1_b2": classes(slice(None)), "l": classes(slice(num_instance, None))}
+
+
+@contextlib.contextmanager
+def timed_msms(backend, pk, into: dict):
+    """Each MSM's seconds into ``into`` (by ``MSMS`` name): the prover times the MSMs as one
+    phase, so each of the backend's MSM calls is timed around; a call returns its point on
+    the host, so its kernels have ended. With PROOFFLOW_MSM_OVERLAP the MSMs run at once
+    and these spans overlap."""
+    names = {id(getattr(pk, table)): name for table, name in MSMS.items()}
+    inner = backend.msm_job
+
+    def timed(job):
+        t0 = time.perf_counter()
+        try:
+            return inner(job)
+        finally:
+            into[names[id(job.table)]] = time.perf_counter() - t0
+    backend.msm_job = timed
+    try:
+        yield
+    finally:
+        del backend.msm_job  # the class's again
+
+
+def _transfer(t) -> dict:
+    return {"bytes": t.nbytes, "ms": round(t.ms, 3), "kind": t.kind, "gbps": round(t.gbps, 2)}
+
+
+def prove_once(key, staged, backend) -> dict:
+    """One proof of the staged partition: its phases and MSMs (s), uploads, verification."""
+    from proofflow.prover import pipeline
+    from proofflow.prover.groth16 import verifier
+    from proofflow.prover.timing import PhaseTimer
+    timer, transfers, msms = PhaseTimer(), {}, {}
+    with timed_msms(backend, key.pk, msms):
+        pending = pipeline.prove_device(key, staged, backend, timer, transfers)
+    proof = pending.finish(timer)
+    with timer.phase("verify"):
+        verified = verifier.verify(key.pk.vk, staged.public_inputs, proof)
+    seconds = timer.totals()
+    seconds["device"] = seconds["ntt"] + seconds["msm"]
+    seconds.update({f"msm_{name}": s for name, s in msms.items()})
+    return {"seconds": {k: round(v, 6) for k, v in seconds.items()},
+            "transfers": {name: _transfer(t) for name, t in transfers.items()}, "verified": verified}
+
+
+def steady(rows: list[dict]) -> dict:
+    """Min and median of each timed figure over ``rows`` (the measured proofs)."""
+    return {k: {"min": min(r["seconds"][k] for r in rows), "median": statistics.median(r["seconds"][k] for r in rows)}
+            for k in rows[0]["seconds"]}
+
+
+def device_memory() -> dict:
+    """The current device's memory: its total, what is in use, what CuPy's pool holds."""
+    from proofflow.prover import device
+    free, total = device.memory()
+    return {"total_bytes": total, "used_bytes": total - free, "pool_bytes": device.pool_bytes()}
+
+
+def _check(args) -> dict:
+    """The run's config (``spec.validate_params``: the circuit, size and backend, and unless
+    --no-check whether it fits this machine, its key in ``args.key``)."""
+    from proofflow import resources, spec
+    from proofflow.prover import device
+    probe = None if args.no_check else (lambda config: resources.probe(config, key_dir=args.key))
+    return spec.validate_params({"circuit": args.circuit, "log2": args.log2, "partitions": 1, "seed": args.seed,
+                                 "backend": args.backend}, device.available, probe)
+
+
+def describe(args, config: dict, key) -> dict:
+    """The run's sizes, its settings and the resource check's estimate of it."""
+    from proofflow import resources, settings
+    from proofflow.prover import pipeline
+    from proofflow.prover.device import pippenger
+    n, cs, spare = key.domain_size, key.cs, settings.msm_precompute_bytes()
+    need = resources.estimate(config, resources.probe(config, key_dir=args.key),
+                              resources.Shape(n, cs.num_variables, cs.num_instance))
+    return {"sizes": {"n": n, "variables": cs.num_variables, "abc_bytes": pipeline.abc_bytes(n),
+                      "witness_bytes": cs.num_variables * 32,
+                      "key_table_bytes": sum(getattr(key.pk, t).xy.nbytes for t in MSMS),
+                      "key_resident_bytes": key.nbytes},
+            "settings": {"msm_precompute_bytes": spare, "msm_overlap": settings.msm_overlap(),
+                         "staging_budget": settings.staging_budget(), "staging": config["staging"],
+                         "plans": {t: [p.c, p.shifts] for t, p in pippenger.proving_key_plans(key.pk, spare).items()}},
+            "estimate": {"host_prove_bytes": need.host_prove, "device_bytes": need.device}}
+
+
+def run(args) -> dict:
+    from proofflow import resources
+    from proofflow.prover import pipeline
+    from proofflow.prover.backend import get_backend
+    from proofflow.prover.circuits import get_circuit
+    from proofflow.prover.timing import PhaseTimer
+    config = _check(args)
+    gpu = config["backend"] == "gpu"
+    circuit, backend, timer = get_circuit(args.circuit, args.log2), get_backend(config["backend"]), PhaseTimer()
+    host = {"start": resources.mem_available()}
+    env = _env.environment(("numpy", "py-arkworks-bls12381", "cupy-cuda12x", "cupy-cuda13x"))
+    if gpu:
+        from proofflow.prover import device
+        env["device"] = device.name()
+    result = {"environment": env, "circuit": args.circuit, "log2": args.log2, "backend": config["backend"],
+              "key": str(args.key), "seed": args.seed, "warmup": args.warmup, "repeats": args.repeats,
+              "checked": not args.no_check, "host_available_bytes": host}
+
+    def save() -> None:
+        _env.write(args.out, result)
+
+    _say(f"partition: {args.circuit} 2^{args.log2} on the {config['backend']} backend, key {args.key}")
+    with timer.phase("warm_up"):
+        backend.warm_up()
+    keys = pipeline.KeyCache()
+    key = keys.get(args.key, args.circuit, args.log2, timer)
+    _say(f"  key loaded in {timer.totals()['key_load']:.1f} s; uploading it")
+    keys.make_resident(key, backend.prepare, timer)
+    host["after_key_upload"] = resources.mem_available()
+    result.update(describe(args, config, key))
+    result["device_memory"] = memory = {"after_key_upload": device_memory()} if gpu else None
+    _say(f"  key resident in {timer.totals()['key_upload']:.1f} s; synthesizing the partition")
+    with pipeline.synthesize(circuit, args.seed, 0, pipeline.staging_pool(config["staging"] == "pinned"),
+                             timer) as staged:
+        host["after_synthesis"] = resources.mem_available()
+        result["witness"] = witness_classes(staged.witness, key.cs.num_instance)
+        result["once_s"] = {k: round(v, 4) for k, v in timer.totals().items()}
+        save()
+        result["proofs"] = []
+        for i in range(args.warmup + args.repeats):
+            row = {"warmup": i < args.warmup, **prove_once(key, staged, backend)}
+            result["proofs"].append(row)
+            if gpu:
+                memory["after_proofs"] = device_memory()
+            s = row["seconds"]
+            _say(f"  proof {i + 1}/{args.warmup + args.repeats}{' (warm-up)' if row['warmup'] else ''}: device "
+                 f"{s['device']:.3f} s (ntt {s['ntt']:.3f}, msm {s['msm']:.3f}), h2d {s['h2d']:.3f} s, "
+                 f"{'verified' if row['verified'] else 'DOES NOT VERIFY'}")
+            save()
+    host["after_proofs"] = resources.mem_available()
+    measured = [r for r in result["proofs"] if not r["warmup"]]
+    result["steady"] = steady(measured)
+    result["target"] = verdict(args.circuit, args.log2, result["steady"]["device"]["median"])
+    result["all_verified"] = all(r["verified"] for r in result["proofs"])
+    save()
+    return result
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.partition", description=__doc__.split("\n\n")[0])
+    p.add_argument("--circuit", choices=sorted(TARGETS_S), required=True)
+    p.add_argument("--log2", type=int, required=True)
+    p.add_argument("--key", type=Path, required=True, help="the key directory `python -m proofflow.prover setup` wrote")
+    p.add_argument("--backend", choices=("gpu", "cpu"), default="gpu")
+    p.add_argument("--warmup", type=int, default=1, help="proofs before the measured ones (default 1)")
+    p.add_argument("--repeats", type=int, default=3, help="measured proofs (default 3)")
+    p.add_argument("--seed", type=int, default=0, help="the partition's inputs (default 0)")
+    p.add_argument("--no-check", action="store_true", help="run even where the resource check refuses it")
+    p.add_argument("--out", type=Path, required=True)
+    args = p.parse_args(argv)
+    if args.warmup < 0 or args.repeats < 1:
+        p.error("--warmup must be >= 0 and --repeats >= 1")
+    from proofflow.prover.backend import BackendUnavailable
+    from proofflow.prover.pipeline import InputError
+    from proofflow.spec import InvalidParams
+    try:
+        result = run(args)
+    except (InvalidParams, InputError, BackendUnavailable) as exc:
+        _say(f"error: {exc}")
+        return 2
+    t = result["target"]
+    _say(f"median device phase {t['median_device_s']:.3f} s (target at 2^{t['log2']}: {t['device_phase_s']} s, "
+         f"met: {t['met']}); {'all proofs verify' if result['all_verified'] else 'A PROOF DOES NOT VERIFY'}; "
+         f"wrote {args.out}")
+    return 0 if result["all_verified"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
