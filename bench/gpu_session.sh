@@ -10,7 +10,8 @@
 # The GPU machine has python3 3.12 with cupy-cuda13x, numpy and pytest, no package index,
 # and no py-arkworks-bls12381. Bring it as wheels in .whl/ (git-ignored): `bash bench/gpu_wheels.sh`
 # fetches it with Airflow, SQLAlchemy and Great Expectations for the operator tests;
-# run with .whl carried:   device run: command "bash bench/gpu_session.sh", carry [".whl"]
+# run with .whl carried:   device run: command "bash bench/gpu_session.sh", carry [".whl", ".kernels.tar.xz"]
+# (.kernels.tar.xz: the cubins of every variant, from `bash bench/gpu_kernels.sh`; optional)
 # This script installs them into /tmp/site; the operator GPU tests (tests/timing/test_calibrate.py,
 # tests/device/test_check_h2d_gpu.py) run only when those packages import.
 set -uo pipefail
@@ -30,6 +31,10 @@ else
     export PYTHONPATH=$PWD
 fi
 python3 -c "import py_arkworks_bls12381, cupy" || { echo "py-arkworks-bls12381 or cupy missing: see this script's header"; exit 1; }
+# cubins compiled ahead by bench/gpu_kernels.sh, when carried: no NVRTC compile in the tests' budget
+if [ -f .kernels.tar.xz ]; then
+    export PROOFFLOW_KERNEL_DIR=/tmp/pf-kernels; mkdir -p $PROOFFLOW_KERNEL_DIR; tar xJf .kernels.tar.xz -C $PROOFFLOW_KERNEL_DIR
+fi
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,noheader | tee "$OUT/device.txt"
 
 declare -A RC SECS

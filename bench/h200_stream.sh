@@ -35,6 +35,9 @@ export PROOFFLOW_SETUP_WORKERS=16 OMP_NUM_THREADS=2  # syntheses run side by sid
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,noheader
 python3 -c "import airflow, cupy; print('airflow', airflow.__version__, 'cupy', cupy.__version__)"
 df -h / /dev/shm | tail -2; free -g | head -2
+if [ -f .kernels.tar.xz ]; then  # prebuilt cubins (bench/gpu_kernels.sh), if carried
+    export PROOFFLOW_KERNEL_DIR=/tmp/pf-kernels; mkdir -p $PROOFFLOW_KERNEL_DIR; tar xJf .kernels.tar.xz -C $PROOFFLOW_KERNEL_DIR
+fi
 python3 -m proofflow.cli kernels build --json > "$OUT/kernels.json" 2> "$OUT/kernels.log" &
 kernels=$!
 # GPU_TESTS (pytest node ids): run beside the key setup, finished before the stream starts

@@ -174,7 +174,8 @@ def cmd_kernels_build(args) -> int:
     try:
         archs = [a for spec in args.arch for a in spec.replace(",", " ").split()] if args.arch else \
             cache.default_archs()
-        results = cache.build(archs, progress=None if args.json else _kernel_progress)
+        results = cache.build(archs, cache.modules(args.variants or ()),
+                              progress=None if args.json else _kernel_progress)
     except cache.KernelBuildError as exc:
         _say(f"error: {exc}")
         return EXIT_FAILED
@@ -297,6 +298,7 @@ def parser() -> argparse.ArgumentParser:
                                    "their source, options, arch and NVRTC version; a GPU process loads them from "
                                    "there, and compiles (and saves) only what is missing.")
     actions = k.add_subparsers(dest="action", required=True, metavar="ACTION")
+    from proofflow.prover.device import source as kernel_source  # the variants' names; no CuPy
     kb = actions.add_parser("build", help="compile every kernel module for the given archs into the kernel cache",
                             description="Compile every module proofflow loads (ntt.cu in each Fr variant, msm.cu, "
                                         "fixed_base.cu and bitsum.cu for G1 and G2) into cubins, keeping those already "
@@ -305,6 +307,9 @@ def parser() -> argparse.ArgumentParser:
     kb.add_argument("--arch", action="extend", nargs="+", metavar="CC",
                     help="compute capabilities, e.g. 90 (or sm_90, 9.0; several allowed); default "
                          "PROOFFLOW_CUDA_ARCHS, else the visible GPU's")
+    kb.add_argument("--variants", nargs="+", metavar="VARIANT", choices=kernel_source.VARIANTS,
+                    help="also the modules the benchmarks and tests compare in these product variants "
+                         f"({', '.join(kernel_source.VARIANTS)}), e.g. to carry them to a GPU machine prebuilt")
     kb.add_argument("--json", action="store_true", help="print one JSON list instead of the progress lines")
     kb.set_defaults(func=cmd_kernels_build)
     kl = actions.add_parser("list", help="the cubins in the kernel cache: module, arch, size, status",

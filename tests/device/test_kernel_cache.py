@@ -152,6 +152,25 @@ def test_kernels_build_and_list(kernel_dir, nvrtc, capsys):
     assert "16 cubin(s)" in out and "msm-mul32-g2" in out and "sm_80" in out
 
 
+def test_variants_add_the_modules_compared_in_them():
+    assert cache.modules() == cache.MODULES
+    labels = [m.label for m in cache.modules(["wide", "call", "mul32"])]
+    assert labels[:len(cache.MODULES)] == [m.label for m in cache.MODULES] and len(set(labels)) == len(labels)
+    assert set(labels[len(cache.MODULES):]) == {
+        "ntt-wide", "field-wide", "field-mul32",
+        *(f"{name}-{v}-{g}" for name in ("msm", "fixed_base", "bitsum") for v in ("wide", "call") for g in ("g1", "g2"))}
+    with pytest.raises(ValueError, match="unknown kernel variant"):
+        cache.modules(["wider"])
+
+
+def test_kernels_build_with_variants(kernel_dir, nvrtc, capsys):
+    assert cli.main(["kernels", "build", "--arch", "90", "--variants", "call"]) == 0
+    assert len(nvrtc) == 14 and len(list(kernel_dir.glob("*-call-g[12]-sm_90-*.cubin"))) == 6
+    with pytest.raises(SystemExit):
+        cli.main(["kernels", "build", "--arch", "90", "--variants", "fast"])
+    assert "invalid choice: 'fast'" in capsys.readouterr().err
+
+
 def test_kernels_build_needs_an_arch_without_a_gpu(kernel_dir, nvrtc, monkeypatch, capsys):
     from proofflow.prover import device
     monkeypatch.setattr(cache, "cupy_installed", lambda: True)

@@ -86,6 +86,20 @@ MODULES = (tuple(Module("ntt.cu", v) for v in ("mul32", "mul64"))
                    for g in source.GROUPS))
 
 
+def modules(variants=()) -> tuple[Module, ...]:
+    """``MODULES`` and, for each of ``variants``, the modules the benchmarks and tests compare
+    in it: ntt.cu and field.cu where its Fr or Fq products differ, the curve modules of both
+    groups where its curve kernels do (``source.PRODUCT_VARIANTS``, ``source.CURVE_VARIANTS``)."""
+    out = list(MODULES)
+    for v in variants:
+        source.options(v)  # an unknown variant fails here
+        if v in source.PRODUCT_VARIANTS:
+            out += [Module("ntt.cu", v), Module("field.cu", v)]
+        if v in source.CURVE_VARIANTS:
+            out += [Module(name, v, g) for name in ("msm.cu", "fixed_base.cu", "bitsum.cu") for g in source.GROUPS]
+    return tuple(dict.fromkeys(out))
+
+
 def normalize_arch(arch) -> str:
     """A compute capability as NVRTC's ``sm_`` takes it: "90" from 90, "sm_90", "9.0"."""
     text = str(arch).strip().lower().removeprefix("sm_").removeprefix("compute_")
