@@ -516,52 +516,60 @@ def _median_spans(fn, repeats: int) -> dict:
 
 
 def bench_msm_affine(args, rng) -> dict:
-    """The G1 MSM with batch-affine rounds before the accumulation (``affine_rounds`` of
-    ``args.affine_rounds``; 0: the XYZZ accumulation alone, also in balanced spans:
-    ``rounds_0+spans``) under the plan ``key_plans``
-    gives a table of each size with ``args.precompute_bytes`` of room, its copies resident:
-    for each round count the median wall ms and each step's median device ms, after
-    checking the result against (sum s_k * k) * G."""
+    """The G1 and G2 MSMs with batch-affine rounds before the accumulation (``affine_rounds``
+    of ``args.affine_rounds``; 0: the XYZZ accumulation alone, also in balanced spans:
+    ``rounds_0+spans``) under the plan ``key_plans`` gives a table of each size with
+    ``args.precompute_bytes`` of room, its copies resident: for each round count the median
+    wall ms and each step's median device ms, after checking the result against
+    (sum s_k * k) * G. An affine addition takes ~5 products and a square against the XYZZ
+    one's 8 and 2, which weighs most in G2's Fq2."""
+    out = {}
+    for group, sizes in (("g1", args.msm_affine_sizes), ("g2", args.msm_affine_g2_sizes)):
+        detail, skipped = _bench_msm_affine_group(args, rng, group, sizes)
+        out[f"msm_{group}_affine_ms"] = {k: {r: v[r]["wall_ms"]["median"] for r in v if r.startswith("rounds_")}
+                                         for k, v in detail.items()}
+        out[f"msm_{group}_affine_detail"] = detail
+        if skipped:
+            out[f"msm_{group}_affine_skipped"] = skipped
+    return out
+
+
+def _bench_msm_affine_group(args, rng, group: str, sizes):
     from proofflow.prover.device import msm as gpu_msm, pippenger
     gpu = GpuBackend()
-    base = multiples_table("g1")
-    width = curve.XY_BYTES["g1"]
+    base = multiples_table(group)
+    width = curve.XY_BYTES[group]
 
     def run(log_n):
         n = 1 << log_n
         table = tiled(base, n)
-        plan, = pippenger.key_plans((("g1", n),), args.precompute_bytes)
+        plan, = pippenger.key_plans(((group, n),), args.precompute_bytes)
         s = random_device(n, rng)
         gpu_msm.device_points(table, plan)
-        want = expected_msm(gpu, "g1", s, len(base))
+        want = expected_msm(gpu, group, s, len(base))
         row = {"plan": {"c": plan.c, "shifts": plan.shifts, "windows": plan.windows, "groups": plan.groups}}
         runs = [(f"rounds_{r}", r, False) for r in args.affine_rounds] + [("rounds_0+spans", 0, True)]
         for label, rounds, balanced in runs:
             def msm(spans=None, rounds=rounds, balanced=balanced):
                 return gpu_msm.msm(table, s, plan=plan, spans=spans, affine_rounds=rounds, balanced=balanced)
             if msm() != want:
-                sys.exit(f"G1 MSM {label} differs from (sum s_k * k) * G at 2^{log_n}: not timing it")
+                sys.exit(f"{group} MSM {label} differs from (sum s_k * k) * G at 2^{log_n}: not timing it")
             row[label] = {"wall_ms": summary(_wall_ms(msm, args.repeats_msm)),
                           "steps_ms": _median_spans(msm, args.repeats_msm)}
         plain_ms = row["rounds_0"]["wall_ms"]["median"]
         row["speedup"] = {k: round(plain_ms / v["wall_ms"]["median"], 3) for k, v in row.items() if k.startswith("rounds_")}
-        print(f"  msm g1 2^{log_n} affine rounds: {row}", flush=True)
+        print(f"  msm {group} 2^{log_n} affine rounds: {row}", flush=True)
         return row
 
     def estimate(log_n):
         # the copies, scalars, entries and piece sums as the precomputed rows', and the
-        # rounds' scratch (pippenger: ~80 bytes a bucket entry)
+        # rounds' scratch (pippenger: ~80 bytes a bucket entry for G1, ~150 for G2)
         n = 1 << log_n
-        plan, = pippenger.key_plans((("g1", n),), args.precompute_bytes)
-        return n * (width * plan.shifts + 32 + 64 + 2 * width + 64 + 80 * plan.windows) + (1 << 28), n * width
+        plan, = pippenger.key_plans(((group, n),), args.precompute_bytes)
+        rounds = {"g1": 80, "g2": 150}[group] * plan.windows
+        return n * (width * plan.shifts + 32 + 64 + 2 * width + 64 + rounds) + (1 << 28), n * width
 
-    detail, skipped = each_size(args.msm_affine_sizes, estimate, run)
-    out = {"msm_g1_affine_ms": {k: {r: v[r]["wall_ms"]["median"] for r in v if r.startswith("rounds_")}
-                                for k, v in detail.items()},
-           "msm_g1_affine_detail": detail}
-    if skipped:
-        out["msm_g1_affine_skipped"] = skipped
-    return out
+    return each_size(sizes, estimate, run)
 
 
 def bench_msm_g2(args, rng) -> dict:
@@ -873,6 +881,7 @@ def main(argv=None) -> dict:
     args.msm_precomputed_sizes = [16, 18] if args.quick else [22, 24]
     args.precompute_bytes = 64 << 30  # room for one table's copies: the plans stop short of it at 2^24
     args.msm_affine_sizes = [16, 18] if args.quick else [22, 24]
+    args.msm_affine_g2_sizes = [14] if args.quick else [22]
     args.affine_rounds = [0, 3, 6, 32]  # 0 first: the plain accumulation the others are measured against
     args.fb_log, args.fb_cpu_points = (16, 4096) if args.quick else (20, 16384)
     args.setup_cpu_log = 12 if args.quick else 16
