@@ -3,8 +3,9 @@
 #   1. pytest -m gpu -q: every GPU test (the operator ones too when their packages are there)
 #   2. python3 -m bench.gpu: $OUT/gpu-h200.json (commit it as bench/results/gpu-h200.json)
 #   3. Nsight Compute on the G1 msm_accumulate kernel at 2^22: a text report in $OUT
-# then a summary table. TESTS (pytest ids) and BENCH_ONLY (bench.gpu sections) narrow it. Each step has a time budget (seconds, below; 550 in all) and runs
-# whether or not the one before it passed; the summary gives each step's exit status
+# then a summary table. TESTS (pytest ids) and BENCH_ONLY (bench.gpu sections) narrow it; NCU_ARGS
+# (e.g. "--variant call --balanced") picks the profiled MSM's kernels. Each step has a time budget
+# (seconds, below; 550 in all) and runs whether or not the one before it passed; the summary gives each step's exit status
 # (124: out of time) and the script fails unless the tests and the benchmark passed.
 #
 # The GPU machine has python3 3.12 with cupy-cuda13x, numpy and pytest, no package index,
@@ -72,7 +73,7 @@ step ncu "$BUDGET_NCU" ncu-msm-accumulate-g1-2p22.txt \
     ncu --clock-control none --kernel-name regex:msm_accumulate --launch-count 1 \
         --section SpeedOfLight --section ComputeWorkloadAnalysis --section InstructionStats \
         --section Occupancy --section LaunchStats --section SchedulerStats --section WarpStateStats \
-        python3 -m bench.msm_phases --group g1 --log2 22 --c 16
+        python3 -m bench.msm_phases --group g1 --log2 22 --c 16 ${NCU_ARGS:-}
 
 echo
 echo "=== summary"

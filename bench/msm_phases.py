@@ -6,6 +6,7 @@ its phases and the median wall time of 3 MSMs).
 
     python -m bench.msm_phases [--group g1|g2] [--log2 24] [--c 12 13 14 15 16] [--piece 256] [--note TEXT]
     python -m bench.msm_phases --log2 24 --plan 16,1 16,4 20,13 22,12
+    python -m bench.msm_phases --log2 22 --c 16 --variant call --balanced   # another curve variant, spans
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import cupy as cp
 import numpy as np
 
 from proofflow.prover import curve
-from proofflow.prover.device import msm as gpu_msm, pippenger
+from proofflow.prover.device import msm as gpu_msm, pippenger, source as kernels
 from proofflow.prover.field import fr
 
 
@@ -31,7 +32,11 @@ def main() -> None:
     ap.add_argument("--plan", nargs="+", metavar="C,K", help="time these plans (c, precomputed copies) instead")
     ap.add_argument("--note", help="recorded with each line")
     ap.add_argument("--distinct-log2", type=int, default=16, help="log2 of the distinct points the table repeats")
+    ap.add_argument("--variant", choices=kernels.CURVE_VARIANTS, default=kernels.CURVE_VARIANT,
+                    help="the curve kernels' product variant")
+    ap.add_argument("--balanced", action="store_true", help="the accumulation in balanced spans")
     args = ap.parse_args()
+    kernels.CURVE_VARIANT = args.variant  # before the first executor is made
     rng = np.random.default_rng(1)
     g = curve.point_class(args.group)()
     pts, acc = [], g
@@ -45,25 +50,26 @@ def main() -> None:
     gpu_msm.device_points(table)
     if args.plan:
         for text in args.plan:
-            line = {"group": args.group, "log2": args.log2, "distinct_log2": args.distinct_log2}
-            line.update(_time_plan(table, s, pippenger.Plan(*map(int, text.split(",")))))
+            line = {"group": args.group, "log2": args.log2, "distinct_log2": args.distinct_log2,
+                    "variant": args.variant, "balanced": args.balanced}
+            line.update(_time_plan(table, s, pippenger.Plan(*map(int, text.split(","))), args.balanced))
             if args.note:
                 line["note"] = args.note
             print(json.dumps(line), flush=True)
         return
     for c in args.c:
         for piece in args.piece:
-            gpu_msm.msm(table, s, c=c, piece=piece)  # warm-up
+            gpu_msm.msm(table, s, c=c, piece=piece, balanced=args.balanced)  # warm-up
             spans = {}
-            gpu_msm.msm(table, s, c=c, spans=spans, piece=piece)
+            gpu_msm.msm(table, s, c=c, spans=spans, piece=piece, balanced=args.balanced)
             line = {"group": args.group, "log2": args.log2, "distinct_log2": args.distinct_log2, "c": c, "piece": piece,
-                    "ms": {k: round(v, 2) for k, v in spans.items()}}
+                    "variant": args.variant, "balanced": args.balanced, "ms": {k: round(v, 2) for k, v in spans.items()}}
             if args.note:
                 line["note"] = args.note
             print(json.dumps(line), flush=True)
 
 
-def _time_plan(table, s, plan) -> dict:
+def _time_plan(table, s, plan, balanced: bool) -> dict:
     """One plan's copies built (seconds), its MSM's phases (ms) and its median wall ms."""
     sync = cp.cuda.get_current_stream().synchronize
     sync()
@@ -71,14 +77,14 @@ def _time_plan(table, s, plan) -> dict:
     gpu_msm.device_points(table, plan)
     sync()
     build = time.perf_counter() - t0
-    gpu_msm.msm(table, s, plan=plan)  # warm-up
+    gpu_msm.msm(table, s, plan=plan, balanced=balanced)  # warm-up
     spans = {}
-    gpu_msm.msm(table, s, plan=plan, spans=spans)
+    gpu_msm.msm(table, s, plan=plan, spans=spans, balanced=balanced)
     walls = []
     for _ in range(3):
         sync()
         t0 = time.perf_counter()
-        gpu_msm.msm(table, s, plan=plan)
+        gpu_msm.msm(table, s, plan=plan, balanced=balanced)
         walls.append((time.perf_counter() - t0) * 1e3)
     return {"c": plan.c, "shifts": plan.shifts, "groups": plan.groups, "build_s": round(build, 2),
             "wall_ms": round(statistics.median(walls), 1), "ms": {k: round(v, 1) for k, v in spans.items()}}
