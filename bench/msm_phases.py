@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import time
 
@@ -32,11 +33,11 @@ def main() -> None:
     ap.add_argument("--plan", nargs="+", metavar="C,K", help="time these plans (c, precomputed copies) instead")
     ap.add_argument("--note", help="recorded with each line")
     ap.add_argument("--distinct-log2", type=int, default=16, help="log2 of the distinct points the table repeats")
-    ap.add_argument("--variant", choices=kernels.CURVE_VARIANTS, default=kernels.CURVE_VARIANT,
+    ap.add_argument("--variant", choices=kernels.CURVE_VARIANTS, default=kernels.curve_variant(),
                     help="the curve kernels' product variant")
     ap.add_argument("--balanced", action="store_true", help="the accumulation in balanced spans")
     args = ap.parse_args()
-    kernels.CURVE_VARIANT = args.variant  # before the first executor is made
+    os.environ["PROOFFLOW_CURVE_VARIANT"] = args.variant  # before the first executor is made
     rng = np.random.default_rng(1)
     g = curve.point_class(args.group)()
     pts, acc = [], g

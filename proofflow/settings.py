@@ -64,6 +64,11 @@ How prove_gpu reaches the device:
                             each on a stream of its own (proofflow/prover/device/overlap.py);
                             default 0: one after another. Their scratch then adds up, and
                             ``resources`` counts it so
+    PROOFFLOW_CURVE_VARIANT the product variant of a GPU prover's curve kernels (MSMs, fixed-base,
+                            bit sums): mul32 (default), wide or call (proofflow/prover/device/source.py;
+                            all give the same values, bench/gpu-notes.md compares their speed)
+    PROOFFLOW_MSM_BALANCED  1: a GPU prover's MSMs accumulate their buckets in balanced spans
+                            (pippenger.msm ``balanced``); default 0: pieces a bucket
     PROOFFLOW_SETUP_WORKERS processes of the CPU setup's fixed-base multiplications (the cores)
     PROOFFLOW_SETUP_LOCK    the lock file that lets one GPU setup run at a time on a host
                             (/tmp/proofflow-<uid>/gpu-setup.lock)
@@ -313,6 +318,22 @@ def msm_overlap() -> bool:
     raw = (_get("PROOFFLOW_MSM_OVERLAP") or "0").strip().lower()
     if raw not in ("0", "1", "false", "true", "no", "yes", "off", "on"):
         raise ValueError(f"PROOFFLOW_MSM_OVERLAP must be 0 or 1, got {raw!r}")
+    return raw in ("1", "true", "yes", "on")
+
+
+def curve_variant(choices) -> str | None:
+    """PROOFFLOW_CURVE_VARIANT, one of ``choices``; None when unset."""
+    raw = _get("PROOFFLOW_CURVE_VARIANT")
+    if raw is not None and raw.strip().lower() not in choices:
+        raise ValueError(f"PROOFFLOW_CURVE_VARIANT must be one of {', '.join(choices)}, got {raw!r}")
+    return raw and raw.strip().lower()
+
+
+def msm_balanced() -> bool:
+    """PROOFFLOW_MSM_BALANCED: whether GPU MSMs accumulate in balanced spans (default off)."""
+    raw = (_get("PROOFFLOW_MSM_BALANCED") or "0").strip().lower()
+    if raw not in ("0", "1", "false", "true", "no", "yes", "off", "on"):
+        raise ValueError(f"PROOFFLOW_MSM_BALANCED must be 0 or 1, got {raw!r}")
     return raw in ("1", "true", "yes", "on")
 
 

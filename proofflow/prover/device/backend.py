@@ -78,6 +78,7 @@ class GpuBackend(Backend):
         self.variant = variant
         self.g2_on_host = not g2_on_gpu
         self.overlap = settings.msm_overlap() if overlap is None else overlap
+        kernels.curve_variant(), settings.msm_balanced()  # a bad value fails here, not mid-proof
         self._mod = kernels.load(variant)
         self._fn = {}
 
@@ -186,8 +187,8 @@ class GpuBackend(Backend):
         and that belongs to the service's start, not to a proof's device phase."""
         self._kernel("bitrev_scale")
         for group in ("g1",) + (() if self.g2_on_host else ("g2",)):
-            kernels.load(kernels.CURVE_VARIANT, "msm.cu", group).get_function(f"to_montgomery_{group}")
-            kernels.load(kernels.CURVE_VARIANT, "bitsum.cu", group).get_function("bitsum_classify")
+            kernels.load(kernels.curve_variant(), "msm.cu", group).get_function(f"to_montgomery_{group}")
+            kernels.load(kernels.curve_variant(), "bitsum.cu", group).get_function("bitsum_classify")
             table = _warm_table(group)
             for scalars in _warm_scalars(len(table)):
                 self.msm_witness(table, scalars)  # the split (zeros, ones, a compacted rest) and the dense path

@@ -80,17 +80,19 @@ class Module:
 
 # Every module proofflow loads: the NTT module in the variants GpuBackend runs and its benchmark
 # compares, the MSM, fixed-base and bitsum modules of each group in the variant the curve code
-# uses (msm.CupyExecutor). The wide variant, not yet the default, compiles on first use.
+# uses by default (msm.CupyExecutor); ``modules()`` adds those PROOFFLOW_CURVE_VARIANT picks.
 MODULES = (tuple(Module("ntt.cu", v) for v in ("mul32", "mul64"))
            + tuple(Module(name, source.CURVE_VARIANT, g) for name in ("msm.cu", "fixed_base.cu", "bitsum.cu")
                    for g in source.GROUPS))
 
 
 def modules(variants=()) -> tuple[Module, ...]:
-    """``MODULES`` and, for each of ``variants``, the modules the benchmarks and tests compare
-    in it: ntt.cu and field.cu where its Fr or Fq products differ, the curve modules of both
-    groups where its curve kernels do (``source.PRODUCT_VARIANTS``, ``source.CURVE_VARIANTS``)."""
-    out = list(MODULES)
+    """``MODULES``, the curve modules in the variant PROOFFLOW_CURVE_VARIANT picks, and for
+    each of ``variants`` the modules the benchmarks and tests compare in it: ntt.cu and
+    field.cu where its Fr or Fq products differ, the curve modules of both groups where its
+    curve kernels do (``source.PRODUCT_VARIANTS``, ``source.CURVE_VARIANTS``)."""
+    out = list(MODULES) + [Module(name, source.curve_variant(), g) for name in ("msm.cu", "fixed_base.cu", "bitsum.cu")
+                           for g in source.GROUPS]
     for v in variants:
         source.options(v)  # an unknown variant fails here
         if v in source.PRODUCT_VARIANTS:
@@ -280,9 +282,11 @@ def cupy_installed() -> bool:
     return importlib.util.find_spec("cupy") is not None
 
 
-def build(archs, modules=MODULES, progress: Callable[[dict], None] | None = None) -> list[dict]:
-    """Every module for every arch into the kernel directory (those already there are kept),
-    several NVRTC compiles at once. One dict per cubin: module, arch, path, bytes, built, seconds."""
+def build(archs, which: tuple[Module, ...] | None = None,
+          progress: Callable[[dict], None] | None = None) -> list[dict]:
+    """Each module of ``which`` (default ``modules()``) for every arch into the kernel directory
+    (those already there are kept), several NVRTC compiles at once. One dict per cubin:
+    module, arch, path, bytes, built, seconds."""
     archs = [normalize_arch(a) for a in archs]
     nvrtc_version()  # no CuPy or NVRTC: one message before any work
 
@@ -296,7 +300,7 @@ def build(archs, modules=MODULES, progress: Callable[[dict], None] | None = None
             progress(result)
         return result
 
-    jobs = [(m, a) for a in archs for m in modules]
+    jobs = [(m, a) for a in archs for m in (which or modules())]
     with ThreadPoolExecutor(max_workers=max(1, min(len(jobs), os.cpu_count() or 1))) as pool:
         return list(pool.map(one, jobs))  # NVRTC compiles release the GIL
 

@@ -26,12 +26,12 @@ def _blocks(n: int) -> int:
 
 class CupyExecutor:
     """Launches the kernels of one module (``msm.cu`` or ``fixed_base.cu``) on the current device,
-    compiled with the product ``variant`` (default ``CURVE_VARIANT``; all give the same values)."""
+    compiled with the product ``variant`` (default ``curve_variant()``; all give the same values)."""
 
     xp = cp
 
     def __init__(self, name: str, group: str, variant: str | None = None):
-        self._module = kernels.load(variant or kernels.CURVE_VARIANT, name, group)
+        self._module = kernels.load(variant or kernels.curve_variant(), name, group)
         self._fn: dict = {}
 
     def launch(self, kernel: str, threads: int, *args) -> None:
@@ -110,7 +110,8 @@ class _Spans:
 
 
 def msm(table: curve.PointTable, scalars, c: int | None = None, spans: dict | None = None,
-        piece: int = PIECE, plan: pippenger.Plan | None = None, affine_rounds: int = 0, balanced: bool = False):
+        piece: int = PIECE, plan: pippenger.Plan | None = None, affine_rounds: int = 0,
+        balanced: bool | None = None):
     """sum scalars[i] * table[i] in the table's group; ``scalars`` an Fr vector on the host
     or the device. Under ``plan`` (its copies built first if need be), else the plain plan
     with digits of ``c`` bits if given, else ``resident_plan``; ``affine_rounds``

@@ -43,6 +43,7 @@ from typing import Callable, Protocol
 
 import numpy as np
 
+from proofflow import settings
 from proofflow.prover import curve
 from proofflow.prover.groth16.data_structures import PK_TABLES
 
@@ -335,7 +336,8 @@ def precompute(ex: Executor, group: str, points, plan: Plan, chunk: int = SHIFT_
 
 
 def msm(ex: Executor, group: str, points, scalars, plan: Plan | None = None, piece: int = PIECE,
-        mark: Callable[[str | None], None] = lambda name: None, affine_rounds: int = 0, balanced: bool = False):
+        mark: Callable[[str | None], None] = lambda name: None, affine_rounds: int = 0,
+        balanced: bool | None = None):
     """sum scalars[i] * P_i: ``points`` the table on the executor under ``plan`` (default
     ``plain(n)``): the n affine Montgomery points P_i, ``affine_limbs(group)`` u64 limbs
     each, or ``precompute``'s copies of them; ``scalars`` an (n, 4) Fr vector.
@@ -343,10 +345,12 @@ def msm(ex: Executor, group: str, points, scalars, plan: Plan | None = None, pie
     halve the buckets before the XYZZ accumulation sums what is left; 0, the default, runs
     none. ``balanced``: the accumulation in spans of ``piece`` entries that cross buckets, the
     same length for every thread (``msm_accumulate_spans``), instead of each bucket cut into
-    pieces of near-equal length (off by default until measured). ``mark(step)`` is called
+    pieces of near-equal length; None: as PROOFFLOW_MSM_BALANCED says (default off until
+    measured). ``mark(step)`` is called
     as each step starts (``None`` at the end), for timing."""
     xp, n = ex.xp, scalars.shape[0]
     plan = plan or plain(n)
+    balanced = settings.msm_balanced() if balanced is None else balanced
     if points.shape[0] != plan.shifts * n or plan.shifts * n > ENTRY_POINTS:
         raise ValueError(f"a table of {points.shape[0]} rows for {n} scalars and {plan}")
     c, nsets, nb = plan.c, plan.groups, 1 << (plan.c - 1)

@@ -18,6 +18,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from proofflow import settings
+
 if TYPE_CHECKING:
     import cupy
 
@@ -34,7 +36,12 @@ CURVE_VARIANTS = ("mul32", "wide", "call")  # those whose curve kernels differ (
 _DEFINES = {"mul32": (), "mul64": ("-DFR_MUL64",), "wide": ("-DPF_MUL_WIDE",),
             "call": ("-DPF_MUL_WIDE", "-DPF_FIELD_CALL")}
 GROUPS = ("g1", "g2")  # msm.cu, fixed_base.cu and bitsum.cu build one group's kernels a module
-CURVE_VARIANT = "mul32"  # the variant msm.cu, fixed_base.cu and bitsum.cu are loaded with
+CURVE_VARIANT = "mul32"  # msm.cu's, fixed_base.cu's and bitsum.cu's variant unless PROOFFLOW_CURVE_VARIANT says
+
+
+def curve_variant() -> str:
+    """The variant the curve modules are loaded with: PROOFFLOW_CURVE_VARIANT, else CURVE_VARIANT."""
+    return settings.curve_variant(CURVE_VARIANTS) or CURVE_VARIANT
 
 
 _INCLUDE = re.compile(r'^#include "([\w.]+)"[^\n]*$', re.MULTILINE)

@@ -1,0 +1,68 @@
+"""Which curve kernels a GPU prover runs, chosen by the environment without a code change:
+PROOFFLOW_CURVE_VARIANT (the product variant of msm.cu, fixed_base.cu and bitsum.cu, and
+the modules `proofflow kernels build` compiles) and PROOFFLOW_MSM_BALANCED (the MSMs'
+accumulation in balanced spans), checked on the CPU twin of the kernels."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from proofflow import settings
+from proofflow.prover import curve
+from proofflow.prover.device import cache, pippenger, source
+from proofflow.prover.field import fr
+import kernel_twin as twin
+
+
+def test_the_curve_variant_defaults_to_mul32_and_is_checked(monkeypatch):
+    monkeypatch.delenv("PROOFFLOW_CURVE_VARIANT", raising=False)
+    assert source.curve_variant() == source.CURVE_VARIANT == "mul32"
+    monkeypatch.setenv("PROOFFLOW_CURVE_VARIANT", " Call ")
+    assert source.curve_variant() == "call"
+    monkeypatch.setenv("PROOFFLOW_CURVE_VARIANT", "mul64")  # an NTT variant: its curve kernels are mul32's
+    with pytest.raises(ValueError, match="PROOFFLOW_CURVE_VARIANT must be one of mul32, wide, call"):
+        source.curve_variant()
+
+
+def test_the_kernel_build_takes_the_configured_variant(monkeypatch):
+    monkeypatch.delenv("PROOFFLOW_CURVE_VARIANT", raising=False)
+    assert cache.modules() == cache.MODULES
+    monkeypatch.setenv("PROOFFLOW_CURVE_VARIANT", "wide")
+    extra = [m.label for m in cache.modules()[len(cache.MODULES):]]
+    assert extra == [f"{name}-wide-{g}" for name in ("msm", "fixed_base", "bitsum") for g in ("g1", "g2")]
+
+
+def test_balanced_is_a_switch(monkeypatch):
+    monkeypatch.delenv("PROOFFLOW_MSM_BALANCED", raising=False)
+    assert settings.msm_balanced() is False
+    for raw, want in (("1", True), ("on", True), ("0", False), ("no", False)):
+        monkeypatch.setenv("PROOFFLOW_MSM_BALANCED", raw)
+        assert settings.msm_balanced() is want
+    monkeypatch.setenv("PROOFFLOW_MSM_BALANCED", "spans")
+    with pytest.raises(ValueError, match="PROOFFLOW_MSM_BALANCED must be 0 or 1"):
+        settings.msm_balanced()
+
+
+class Spy(twin.TwinExecutor):
+    def __init__(self):
+        self.launched = []
+
+    def launch(self, kernel, threads, *args):
+        self.launched.append(kernel)
+        super().launch(kernel, threads, *args)
+
+
+@pytest.mark.parametrize("env, kernel", [(None, "msm_accumulate_g1"), ("1", "msm_accumulate_spans_g1")])
+def test_msms_accumulate_as_the_environment_says(monkeypatch, env, kernel):
+    if twin.compiler() is None:
+        pytest.skip("no C++ compiler for the kernel twin")
+    if env is None:
+        monkeypatch.delenv("PROOFFLOW_MSM_BALANCED", raising=False)
+    else:
+        monkeypatch.setenv("PROOFFLOW_MSM_BALANCED", env)
+    rng = np.random.default_rng(5)
+    table = twin.edge_table("g1", 64, rng)
+    s = fr.random(64, rng)
+    spy = Spy()
+    assert pippenger.msm(spy, "g1", twin.points(spy, table), s) == curve.msm(table, s)
+    assert kernel in spy.launched and {"msm_accumulate_g1", "msm_accumulate_spans_g1"} - {kernel} - set(spy.launched)
