@@ -2,7 +2,7 @@
 spans of equal length across buckets, msm.cu's msm_accumulate_spans): the partial sums
 bit for bit against the CPU twin of the same kernel, and whole MSMs against arkworks under
 plain and precomputed plans, after batch-affine rounds, over skewed scalars and in the
-``wide`` product variant. Skipped where no CuPy or no GPU."""
+``wide`` and ``call`` product variants. Skipped where no CuPy or no GPU."""
 from __future__ import annotations
 
 import numpy as np
@@ -82,10 +82,11 @@ def test_skewed_scalars(group, log_n):
 
 
 @pytest.mark.parametrize("group", ["g1", "g2"])
-def test_wide_variant(group):
+@pytest.mark.parametrize("variant", ["wide", "call"])
+def test_other_product_variants(group, variant):
     n = 1 << 12
     table = _table(group, n, 5)
     s = fr.random(n, np.random.default_rng(6))
-    ex = gpu_msm.CupyExecutor("msm.cu", group, "wide")
+    ex = gpu_msm.CupyExecutor("msm.cu", group, variant)
     got = pippenger.msm(ex, group, gpu_msm.device_points(table), cp.asarray(s), balanced=True)
     assert got == curve.msm(table, s)
