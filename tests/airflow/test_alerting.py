@@ -8,7 +8,6 @@ import pytest
 from proofflow.airflow.notifiers.alerts import H2DEmailNotifier, H2DWebhookNotifier, alert_payload
 from proofflow.timing.h2d_check import H2DCheckConfig, check_run
 from proofflow.timing import TimingStore
-from alert_receivers import smtp_server, webhook_receiver  # noqa: F401 (fixtures)
 from h2d_fixtures import NB, add_run
 
 

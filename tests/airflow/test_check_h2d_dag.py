@@ -4,7 +4,6 @@ flagged, fail check_h2d after finalize_run (the proofs are kept), and their aler
 real local SMTP server and a local HTTP receiver with the right partitions and figures."""
 import pytest
 
-from alert_receivers import smtp_server, webhook_receiver  # noqa: F401 (fixtures)
 
 DAG_ID = "proof_run"
 PARTITIONS = 3
