@@ -25,7 +25,8 @@ from pathlib import Path
 
 from proofflow.prover.device import cache, source
 
-MODULES = ("field.cu", "ntt.cu", "msm.cu:g1", "msm.cu:g2", "fixed_base.cu:g1", "fixed_base.cu:g2", "bitsum.cu:g1")
+MODULES = ("field.cu", "ntt.cu", "msm.cu:g1", "msm.cu:g2", "fixed_base.cu:g1", "fixed_base.cu:g2", "bitsum.cu:g1",
+           "bitsum.cu:g2")
 _USAGE = re.compile(r"Function properties for (\w+)\n\s+(\d+) bytes stack frame, (\d+) bytes spill stores, "
                     r"(\d+) bytes spill loads(?:\n[^\n]*Used (\d+) registers)?")
 _OPCODE = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)")

@@ -26,17 +26,15 @@ PF_INLINE unsigned char bitsum_class_body(const u32* scalars, u64 i) {
 }
 
 // Thread k of `threads`: the sum of the affine points idx[k + j * threads] (j >= 0, below
-// count). The next point is loaded before the current one is added.
+// count; indices below 2^31, so read as entries of positive digits).
 template <class F> PF_INLINE void bitsum_points_body(const u64* pts, const u32* idx, u32 count, u32 threads, u32 k,
                                                      u64* out) {
     xyzz_t<F> acc = xyzz_inf<F>();
-    uint4 v[F::U64];
-    if (k < count) affine_fetch<F>(pts, idx[k], v);
+    entry_reader<F> in(pts, idx, k, count, threads);
     for (u32 j = k; j < count; j += threads) {
-        F x = f_from4<F>(v), y = f_from4<F>(v + F::U64 / 2);
-        if (j + threads < count) affine_fetch<F>(pts, idx[j + threads], v);
-        if (f_is_zero(x) && f_is_zero(y)) continue;  // infinity in the table
-        acc = xyzz_add_affine(acc, x, y);
+        F x, y;
+        in.read(j, x, y);
+        if (!(f_is_zero(x) && f_is_zero(y))) acc = xyzz_add_affine(acc, x, y);
     }
     xyzz_store(out + 4ull * F::U64 * k, acc);
 }

@@ -168,4 +168,36 @@ template <class F> PF_INLINE void affine_fetch(const u64* pts, u64 i, uint4* v) 
     for (int t = 0; t < F::U64; t++) v[t] = pf_ldg(p + t);
 }
 
+// The points a thread adds, in order: those of entries lo, lo + step, ... below hi (each
+// entry a row of the table, its top bit the sign of its digit), negated where the sign is
+// set. A G1 point (24 registers) is loaded while the one before is added, which hides the
+// load. A G2 point takes 48, which the prefetch took from the G2 addition (it spilled:
+// bench/gpu-notes.md), and that addition is ~3x as long, so G2 loads each point when due.
+template <class F> struct entry_reader {
+    static constexpr bool prefetch = F::U64 == fq_t::U64;
+    const u64* pts;
+    const u32* entries;
+    u64 hi, step;
+    u32 e;
+    uint4 v[F::U64];
+
+    PF_INLINE entry_reader(const u64* pts_, const u32* entries_, u64 lo, u64 hi_, u64 step_ = 1)
+        : pts(pts_), entries(entries_), hi(hi_), step(step_) {
+        if (prefetch && lo < hi) fetch(lo);
+    }
+    PF_INLINE void fetch(u64 j) {
+        e = entries[j];
+        affine_fetch<F>(pts, e & 0x7fffffffu, v);
+    }
+    // Entry j's point; (0, 0) is infinity.
+    PF_INLINE void read(u64 j, F& x, F& y) {
+        if (!prefetch) fetch(j);
+        x = f_from4<F>(v);
+        y = f_from4<F>(v + F::U64 / 2);
+        bool neg = e >> 31;
+        if (prefetch && j + step < hi) fetch(j + step);
+        if (neg) y = f_neg(y);
+    }
+};
+
 #endif  // PROOFFLOW_CURVE_CUH

@@ -67,26 +67,18 @@ PF_INLINE void piece_range(const u32* start, const u32* len, const u32* piece_se
     hi = start[seg] + (u32)((u64)(j + 1) * n / parts);
 }
 
-// Piece k of a bucket's entries: their sum (points negated where the digit was negative).
-// The next point is loaded before the current one is added.
+// Piece k of a bucket's entries: their sum.
 template <class F> PF_INLINE void accumulate_body(const u64* pts, const u32* entries, const u32* offsets,
                                              const u32* counts, const u32* piece_seg, const u32* seg_first,
                                              u32 size, u32 k, u64* out) {
     u32 lo, hi;
     piece_range(offsets, counts, piece_seg, seg_first, k, size, lo, hi);
     xyzz_t<F> acc = xyzz_inf<F>();
-    u32 e = entries[lo];
-    uint4 v[F::U64];
-    affine_fetch<F>(pts, e & 0x7fffffffu, v);
+    entry_reader<F> in(pts, entries, lo, hi);
     for (u32 j = lo; j < hi; j++) {
-        F x = f_from4<F>(v), y = f_from4<F>(v + F::U64 / 2);
-        bool neg = e >> 31;
-        if (j + 1 < hi) {
-            e = entries[j + 1];
-            affine_fetch<F>(pts, e & 0x7fffffffu, v);
-        }
-        if (f_is_zero(x) && f_is_zero(y)) continue;  // infinity in the table
-        acc = xyzz_add_affine(acc, x, neg ? f_neg(y) : y);
+        F x, y;
+        in.read(j, x, y);
+        if (!(f_is_zero(x) && f_is_zero(y))) acc = xyzz_add_affine(acc, x, y);
     }
     xyzz_store(out + 4ull * F::U64 * k, acc);
 }
@@ -107,17 +99,11 @@ template <class F> PF_INLINE void accumulate_span_body(const u64* pts, const u32
     u64 end = (u64)offsets[seg] + counts[seg];
     u64* slot = out + 4ull * F::U64 * (seg_first[seg] + k - offsets[seg] / size);
     xyzz_t<F> acc = xyzz_inf<F>();
-    u32 e = entries[lo];
-    uint4 v[F::U64];
-    affine_fetch<F>(pts, e & 0x7fffffffu, v);
+    entry_reader<F> in(pts, entries, lo, hi);
     for (u64 j = lo; j < hi; j++) {
-        F x = f_from4<F>(v), y = f_from4<F>(v + F::U64 / 2);
-        bool neg = e >> 31;
-        if (j + 1 < hi) {
-            e = entries[j + 1];
-            affine_fetch<F>(pts, e & 0x7fffffffu, v);
-        }
-        if (!(f_is_zero(x) && f_is_zero(y))) acc = xyzz_add_affine(acc, x, neg ? f_neg(y) : y);  // (0, 0): infinity
+        F x, y;
+        in.read(j, x, y);
+        if (!(f_is_zero(x) && f_is_zero(y))) acc = xyzz_add_affine(acc, x, y);
         if (j + 1 == end || j + 1 == hi) {
             xyzz_store(slot, acc);
             if (j + 1 < hi) {  // the next non-empty bucket starts in this span
