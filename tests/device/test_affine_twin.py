@@ -189,15 +189,6 @@ def test_skewed_scalars(group, deep_trick):
             assert msm(tab, s, plan, rounds=3, piece=8, balanced=True) == want, name
 
 
-class Spy(twin.TwinExecutor):
-    def __init__(self):
-        self.launched = []
-
-    def launch(self, kernel, threads, *args):
-        self.launched.append(kernel)
-        super().launch(kernel, threads, *args)
-
-
 def test_rounds_stop_at_one_point_a_bucket():
     """All scalars equal: every window's n entries in one bucket, so ceil(log2 n) rounds
     and no more however many are allowed; none at all by default. The spans name each
@@ -206,7 +197,7 @@ def test_rounds_stop_at_one_point_a_bucket():
     t, s = table("g1", n, np.random.default_rng(61)), fr.from_ints([P - 1] * n)
     want = curve.msm(t, s)
     for rounds, expect in ((0, 0), (3, 3), (AFFINE_ALL, math.ceil(math.log2(n)))):
-        spy, marks = Spy(), []
+        spy, marks = twin.LaunchSpy(), []
         assert pippenger.msm(spy, "g1", device_points(t), s, Plan(8), mark=marks.append, affine_rounds=rounds) == want
         assert spy.launched.count("msm_affine_up_g1") == expect == spy.launched.count("msm_affine_down_g1")
         assert marks[:expect + 2] == ["sort"] + [f"affine {r}" for r in range(expect)] + ["accumulate"]

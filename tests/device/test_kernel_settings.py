@@ -43,15 +43,6 @@ def test_balanced_is_a_switch(monkeypatch):
         settings.msm_balanced()
 
 
-class Spy(twin.TwinExecutor):
-    def __init__(self):
-        self.launched = []
-
-    def launch(self, kernel, threads, *args):
-        self.launched.append(kernel)
-        super().launch(kernel, threads, *args)
-
-
 @pytest.mark.parametrize("env, kernel", [(None, "msm_accumulate_g1"), ("1", "msm_accumulate_spans_g1")])
 def test_msms_accumulate_as_the_environment_says(monkeypatch, env, kernel):
     if twin.compiler() is None:
@@ -63,6 +54,6 @@ def test_msms_accumulate_as_the_environment_says(monkeypatch, env, kernel):
     rng = np.random.default_rng(5)
     table = twin.edge_table("g1", 64, rng)
     s = fr.random(64, rng)
-    spy = Spy()
+    spy = twin.LaunchSpy()
     assert pippenger.msm(spy, "g1", twin.points(spy, table), s) == curve.msm(table, s)
     assert kernel in spy.launched and {"msm_accumulate_g1", "msm_accumulate_spans_g1"} - {kernel} - set(spy.launched)

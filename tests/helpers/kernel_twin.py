@@ -91,6 +91,17 @@ class TwinExecutor:
         return np.asarray(a)
 
 
+class LaunchSpy(TwinExecutor):
+    """A ``TwinExecutor`` that lists the kernels it launches, in order."""
+
+    def __init__(self):
+        self.launched: list[str] = []
+
+    def launch(self, kernel: str, threads: int, *args) -> None:
+        self.launched.append(kernel)
+        super().launch(kernel, threads, *args)
+
+
 def field_op(field: str, op: str, a: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
     """Element-wise ``op`` on rows of u64 limbs (6 an Fq element, 12 an Fq2 element)."""
     a = np.ascontiguousarray(a, dtype=np.uint64)
