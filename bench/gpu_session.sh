@@ -32,10 +32,7 @@ else
     export PYTHONPATH=$PWD
 fi
 python3 -c "import py_arkworks_bls12381, cupy" || { echo "py-arkworks-bls12381 or cupy missing: see this script's header"; exit 1; }
-# cubins compiled ahead by bench/gpu_kernels.sh, when carried: no NVRTC compile in the tests' budget
-if [ -f .kernels.tar.xz ]; then
-    export PROOFFLOW_KERNEL_DIR=/tmp/pf-kernels; mkdir -p $PROOFFLOW_KERNEL_DIR; tar xJf .kernels.tar.xz -C $PROOFFLOW_KERNEL_DIR
-fi
+. bench/_kernels.sh  # cubins compiled ahead, when carried: no NVRTC compile in the tests' budget
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,noheader | tee "$OUT/device.txt"
 
 declare -A RC SECS

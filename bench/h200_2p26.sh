@@ -18,7 +18,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
     || { echo "installing the carried wheels failed"; exit 1; }
 export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH
 export PROOFFLOW_KERNEL_DIR=/root/pf/kernels PROOFFLOW_CACHE=/dev/shm/pf-cache OMP_NUM_THREADS=4
-[ -f .kernels.tar.xz ] && mkdir -p "$PROOFFLOW_KERNEL_DIR" && tar xJf .kernels.tar.xz -C "$PROOFFLOW_KERNEL_DIR"  # prebuilt cubins
+. bench/_kernels.sh  # prebuilt cubins, if carried
 export PROOFFLOW_STAGING_BUDGET=$((26 << 30)) PROOFFLOW_SHARED_STAGING=/dev/shm/pf-staging
 KEYS=/root/pf/params
 t0=$SECONDS

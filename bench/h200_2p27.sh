@@ -53,7 +53,7 @@ if [ ! -e "$SITE/.installed" ]; then
 fi
 export PYTHONPATH=$SITE:$PWD PATH=$SITE/bin:$PATH
 export PROOFFLOW_KERNEL_DIR=/root/pf/kernels PROOFFLOW_CACHE=/root/pf/cache
-[ -f .kernels.tar.xz ] && mkdir -p "$PROOFFLOW_KERNEL_DIR" && tar xJf .kernels.tar.xz -C "$PROOFFLOW_KERNEL_DIR"  # prebuilt cubins
+. bench/_kernels.sh  # prebuilt cubins, if carried
 export PROOFFLOW_STAGING_BUDGET=$((16 << 30)) PROOFFLOW_SHARED_STAGING=/dev/shm/pf-staging
 export PROOFFLOW_MSM_PRECOMPUTE=0 PROOFFLOW_MSM_OVERLAP=0
 t0=$SECONDS

@@ -3,6 +3,8 @@
 # index: Airflow, Great Expectations and arkworks come as wheels in .whl/, from
 # `bash bench/gpu_wheels.sh`, carried with the call):
 #   carry .whl; command: bash bench/h200_stream.sh LOG2 [DURATION_S] [WARMUP_S]
+# (also .kernels.tar.xz from bench/gpu_kernels.sh, if built; PROOFFLOW_CURVE_VARIANT,
+# PROOFFLOW_MSM_BALANCED, _PRECOMPUTE and _OVERLAP set for the script reach the deployment)
 # LOG2 22 or 24. 1. installs the wheels into /tmp/site; 2. builds the GPU kernels into the
 # kernel cache while the GPU setup makes the size's proving key (kept in /dev/shm: a call
 # that follows within the machine's idle time finds both there and skips them); 3. runs
@@ -35,9 +37,7 @@ export PROOFFLOW_SETUP_WORKERS=16 OMP_NUM_THREADS=2  # syntheses run side by sid
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,noheader
 python3 -c "import airflow, cupy; print('airflow', airflow.__version__, 'cupy', cupy.__version__)"
 df -h / /dev/shm | tail -2; free -g | head -2
-if [ -f .kernels.tar.xz ]; then  # prebuilt cubins (bench/gpu_kernels.sh), if carried
-    export PROOFFLOW_KERNEL_DIR=/tmp/pf-kernels; mkdir -p $PROOFFLOW_KERNEL_DIR; tar xJf .kernels.tar.xz -C $PROOFFLOW_KERNEL_DIR
-fi
+. bench/_kernels.sh  # prebuilt cubins, if carried
 python3 -m proofflow.cli kernels build --json > "$OUT/kernels.json" 2> "$OUT/kernels.log" &
 kernels=$!
 # GPU_TESTS (pytest node ids): run beside the key setup, finished before the stream starts
@@ -73,10 +73,18 @@ fi
 left=$(( 570 - $(since) ))
 dur=$(( left - 110 )); [ "$dur" -gt "$DURATION" ] && dur=$DURATION
 echo "streaming 2^$L for $dur s (warm-up $WARMUP s), $left s of the call left"
+# the caller's MSM settings (e.g. PROOFFLOW_CURVE_VARIANT=call), for the deployment, which
+# inherits no PROOFFLOW_* variable
+msm=()
+for v in PROOFFLOW_CURVE_VARIANT PROOFFLOW_MSM_BALANCED PROOFFLOW_MSM_PRECOMPUTE PROOFFLOW_MSM_OVERLAP; do
+    if [ -n "${!v:-}" ]; then msm+=(--set "$v=${!v}"); fi
+done
+echo "MSM settings: ${msm[*]:-defaults}"
 timeout -k 5 $(( left - 10 )) python3 -m bench.stream --backend gpu --log2 "$L" --partitions $PARTS \
     --in-flight $INFLIGHT --duration "$dur" --warmup-s "$WARMUP" --params-cache "$KEYS" --depth 8 \
     --scratch /dev/shm/pf-scratch --work "/tmp/pf-stream-$L" --timing-db "sqlite:///$OUT/timing-2p$L.db" \
     --metadata-db "$META" --max-active $(( 4 * INFLIGHT )) --parallelism 32 --timeout 120 --synth-concurrency 2 --set PROOFFLOW_STAGING_BUDGET=$(( 32 << 30 )) --set AIRFLOW__API__WORKERS=4 \
-    --label h200 --out "$OUT/stream-h200-2p$L.json" --png "$OUT/stream-h200-2p$L.png" 2>&1 | tee "$OUT/stream.log" || true
+    ${msm[@]+"${msm[@]}"} --label h200 --out "$OUT/stream-h200-2p$L.json" --png "$OUT/stream-h200-2p$L.png" 2>&1 \
+    | tee "$OUT/stream.log" || true
 tar czf "$OUT/airflow-logs.tgz" -C "/tmp/pf-stream-$L" --exclude='*.db' . 2>/dev/null || true
 echo "done at $(since) s"
