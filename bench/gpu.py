@@ -403,6 +403,16 @@ def _msm_skewed(table, rng, repeats: int) -> dict:
     return out
 
 
+def _key_plan(group: str, n: int, args):
+    """The plan ``key_plans`` gives one table of n points with ``args.precompute_bytes`` of room."""
+    from proofflow.prover.device import pippenger
+    return pippenger.key_plans(((group, n),), args.precompute_bytes)[0]
+
+
+def _plan_row(plan) -> dict:
+    return {"c": plan.c, "shifts": plan.shifts, "windows": plan.windows, "groups": plan.groups}
+
+
 def _bench_msm_precomputed_group(args, rng, group: str) -> tuple[dict, dict]:
     """One group's MSM over the precomputed copies of ``key_plans``' plan for a table of
     each size with ``args.precompute_bytes`` of room: the one-time precompute from the
@@ -416,7 +426,7 @@ def _bench_msm_precomputed_group(args, rng, group: str) -> tuple[dict, dict]:
     def run(log_n):
         n = 1 << log_n
         table = tiled(base, n)
-        plan, = pippenger.key_plans(((group, n),), args.precompute_bytes)
+        plan = _key_plan(group, n, args)
         s = random_device(n, rng)
         pts = gpu_msm.device_points(table)
         build = gpu_times(lambda: pippenger.precompute(gpu_msm.executor(group), group, pts, plan),
@@ -426,7 +436,7 @@ def _bench_msm_precomputed_group(args, rng, group: str) -> tuple[dict, dict]:
         for p in (plan, pippenger.plain(n)):
             if gpu_msm.msm(table, s, plan=p) != want:
                 sys.exit(f"GPU {group} MSM under {p} differs from (sum s_k * k) * G at 2^{log_n}: not timing it")
-        row = {"plan": {"c": plan.c, "shifts": plan.shifts, "windows": plan.windows, "groups": plan.groups},
+        row = {"plan": _plan_row(plan),
                "copies_gib": round((plan.shifts - 1) * n * width / 2**30, 2),
                "precompute_s": {k: round(v / 1e3, 3) if k != "repeats" else v for k, v in summary(build).items()},
                "msm_ms": summary(_wall_ms(lambda: gpu_msm.msm(table, s, plan=plan), args.repeats_msm)),
@@ -438,7 +448,7 @@ def _bench_msm_precomputed_group(args, rng, group: str) -> tuple[dict, dict]:
     def estimate(log_n):
         # as the plain rows', plus the copies twice (resident, and one being timed) and the
         # precompute's XYZZ scratch
-        n, most = 1 << log_n, pippenger.key_plans(((group, 1 << log_n),), args.precompute_bytes)[0].shifts
+        n, most = 1 << log_n, _key_plan(group, 1 << log_n, args).shifts
         return n * (width * (2 * most + 1) + 32 + 64 + 2 * width + 64) + (1 << 28) + 2 * width * pippenger.SHIFT_CHUNK, \
             n * width
 
@@ -535,7 +545,7 @@ def bench_msm_affine(args, rng) -> dict:
 
 
 def _bench_msm_affine_group(args, rng, group: str, sizes):
-    from proofflow.prover.device import msm as gpu_msm, pippenger
+    from proofflow.prover.device import msm as gpu_msm
     gpu = GpuBackend()
     base = multiples_table(group)
     width = curve.XY_BYTES[group]
@@ -543,11 +553,11 @@ def _bench_msm_affine_group(args, rng, group: str, sizes):
     def run(log_n):
         n = 1 << log_n
         table = tiled(base, n)
-        plan, = pippenger.key_plans(((group, n),), args.precompute_bytes)
+        plan = _key_plan(group, n, args)
         s = random_device(n, rng)
         gpu_msm.device_points(table, plan)
         want = expected_msm(gpu, group, s, len(base))
-        row = {"plan": {"c": plan.c, "shifts": plan.shifts, "windows": plan.windows, "groups": plan.groups}}
+        row = {"plan": _plan_row(plan)}
         runs = [(f"rounds_{r}", r, False) for r in args.affine_rounds] + [("rounds_0+spans", 0, True)]
         for label, rounds, balanced in runs:
             def msm(spans=None, rounds=rounds, balanced=balanced):
@@ -565,7 +575,7 @@ def _bench_msm_affine_group(args, rng, group: str, sizes):
         # the copies, scalars, entries and piece sums as the precomputed rows', and the
         # rounds' scratch (pippenger: ~80 bytes a bucket entry for G1, ~150 for G2)
         n = 1 << log_n
-        plan, = pippenger.key_plans(((group, n),), args.precompute_bytes)
+        plan = _key_plan(group, n, args)
         rounds = {"g1": 80, "g2": 150}[group] * plan.windows
         return n * (width * plan.shifts + 32 + 64 + 2 * width + 64 + rounds) + (1 << 28), n * width
 

@@ -232,12 +232,12 @@ def _spans(xp, offsets, counts, size: int):
     span's first segment, each segment's first slot and slot count (the spans it meets),
     the numbers of spans, entries and slots."""
     ends = offsets.astype(xp.uint64) + counts
-    total = int(ends[-1])
-    nspans = -(-total // size)
-    span_seg = xp.searchsorted(ends, xp.arange(nspans, dtype=xp.uint64) * size, side="right").astype(xp.uint32)
     met = xp.where(counts > 0, (xp.maximum(ends, 1) - 1) // size - offsets // size + 1, 0)
     last = xp.cumsum(met, dtype=xp.uint64)
-    return span_seg, (last - met).astype(xp.uint32), met.astype(xp.uint32), nspans, total, int(last[-1])
+    total, slots = (int(v) for v in xp.stack((ends[-1], last[-1])).tolist())  # one read back from the device
+    nspans = -(-total // size)
+    span_seg = xp.searchsorted(ends, xp.arange(nspans, dtype=xp.uint64) * size, side="right").astype(xp.uint32)
+    return span_seg, (last - met).astype(xp.uint32), met.astype(xp.uint32), nspans, total, slots
 
 
 def _merge(ex: Executor, group: str, parts, first, lens):
