@@ -313,12 +313,17 @@ def msm_precompute_bytes() -> int:
     return int(value)
 
 
+def _switch(name: str) -> bool:
+    """An on/off setting, off when unset: 1/0, true/false, yes/no, on/off."""
+    raw = (_get(name) or "0").strip().lower()
+    if raw not in ("0", "1", "false", "true", "no", "yes", "off", "on"):
+        raise ValueError(f"{name} must be 0 or 1, got {raw!r}")
+    return raw in ("1", "true", "yes", "on")
+
+
 def msm_overlap() -> bool:
     """PROOFFLOW_MSM_OVERLAP: whether the GPU backend runs a proof's MSMs at once (default off)."""
-    raw = (_get("PROOFFLOW_MSM_OVERLAP") or "0").strip().lower()
-    if raw not in ("0", "1", "false", "true", "no", "yes", "off", "on"):
-        raise ValueError(f"PROOFFLOW_MSM_OVERLAP must be 0 or 1, got {raw!r}")
-    return raw in ("1", "true", "yes", "on")
+    return _switch("PROOFFLOW_MSM_OVERLAP")
 
 
 def curve_variant(choices) -> str | None:
@@ -331,10 +336,7 @@ def curve_variant(choices) -> str | None:
 
 def msm_balanced() -> bool:
     """PROOFFLOW_MSM_BALANCED: whether GPU MSMs accumulate in balanced spans (default off)."""
-    raw = (_get("PROOFFLOW_MSM_BALANCED") or "0").strip().lower()
-    if raw not in ("0", "1", "false", "true", "no", "yes", "off", "on"):
-        raise ValueError(f"PROOFFLOW_MSM_BALANCED must be 0 or 1, got {raw!r}")
-    return raw in ("1", "true", "yes", "on")
+    return _switch("PROOFFLOW_MSM_BALANCED")
 
 
 def setup_lock_path() -> Path:

@@ -81,9 +81,11 @@ class Module:
 # Every module proofflow loads: the NTT module in the variants GpuBackend runs and its benchmark
 # compares, the MSM, fixed-base and bitsum modules of each group in the variant the curve code
 # uses by default (msm.CupyExecutor); ``modules()`` adds those PROOFFLOW_CURVE_VARIANT picks.
-MODULES = (tuple(Module("ntt.cu", v) for v in ("mul32", "mul64"))
-           + tuple(Module(name, source.CURVE_VARIANT, g) for name in ("msm.cu", "fixed_base.cu", "bitsum.cu")
-                   for g in source.GROUPS))
+def _curve_modules(variant: str) -> tuple[Module, ...]:
+    return tuple(Module(name, variant, g) for name in ("msm.cu", "fixed_base.cu", "bitsum.cu") for g in source.GROUPS)
+
+
+MODULES = tuple(Module("ntt.cu", v) for v in ("mul32", "mul64")) + _curve_modules(source.CURVE_VARIANT)
 
 
 def modules(variants=()) -> tuple[Module, ...]:
@@ -91,14 +93,13 @@ def modules(variants=()) -> tuple[Module, ...]:
     each of ``variants`` the modules the benchmarks and tests compare in it: ntt.cu and
     field.cu where its Fr or Fq products differ, the curve modules of both groups where its
     curve kernels do (``source.PRODUCT_VARIANTS``, ``source.CURVE_VARIANTS``)."""
-    out = list(MODULES) + [Module(name, source.curve_variant(), g) for name in ("msm.cu", "fixed_base.cu", "bitsum.cu")
-                           for g in source.GROUPS]
+    out = list(MODULES + _curve_modules(source.curve_variant()))
     for v in variants:
         source.options(v)  # an unknown variant fails here
         if v in source.PRODUCT_VARIANTS:
             out += [Module("ntt.cu", v), Module("field.cu", v)]
         if v in source.CURVE_VARIANTS:
-            out += [Module(name, v, g) for name in ("msm.cu", "fixed_base.cu", "bitsum.cu") for g in source.GROUPS]
+            out += _curve_modules(v)
     return tuple(dict.fromkeys(out))
 
 
