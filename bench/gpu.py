@@ -499,6 +499,52 @@ def bench_msm_variants(args, rng) -> dict:
     return out
 
 
+def bench_msm_density(args, rng) -> dict:
+    """A table with every third row at infinity (as a MiMC key's B tables: ``device.density``),
+    its MSM over the rows the device keeps against the same table kept whole (its infinity
+    rows sorted into buckets and skipped by the adding lanes), on the same scalars, each
+    checked against (sum s_k * k) * G over the finite rows first: median wall ms and the
+    speedup. G1 at --msm-variant sizes, G2 at the G2 variant sizes."""
+    from proofflow.prover.device import density, msm as gpu_msm
+    gpu, out = GpuBackend(), {}
+    for group, sizes in (("g1", args.msm_variant_sizes), ("g2", args.msm_variant_g2_sizes)):
+        base, width = multiples_table(group), curve.XY_BYTES[group]
+
+        def run(log_n):
+            n = 1 << log_n
+            xy = tiled(base, n).xy.copy()
+            xy[2::3] = 0
+            kept, whole = curve.PointTable(group, xy), curve.PointTable(group, xy)
+            gpu_msm.device_points(kept)
+            rule, density.kept_rows = density.kept_rows, lambda xp, points: None
+            try:
+                gpu_msm.device_points(whole)
+            finally:
+                density.kept_rows = rule
+            s = random_device(n, rng)
+            finite = s.copy()
+            finite[2::3] = 0
+            want, row = expected_msm(gpu, group, finite, len(base)), {}
+            for name, table in (("whole", whole), ("kept", kept)):
+                if gpu_msm.msm(table, s) != want:
+                    sys.exit(f"the {group} MSM over the {name} table differs from (sum s_k * k) * G at 2^{log_n}")
+                row[name] = {"rows": int(gpu_msm.device_points(table).shape[0]),
+                             "ms": summary(_wall_ms(lambda t=table: gpu_msm.msm(t, s), args.repeats_msm))}
+            row["speedup"] = round(row["whole"]["ms"]["median"] / row["kept"]["ms"]["median"], 3)
+            print(f"  msm {group} 2^{log_n} over kept rows: {row}", flush=True)
+            return row
+
+        def estimate(log_n):  # two tables resident, and one MSM's scalars and scratch
+            n = 1 << log_n
+            return n * (2 * width + 2 * 32 + 64 + 2 * width + 64) + (1 << 28), n * width
+
+        detail, skipped = each_size(sizes, estimate, run)
+        out[f"msm_{group}_density"] = detail
+        if skipped:
+            out[f"msm_{group}_density_skipped"] = skipped
+    return out
+
+
 def bench_msm_precomputed(args, rng) -> dict:
     """G1 and G2 MSMs over precomputed multiples of the table (pippenger's plans), beside
     the plain MSM, with the one-time precompute."""
@@ -856,7 +902,7 @@ def bench_cpu_ntt(args, rng) -> dict:
 
 SECTIONS = [bench_fr_mul, bench_ntt, bench_h, bench_h2d, bench_msm_g2, bench_setup, bench_msm, bench_msm_precomputed,
             bench_msm_affine, bench_cpu_ntt, bench_msm_bits, bench_prove_bits, bench_prove_overlap, bench_fq_mul,
-            bench_msm_variants]
+            bench_msm_variants, bench_msm_density]
 
 
 def versions() -> dict:

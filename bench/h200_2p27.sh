@@ -34,12 +34,14 @@
 # * device (139.8 GiB): the key's tables 72.0 GiB (a, b_g1, h, l: 12 GiB each; b_g2: 24),
 #   the NTT tables 16 GiB (128 bytes a point), a proof's a/b/c, witness and H 20 GiB, then the
 #   larger of H's coset evaluations (12 GiB) and the costliest MSM's scratch (B_G2 over a dense
-#   witness: 128.5 bytes a point, 16.1 GiB): 124.1 GiB, 15.7 GiB to spare. bits needs no more:
-#   the same tables (53 variables fewer), and its witness MSMs' split (~1% of the scalars
-#   neither 0 nor 1) takes less scratch than Pippenger. So PROOFFLOW_MSM_PRECOMPUTE=0: the
-#   first copy the plans would add is B_G2's (24 GiB: 149.2, refused); a G1 table's (12 GiB)
-#   would fit with 3.7 GiB to spare for an estimated 0.7% of the MSMs. PROOFFLOW_MSM_OVERLAP=0:
-#   the MSMs' scratch at once adds 49.2 GiB. Setup's fixed-base kernels take a chunk of 2^22
+#   witness: 128.5 bytes a point, and 32 for its scalars gathered at the rows its table kept,
+#   20.1 GiB): 128.1 GiB, 11.7 GiB to spare. The estimate counts the tables whole: on the
+#   device mimc's B tables drop their third of rows at infinity (device/density.py), 12 GiB
+#   less. bits needs no more: the same tables (53 variables fewer), and its witness MSMs'
+#   split (~1% of the scalars neither 0 nor 1) takes less scratch than Pippenger. So
+#   PROOFFLOW_MSM_PRECOMPUTE=0: the first copy the plans would add is B_G2's (24 GiB: 153.2,
+#   refused), and a G1 table's (12 GiB) does not fit either. PROOFFLOW_MSM_OVERLAP=0: the
+#   MSMs' scratch at once adds 61.2 GiB. Setup's fixed-base kernels take a chunk of 2^22
 #   points at a time (< 2 GiB).
 set -uo pipefail
 cd "$(dirname "$0")/.."

@@ -127,6 +127,15 @@ def device_memory() -> dict:
     return {"total_bytes": total, "used_bytes": total - free, "pool_bytes": device.pool_bytes()}
 
 
+def kept_rows(pk) -> dict:
+    """Each resident table's rows on the device: its points less those at infinity, where it
+    drops them (``device.density``)."""
+    from proofflow.prover.device import msm as gpu_msm
+    tables = {t: getattr(pk, t) for t in MSMS if getattr(pk, t).device_cache}
+    return {t: len(table) if (rows := gpu_msm.kept_rows(table)) is None else int(rows.shape[0])
+            for t, table in tables.items()}
+
+
 def _check(args) -> dict:
     """The run's config (``spec.validate_params``: the circuit, size and backend, and unless
     --no-check whether it fits this machine, its key in ``args.key``)."""
@@ -186,6 +195,8 @@ def run(args) -> dict:
     host["after_key_upload"] = resources.mem_available()
     result.update(describe(args, config, key))
     result["device_memory"] = memory = {"after_key_upload": device_memory()} if gpu else None
+    if gpu:
+        result["kept_rows"] = kept_rows(key.pk)
     _say(f"  key resident in {timer.totals()['key_upload']:.1f} s; synthesizing the partition")
     with pipeline.synthesize(circuit, args.seed, 0, pipeline.staging_pool(config["staging"] == "pinned"),
                              timer) as staged:

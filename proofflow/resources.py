@@ -69,7 +69,7 @@ CPU_PROVE_HOST = 2048  # a CPU-backend proof besides its staged a/b/c and witnes
 DEVICE_NTT_TABLES = 4 * FR_BYTES  # twiddles (n/2 each way), coset powers (n, three of them)
 DEVICE_VECTORS = 5 * FR_BYTES  # a/b/c, the witness and H, through the proof
 DEVICE_H_EVALS = 3 * FR_BYTES  # H's three coset evaluations, while H is computed; the MSMs'
-#   scratch follows them (``msm_scratch_bytes``: 128.5 a point for B_G2 at 2^27, 166 at 2^24)
+#   scratch follows them (``msm_scratch_bytes``: 160.5 a point for B_G2 at 2^27, 198 at 2^24)
 
 
 class ResourceError(ValueError):
@@ -161,14 +161,16 @@ def msm_scratch_bytes(s: Shape) -> list[int]:
     """Device bytes each MSM of a proof (the key's tables in PK_TABLES order) allocates
     besides its table and scalars: its Pippenger's scratch under the table's plan
     (``pippenger.scratch_bytes``), and for a witness MSM its scalars' classes, a byte a
-    scalar. Counted as if every witness were dense (a MiMC chain's): the split of a
+    scalar, and its scalars gathered at the rows its table kept (``device.density``: a
+    table without rows at infinity gathers nothing, counted all the same; the tables are
+    counted whole). Counted as if every witness were dense (a MiMC chain's): the split of a
     bit-heavy one (``sparse``) takes less, so one estimate serves both families."""
     from proofflow.prover.device import pippenger
     from proofflow.prover.groth16.data_structures import PK_TABLES, table_points
     points = table_points(s.n, s.variables, s.instance)
     tables = tuple((group, points[name]) for name, group in PK_TABLES.items())
     plans = pippenger.key_plans(tables, settings.msm_precompute_bytes())
-    return [pippenger.scratch_bytes(group, n, plan) + (n if name != "h_query" else 0)
+    return [pippenger.scratch_bytes(group, n, plan) + ((1 + FR_BYTES) * n if name != "h_query" else 0)
             for name, (group, n), plan in zip(PK_TABLES, tables, plans)]
 
 

@@ -138,8 +138,9 @@ def ensure_key(directory: Path, circuit: str, log2: int, seed: int, backend="aut
 
 def key_bytes(pk: ProvingKey) -> int:
     """A proving key's footprint where the prover keeps it resident: its point tables' bytes
-    (what ``Backend.prepare`` uploads; on the device the same bytes, as Montgomery limbs),
-    each times the copies its MSM plan precomputes within PROOFFLOW_MSM_PRECOMPUTE."""
+    (what ``Backend.prepare`` uploads; on the device the same bytes, as Montgomery limbs, or
+    fewer where a table drops its rows at infinity, ``device.density``), each times the
+    copies its MSM plan precomputes within PROOFFLOW_MSM_PRECOMPUTE."""
     spare = settings.msm_precompute_bytes()
     shifts = {name: plan.shifts for name, plan in pippenger.proving_key_plans(pk, spare).items()} if spare else {}
     return sum(getattr(pk, name).xy.nbytes * shifts.get(name, 1) for name in PK_TABLES)

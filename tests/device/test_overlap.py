@@ -243,8 +243,11 @@ def test_resources_add_up_the_overlapped_msms(monkeypatch):
     n = s.n
     g1, g2 = pippenger.scratch_bytes("g1", n), pippenger.scratch_bytes("g2", n)
     # beside the costliest (B_G2), the others: A, B_G1 and L split by value (their classes, a
-    # byte a point; L has the instance's 2 points less), H dense over n - 1 points
-    others = 2 * (g1 + n) + pippenger.scratch_bytes("g1", n - 2) + n - 2 + pippenger.scratch_bytes("g1", n - 1)
+    # byte a point, and their scalars gathered at their tables' kept rows, 32; L has the
+    # instance's 2 points less), H dense over n - 1 points
+    witness = 1 + resources.FR_BYTES
+    others = (2 * (g1 + witness * n) + pippenger.scratch_bytes("g1", n - 2) + witness * (n - 2)
+              + pippenger.scratch_bytes("g1", n - 1))
     assert resources.msm_overlap_bytes(s) == others
     assert resources.estimate(config, machine, s).device == sequential + others
     monkeypatch.setenv("PROOFFLOW_MSM_OVERLAP", "maybe")

@@ -19,7 +19,7 @@ import numpy as np
 from proofflow import settings
 from proofflow.prover import curve
 from proofflow.prover.device import source as kernels
-from proofflow.prover.device import fixed_base, msm as gpu_msm, overlap, pippenger, sparse, stream_gate
+from proofflow.prover.device import density, fixed_base, msm as gpu_msm, overlap, pippenger, sparse, stream_gate
 from proofflow.prover.backend.base import Backend, Transfer
 from proofflow.prover.field import fr
 from proofflow.prover.polynomial.domain import Radix2Domain
@@ -228,11 +228,12 @@ class GpuBackend(Backend):
         return curve.msm(table, scalars) if self.g2_on_host else gpu_msm.msm_g2(table, scalars)
 
     def msm_witness(self, table, scalars):
-        """The table's MSM split by scalar value on the device (``sparse``); a G2 MSM on the
-        host, split the same way there, when the backend runs G2 on the host."""
+        """The table's MSM split by scalar value on the device (``sparse``), over the rows the
+        device table kept (``density``); a G2 MSM on the host, split the same way there, when
+        the backend runs G2 on the host."""
         if table.group == "g2" and self.g2_on_host:
             return curve.msm_split(table, scalars)
-        s = cp.ascontiguousarray(cp.asarray(scalars))
+        s = density.gather(cp, cp.ascontiguousarray(cp.asarray(scalars)), gpu_msm.kept_rows(table))
         plan = gpu_msm.resident_plan(table)
         return sparse.msm(_bitsum_executor(cp.cuda.runtime.getDevice(), table.group), gpu_msm.executor(table.group),
                           table.group, gpu_msm.device_points(table, plan), s, plan=plan)

@@ -2,10 +2,12 @@
 ``proofflow/prover/device/msm.cu``) on CuPy.
 
 A point table is uploaded once per device and kept resident (``PointTable.device_cache``),
-converted to Montgomery form there; a plan with precomputed copies (``pippenger.Plan``)
-builds them there from it, once, and keeps them in its place. An MSM runs under the plan
-of the table's resident copies unless told otherwise. Each group's kernels are a module
-of their own, so a G1-only user never compiles the G2 ones.
+converted to Montgomery form there, without its rows at infinity when a key's table has
+enough of them (``density``: an MSM then gathers its scalars at the rows kept); a plan
+with precomputed copies (``pippenger.Plan``) builds them there from the rows kept, once,
+and keeps them in its place. An MSM runs under the plan of the table's resident copies
+unless told otherwise. Each group's kernels are a module of their own, so a G1-only user
+never compiles the G2 ones.
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import numpy as np
 
 from proofflow.prover import curve
 from proofflow.prover.device import source as kernels
-from proofflow.prover.device import pippenger
+from proofflow.prover.device import density, pippenger
 from proofflow.prover.device.pippenger import PIECE
 
 _THREADS = 128
@@ -58,10 +60,16 @@ def _key(table: curve.PointTable) -> tuple:
     return f"{table.group}-affine-mont", cp.cuda.runtime.getDevice()
 
 
+def _rows_key(table: curve.PointTable) -> tuple:
+    """The cache key of the rows the device table kept (``density.kept_rows``)."""
+    return f"{table.group}-kept-rows", cp.cuda.runtime.getDevice()
+
+
 def device_points(table: curve.PointTable, plan: pippenger.Plan | None = None) -> cp.ndarray:
-    """The table's points on the current device, affine Montgomery: (n, 12) uint64 for
-    G1, (n, 24) for G2; for a plan of shifts > 1, its (shifts * n)-row table of copies,
-    built here the first time. The plain points are then its first n rows (a view), and
+    """The table's points on the current device, affine Montgomery: (m, 12) uint64 for
+    G1, (m, 24) for G2, the m rows of ``kept_rows`` (all n unless the table has enough
+    points at infinity); for a plan of shifts > 1, its (shifts * m)-row table of copies,
+    built here the first time. The plain points are then its first m rows (a view), and
     the copies of another plan are dropped."""
     key = _key(table)
     if key not in table.device_cache:
@@ -74,7 +82,9 @@ def device_points(table: curve.PointTable, plan: pippenger.Plan | None = None) -
         pts.set(host)
         n = pts.shape[0]
         executor(table.group).launch(f"to_montgomery_{table.group}", n, pts, np.uint64(n))
-        table.device_cache[key] = pts
+        rows = density.kept_rows(cp, pts)
+        table.device_cache[_rows_key(table)] = rows
+        table.device_cache[key] = pts if rows is None else pts[rows]
     if plan is None or plan.shifts == 1:
         return table.device_cache[key]
     if key + (plan,) not in table.device_cache:
@@ -82,8 +92,15 @@ def device_points(table: curve.PointTable, plan: pippenger.Plan | None = None) -
             del table.device_cache[old]
         copies = pippenger.precompute(executor(table.group), table.group, table.device_cache[key], plan)
         table.device_cache[key + (plan,)] = copies
-        table.device_cache[key] = copies[:len(table)]
+        table.device_cache[key] = copies[:copies.shape[0] // plan.shifts]
     return table.device_cache[key + (plan,)]
+
+
+def kept_rows(table: curve.PointTable):
+    """The rows of the table the device holds (int64 indices on the device), None for all:
+    an MSM over it takes its scalars at these rows (``density.gather``)."""
+    device_points(table)
+    return table.device_cache[_rows_key(table)]
 
 
 def resident_plan(table: curve.PointTable) -> pippenger.Plan:
@@ -125,7 +142,9 @@ def msm(table: curve.PointTable, scalars, c: int | None = None, spans: dict | No
         return curve.point_class(table.group).identity()
     plan = plan or (pippenger.Plan(c) if c else resident_plan(table))
     pts = device_points(table, plan)
-    s = cp.ascontiguousarray(cp.asarray(scalars))
+    s = density.gather(cp, cp.ascontiguousarray(cp.asarray(scalars)), kept_rows(table))
+    if s.shape[0] == 0:
+        return curve.point_class(table.group).identity()
     return pippenger.msm(executor(table.group), table.group, pts, s, plan, piece, _Spans(spans).mark,
                          affine_rounds, balanced)
 
