@@ -48,7 +48,8 @@ step() {  # step NAME BUDGET LOG COMMAND...: run COMMAND under a time budget, lo
 
 TESTS=${TESTS:-"tests/device/test_gpu_backend.py tests/device/test_gpu_g2.py tests/device/test_gpu_sparse.py
     tests/device/test_gpu_msm_precompute.py tests/device/test_gpu_msm_affine.py tests/device/test_gpu_overlap.py
-    tests/device/test_gpu_wide.py tests/device/test_gpu_msm_balanced.py tests/device/test_kernel_twin.py
+    tests/device/test_gpu_wide.py tests/device/test_gpu_msm_balanced.py tests/device/test_gpu_density.py
+    tests/device/test_kernel_twin.py
     tests/device/test_affine_twin.py
     tests/device/test_gpu_kernel_cache.py::test_after_warm_up_a_first_proof_compiles_nothing"}
 if python3 -c "import sqlalchemy, alembic, great_expectations, airflow.sdk" 2>/dev/null; then
