@@ -26,6 +26,7 @@ import platform
 import statistics
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import cupy as cp
@@ -686,9 +687,14 @@ def bench_msm_bits(args, rng) -> dict:
     return out
 
 
+ONES_ROUNDS = (2, 4, 8, 32)  # batch-affine rounds before the ones' tree sum (sparse.ONES_AFFINE_ROUNDS)
+
+
 def _split_parts(table: curve.PointTable, s: cp.ndarray, repeats: int) -> dict:
     """Where the split's time goes (median wall ms): classifying the scalars and gathering
-    the indices, summing the ones' points, Pippenger over the compacted rest."""
+    the indices, summing the ones' points (by the tree alone, and after ``ONES_ROUNDS``
+    batch-affine rounds, each checked against the tree's sum), Pippenger over the
+    compacted rest."""
     from proofflow.prover.device import msm as gpu_msm, pippenger, sparse
     from proofflow.prover.device.backend import _bitsum_executor
     group, pts = table.group, gpu_msm.device_points(table)
@@ -700,8 +706,14 @@ def _split_parts(table: curve.PointTable, s: cp.ndarray, repeats: int) -> dict:
         cp.cuda.get_current_stream().synchronize()
         return out
     ones, other = indices()
+    msm_ex = gpu_msm.executor(group)
     parts = {"classify": indices, "ones_sum": lambda: sparse.point_sum(ex, group, pts, ones),
-             "rest_pippenger": lambda: pippenger.msm(gpu_msm.executor(group), group, pts[other], s[other])}
+             "rest_pippenger": lambda: pippenger.msm(msm_ex, group, pts[other], s[other])}
+    want = parts["ones_sum"]()
+    for r in ONES_ROUNDS:  # the ones paired up by batch-affine rounds before the tree sum
+        parts[f"ones_sum_rounds_{r}"] = fn = partial(sparse.point_sum, ex, group, pts, ones, msm_ex, r)
+        if fn() != want:
+            sys.exit(f"the {group} ones' sum after {r} batch-affine rounds differs from the tree sum alone")
     return {name: summary(_wall_ms(fn, repeats))["median"] for name, fn in parts.items()}
 
 

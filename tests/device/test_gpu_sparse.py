@@ -63,6 +63,9 @@ def test_msm_witness_matches_arkworks(table, kind):
     forced = sparse.msm(ex, gpu_msm.executor(table.group), table.group, gpu_msm.device_points(table),
                         cp.asarray(s), dense_share=1.0)  # split whatever the share
     assert forced == want
+    for rounds in (1, 3, 32):  # the ones paired up by batch-affine rounds first
+        assert sparse.msm(ex, gpu_msm.executor(table.group), table.group, gpu_msm.device_points(table),
+                          cp.asarray(s), dense_share=1.0, ones_rounds=rounds) == want, rounds
 
 
 @pytest.mark.parametrize("per_thread,max_threads", [(1, 1 << 16), (16, 37), (4096, 1 << 16)])

@@ -55,9 +55,12 @@ def test_classes_are_the_canonical_values():
 
 
 @pytest.mark.parametrize("group", ["g1", "g2"])
-@pytest.mark.parametrize("count,per_thread,max_threads", [(1, 16, 8), (7, 2, 64), (300, 1, 1 << 16), (300, 4, 5)])
-def test_point_sum_matches_arkworks(group, count, per_thread, max_threads, monkeypatch):
-    """Threads of one point to many, and partial sums folded over one to several launches."""
+@pytest.mark.parametrize("count,per_thread,max_threads,rounds", [(1, 16, 8, 0), (7, 2, 64, 0), (300, 1, 1 << 16, 0),
+                                                                 (300, 4, 5, 0), (1, 16, 8, 3), (7, 2, 64, 1),
+                                                                 (300, 4, 5, 2), (300, 16, 64, 32)])
+def test_point_sum_matches_arkworks(group, count, per_thread, max_threads, rounds, monkeypatch):
+    """Threads of one point to many, and partial sums folded over one to several launches;
+    after batch-affine rounds that pair the points up (each halving them, 32: to one)."""
     monkeypatch.setattr(sparse, "POINTS_PER_THREAD", per_thread)
     monkeypatch.setattr(sparse, "MAX_THREADS", max_threads)
     rng = np.random.default_rng(count)
@@ -68,7 +71,10 @@ def test_point_sum_matches_arkworks(group, count, per_thread, max_threads, monke
     want = curve.point_class(group).identity()
     for i in idx.tolist():
         want = want + t.points()[i]
-    assert sparse.point_sum(EX, group, device_points(t), idx) == want
+    spy = twin.LaunchSpy()
+    assert sparse.point_sum(EX, group, device_points(t), idx, spy, rounds) == want
+    # a round halves the points until one is left or the rounds run out
+    assert spy.launched.count(f"msm_affine_down_{group}") == min(rounds, (count - 1).bit_length())
 
 
 @pytest.mark.parametrize("group", ["g1", "g2"])
@@ -80,6 +86,11 @@ def test_point_sum_of_nothing_and_of_cancelling_points(group):
     assert sparse.point_sum(EX, group, pts, np.array([1, 1, 1], dtype=np.uint32)) == identity  # infinity only
     assert sparse.point_sum(EX, group, pts, np.array([4, 5], dtype=np.uint32)) == identity  # P + (-P)
     assert sparse.point_sum(EX, group, pts, np.array([3, 2], dtype=np.uint32)) == t.points()[3] * curve.scalar(2)
+    for rounds in (1, 32):  # the same through a batch-affine round: doubling, cancelling, infinity
+        assert sparse.point_sum(EX, group, pts, np.array([1, 1, 1], dtype=np.uint32), EX, rounds) == identity
+        assert sparse.point_sum(EX, group, pts, np.array([4, 5], dtype=np.uint32), EX, rounds) == identity
+        assert sparse.point_sum(EX, group, pts, np.array([2, 3], dtype=np.uint32), EX, rounds) == \
+            t.points()[3] * curve.scalar(2)
 
 
 @pytest.mark.parametrize("group", ["g1", "g2"])
@@ -91,6 +102,7 @@ def test_split_msm_matches_arkworks(group, kind):
     want = curve.msm(t, s)
     assert split_msm(t, s) == want
     assert split_msm(t, s, dense_share=1.0) == want  # split whatever the share: dense and no-one cases too
+    assert sparse.msm(EX, EX, group, device_points(t), s, ones_rounds=3) == want  # the ones paired up first
     assert curve.msm_split(t, s) == want
 
 

@@ -285,10 +285,12 @@ def _affine_round(ex: Executor, group: str, points, entries, start, lens):
     return out, first, counts
 
 
-def _affine_rounds(ex: Executor, group: str, points, entries, offsets, counts, rounds: int, mark):
+def pair_rounds(ex: Executor, group: str, points, entries, offsets, counts, rounds: int,
+                mark: Callable[[str | None], None] = lambda name: None):
     """Up to ``rounds`` batch-affine rounds over the sorted buckets, stopping once every
     bucket has at most one point. Returns what the accumulation then sums: the points,
-    entries (the identity over the last round's sums), each bucket's first entry and count."""
+    entries (the identity over the last round's sums), each bucket's first entry and count.
+    (The witness split's sum of the ones' points runs them over a single bucket.)"""
     for r in range(rounds):
         if int(counts.max()) <= 1:
             break
@@ -367,8 +369,8 @@ def msm(ex: Executor, group: str, points, scalars, plan: Plan | None = None, pie
     entries = xp.empty(max(total, 1), dtype=xp.uint32)
     ex.launch("msm_scatter", n, *args, offsets.copy(), entries)
 
-    points, entries, offsets, counts = _affine_rounds(ex, group, points, entries, offsets, counts,
-                                                      affine_rounds, mark)
+    points, entries, offsets, counts = pair_rounds(ex, group, points, entries, offsets, counts,
+                                                   affine_rounds, mark)
     mark("accumulate")
     parts, first, lens = accumulate(ex, group, points, entries, offsets, counts, piece, balanced)
     mark("merge")

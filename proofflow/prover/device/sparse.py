@@ -7,8 +7,12 @@ zero digits but still sorts every scalar, and every 1 lands in one bucket (windo
 bucket 1) that its pieces and merges must then fold. Here each scalar is classified once
 (its canonical value, read as msm.cu reads it); the ones' points are added up by a tree
 reduction (``POINTS_PER_THREAD`` or more a thread, then ``FOLD`` partial sums a thread per
-launch); the others' indices are gathered and their points and scalars copied into
-temporaries for Pippenger, whose window width then follows their count.
+launch), optionally after batch-affine rounds that pair them up (``ONES_AFFINE_ROUNDS``:
+Pippenger's rounds over one bucket, ~6 Fq products an addition against the XYZZ sum's
+~10, for ~540 bytes of memory traffic a G1 pair; off until the H200 has timed it:
+``bench.gpu --only bench_msm_bits``); the others' indices are gathered and their points
+and scalars copied into temporaries for Pippenger, whose window width then follows their
+count.
 
 A vector with more than ``DENSE_SHARE`` of other scalars (MiMC's witness, random ones)
 goes to Pippenger whole, as before, after one counting pass, over the table's precomputed
@@ -16,7 +20,9 @@ copies if it has them (``pippenger.Plan``): compacting it would copy most of the
 GB of G1 points at 2^24) to save little. The compacted rest takes the plain points. Below that share the
 temporaries (a quarter of the table's points and scalars at most, Pippenger's scratch for
 them, the classes and indices: ~90 bytes a point for G2) stay under the G2 MSM scratch
-that ``proofflow.resources`` counts a proof (~121 bytes a point).
+that ``proofflow.resources`` counts a proof (~121 bytes a point). Batch-affine rounds over
+the ones would add their first round's sums (half the ones' points), which it does not
+count while ``ONES_AFFINE_ROUNDS`` is 0.
 
 The steps run on ``pippenger.Executor``s (CuPy on the GPU; numpy and the CPU twin of the
 kernels in tests/kernel_twin.py): ``ex`` launches this module's kernels, ``msm_ex``
@@ -35,6 +41,7 @@ DENSE_SHARE = 0.25  # above this share of other scalars, Pippenger takes the who
 POINTS_PER_THREAD = 16  # fewest points a summing thread adds (more once MAX_THREADS are busy)
 MAX_THREADS = 1 << 16  # summing threads: about what an H200 holds resident at G1's 128 registers
 FOLD = 8  # partial sums a thread adds per folding launch
+ONES_AFFINE_ROUNDS = 0  # batch-affine rounds over the ones' points before their tree sum
 
 
 def classify(ex: Executor, scalars):
@@ -46,11 +53,17 @@ def classify(ex: Executor, scalars):
     return out
 
 
-def point_sum(ex: Executor, group: str, points, idx):
-    """sum points[idx[i]] (``idx`` uint32 on ``ex``) as an arkworks point."""
+def point_sum(ex: Executor, group: str, points, idx, msm_ex: Executor | None = None, affine_rounds: int = 0):
+    """sum points[idx[i]] (``idx`` uint32 on ``ex``, ascending) as an arkworks point; after
+    ``affine_rounds`` batch-affine rounds (``pippenger.pair_rounds`` on ``msm_ex``, each
+    halving the points) when given."""
     xp, count = ex.xp, int(idx.shape[0])
     if count == 0:
         return curve.point_class(group).identity()
+    if affine_rounds and count > 1:
+        points, idx, _, _ = pippenger.pair_rounds(msm_ex, group, points, idx, xp.zeros(1, dtype=xp.uint32),
+                                                  xp.full(1, count, dtype=xp.uint32), affine_rounds)
+        count = int(idx.shape[0])
     width = pippenger.xyzz_limbs(group)
     threads = min(MAX_THREADS, -(-count // POINTS_PER_THREAD))
     parts = xp.empty(threads * width, dtype=xp.uint64)
@@ -64,12 +77,13 @@ def point_sum(ex: Executor, group: str, points, idx):
 
 
 def msm(ex: Executor, msm_ex: Executor, group: str, points, scalars, dense_share: float = DENSE_SHARE,
-        plan: pippenger.Plan | None = None):
+        plan: pippenger.Plan | None = None, ones_rounds: int | None = None):
     """sum scalars[i] * P_i: ``points`` the table on the executors under ``plan`` (default
     the plain one): an (n, ``pippenger.affine_limbs(group)``) u64 array of the n affine
     Montgomery points P_i, or ``pippenger.precompute``'s copies (the points first);
     ``scalars`` an (n, 4) Fr vector, split by value unless more than ``dense_share`` of
-    them are neither 0 nor 1."""
+    them are neither 0 nor 1; the ones' points summed after ``ones_rounds`` batch-affine
+    rounds (default ``ONES_AFFINE_ROUNDS``)."""
     xp, n = ex.xp, scalars.shape[0]
     plan = plan or pippenger.plain(n)
     if points.shape != (plan.shifts * n, pippenger.affine_limbs(group)):
@@ -80,7 +94,8 @@ def msm(ex: Executor, msm_ex: Executor, group: str, points, scalars, dense_share
     if int(xp.count_nonzero(cls == OTHER)) > dense_share * n:
         return pippenger.msm(msm_ex, group, points, scalars, plan)
     plain = points[:n]
-    total = point_sum(ex, group, plain, xp.flatnonzero(cls == ONE).astype(xp.uint32))
+    rounds = ONES_AFFINE_ROUNDS if ones_rounds is None else ones_rounds
+    total = point_sum(ex, group, plain, xp.flatnonzero(cls == ONE).astype(xp.uint32), msm_ex, rounds)
     other = xp.flatnonzero(cls == OTHER)
     if other.shape[0]:
         total = total + pippenger.msm(msm_ex, group, plain[other], scalars[other])
