@@ -285,9 +285,13 @@ _WARM_LOG2 = 6  # the warm-up's size: any size takes the same kernels
 
 
 def _warm_table(group: str) -> curve.PointTable:
-    """2^_WARM_LOG2 distinct points of ``group`` (multiples of its generator)."""
-    g = curve.point_class(group)()
-    return curve.PointTable.from_points(group, [g * curve.scalar(k) for k in range(1, (1 << _WARM_LOG2) + 1)])
+    """2^_WARM_LOG2 points of ``group``: distinct multiples of its generator, every third the
+    point at infinity, so the device keeps the others and the MSMs gather their scalars
+    (``density``: CuPy's nonzero, indexing and take kernels, compiled here, not in a
+    proof of the first MiMC key)."""
+    g, inf = curve.point_class(group)(), curve.point_class(group).identity()
+    return curve.PointTable.from_points(group, [inf if k % 3 == 0 else g * curve.scalar(k)
+                                                for k in range(1, (1 << _WARM_LOG2) + 1)])
 
 
 def _warm_scalars(n: int) -> list[np.ndarray]:
