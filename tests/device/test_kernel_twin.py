@@ -206,12 +206,17 @@ EDGE_SCALARS = [0, 1, 2, P - 1, P - 2, (P - 1) // 2, 255, 256, 257, 1 << 8, (1 <
 
 
 @pytest.mark.parametrize("group", ["g1", "g2"])
-def test_fixed_base_matches_arkworks(group):
+@pytest.mark.parametrize("chunk,batch", [(17, 32), (1 << 22, 32), (1 << 22, 5), (40, 1)])
+def test_fixed_base_matches_arkworks(group, chunk, batch, monkeypatch):
+    """Launches of one partial batch, of whole batches, of batches with a remainder (0 * G,
+    infinity, inside one), and a point a batch: each thread's batch shares an inversion."""
+    monkeypatch.setattr(fixed_base, "BATCH", batch)
     s = fr.from_ints(EDGE_SCALARS + fr.to_ints(fr.random(50, np.random.default_rng(20))))
-    got = fixed_base.multiples(EX, group, fixed_base.window_table(group), s, chunk=17)  # several launches
+    s[[20, 33]] = fr.zeros(2)
+    got = fixed_base.multiples(EX, group, fixed_base.window_table(group), s, chunk=chunk)
     want = generator.fixed_base(group, s).xy
     assert got.shape == want.shape and np.array_equal(got, want)
-    assert not got[0].any()  # 0 * G: infinity, all zero bytes
+    assert not got[0].any() and not got[20].any()  # 0 * G: infinity, all zero bytes
 
 
 def test_fixed_base_rejects_non_fr_vectors():

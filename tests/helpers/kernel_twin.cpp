@@ -77,8 +77,10 @@ TWIN void twin_msm_scatter(u64 /*threads: n*/, const u32* scalars, u64 n, int c,
                                  u32 batch) {                                                            \
         for (u64 t = 0; t < threads && t * batch < n; t++) shift_body<F>(src, dst, tmp, n, dbls, batch, t); \
     }                                                                                                    \
-    TWIN void twin_fixed_base_##G(u64 threads, const u64* table, const u32* scalars, u64 n, u64* out) {  \
-        for (u64 i = 0; i < threads && i < n; i++) fixed_base_body<F>(table, scalars, i, out);           \
+    TWIN void twin_fixed_base_##G(u64 threads, const u64* table, const u32* scalars, u64 n, u64* out,    \
+                                  u64* tmp, u32 batch) {                                                 \
+        for (u64 t = 0; t < threads && t * batch < n; t++)                                               \
+            fixed_base_body<F>(table, scalars, tmp, n, batch, t, out);                                   \
     }
 
 TWIN_GROUP_KERNELS(g1, fq_t)
@@ -130,11 +132,11 @@ template <class F> static void xyzz_op(int op, const u64* a, const u64* b, u64* 
         case XYZZ_MADD: xyzz_store(out, xyzz_add_affine(p, f_load<F>(b), f_load<F>(b + F::U64))); break;
         case XYZZ_ADD: xyzz_store(out, xyzz_add(p, xyzz_load<F>(b))); break;
         case XYZZ_DBL: xyzz_store(out, xyzz_dbl(p)); break;
-        default: {
-            F x, y;
-            xyzz_to_affine(p, x, y);
-            f_store(out, x);
-            f_store(out + F::U64, y);
+        default: {  // a batch of one point
+            u64 tmp[4 * F::U64];
+            affine_batch<F> o(out, tmp);
+            o.put(0, p);
+            o.finish(0, 1, true);
         }
     }
 }

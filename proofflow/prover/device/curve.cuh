@@ -136,18 +136,6 @@ template <> PF_NOINLINE PF_HD xyzz_t<fq2_t> xyzz_add<fq2_t>(const xyzz_t<fq2_t>&
     return xyzz_add_formula(p, q);
 }
 
-// (x, y) = (X / ZZ, Y / ZZZ) out of Montgomery form, with one inversion of ZZ * ZZZ;
-// infinity gives (0, 0), the encoding of prover/curve.py.
-template <class F> PF_HD void xyzz_to_affine(const xyzz_t<F>& p, F& x, F& y) {
-    if (xyzz_is_inf(p)) {
-        x = y = f_zero<F>();
-        return;
-    }
-    F inv = f_inv(f_mul(p.zz, p.zzz));
-    x = f_from_mont(f_mul(p.x, f_mul(inv, p.zzz)));
-    y = f_from_mont(f_mul(p.y, f_mul(inv, p.zz)));
-}
-
 // ---- points in memory ----
 
 template <class F> PF_INLINE void xyzz_store(u64* v, const xyzz_t<F>& p) {
@@ -160,6 +148,42 @@ template <class F> PF_INLINE xyzz_t<F> xyzz_load(const u64* v) {
     p.zzz = f_load<F>(v + 3 * F::U64);
     return p;
 }
+
+// XYZZ points j = lo .. hi - 1 made affine, (x, y) = (X / ZZ, Y / ZZZ), with one inversion
+// for them all (Montgomery's trick) instead of one a point: put(j, p) in order of j keeps
+// point j in tmp (4 coordinates) and the running product of the zz * zzz before it in
+// dst[j]'s x; finish inverts the product once and walks back, writing each point to dst
+// (2 coordinates), out of Montgomery form if asked; infinity gives (0, 0), the encoding of
+// prover/curve.py. msm.cu's precomputed copies and fixed_base.cu's setup use it.
+template <class F> struct affine_batch {
+    u64* dst;
+    u64* tmp;
+    F run;
+
+    PF_INLINE affine_batch(u64* dst_, u64* tmp_) : dst(dst_), tmp(tmp_), run(f_one<F>()) {}
+    PF_INLINE void put(u64 j, const xyzz_t<F>& p) {
+        xyzz_store(tmp + 4ull * F::U64 * j, p);
+        f_store(dst + 2ull * F::U64 * j, run);
+        if (!xyzz_is_inf(p)) run = f_mul(run, f_mul(p.zz, p.zzz));
+    }
+    PF_INLINE void finish(u64 lo, u64 hi, bool from_mont) {
+        F inv = f_inv(run);  // 1 / (the product of every zz * zzz)
+        for (u64 j = hi; j-- > lo;) {
+            xyzz_t<F> p = xyzz_load<F>(tmp + 4ull * F::U64 * j);
+            u64* o = dst + 2ull * F::U64 * j;
+            if (xyzz_is_inf(p)) {
+                f_store(o, f_zero<F>());
+                f_store(o + F::U64, f_zero<F>());
+                continue;
+            }
+            F zz_zzz = f_mul(p.zz, p.zzz), i = f_mul(inv, f_load<F>(o));  // i = 1 / (zz * zzz)
+            inv = f_mul(inv, zz_zzz);  // now 1 / (the product before point j)
+            F x = f_mul(p.x, f_mul(i, p.zzz)), y = f_mul(p.y, f_mul(i, p.zz));
+            f_store(o, from_mont ? f_from_mont(x) : x);
+            f_store(o + F::U64, from_mont ? f_from_mont(y) : y);
+        }
+    }
+};
 
 // Affine point i of a table, read-only, as F::U64 uint4 loads (x: the first half).
 template <class F> PF_INLINE void affine_fetch(const u64* pts, u64 i, uint4* v) {

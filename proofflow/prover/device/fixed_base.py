@@ -1,8 +1,10 @@
 """The host side of ``proofflow/prover/device/fixed_base.cu``: s_i * G for the setup's key tables.
 
 The kernel adds, for each 8-bit window w of a scalar with digit d != 0, the table point
-T[w][d] = d * 2^(8w) * G. The table (32 x 256 points, d = 0 unused) is built here once per
-group with arkworks additions and handed to the kernel in affine Montgomery form. Like
+T[w][d] = d * 2^(8w) * G, and turns a thread's ``BATCH`` sums affine with one inversion
+(Montgomery's trick; the sums wait in a scratch of 4 coordinates a point). The table (32 x
+256 points, d = 0 unused) is built here once per group with arkworks additions and handed
+to the kernel in affine Montgomery form. Like
 ``pippenger``, this runs on an executor (CuPy, or the CPU twin in tests) and imports
 neither CuPy nor a compiler.
 """
@@ -14,10 +16,11 @@ from typing import Callable
 import numpy as np
 
 from proofflow.prover import curve
-from proofflow.prover.device.pippenger import FQ_LIMBS, Q, Executor, affine_limbs
+from proofflow.prover.device.pippenger import FQ_LIMBS, Q, Executor, affine_limbs, xyzz_limbs
 
 WINDOWS, DIGITS = 32, 256  # 8-bit windows of a 256-bit scalar, as FB_WINDOWS / FB_DIGITS
-CHUNK = 1 << 22  # scalars a launch: bounds the device memory of one call's buffers
+CHUNK = 1 << 22  # scalars a launch: bounds the device memory of one call's buffers (G2: 1.5 GiB of scratch)
+BATCH = 32  # scalars a thread takes, with one inversion (a launch of CHUNK: 2^17 threads)
 _R = (1 << 384) % Q
 
 
@@ -50,11 +53,12 @@ def multiples(ex: Executor, group: str, table, scalars: np.ndarray,
         raise ValueError(f"scalars must be an Fr vector (uint64 of shape (n, 4)), got {scalars.dtype} {scalars.shape}")
     xp, n, width = ex.xp, scalars.shape[0], affine_limbs(group)
     out = np.empty((n, width), dtype=np.uint64)
+    tmp = xp.empty(min(n, chunk) * xyzz_limbs(group), dtype=xp.uint64)
     for lo in range(0, n, chunk):
         hi = min(n, lo + chunk)
         s = xp.ascontiguousarray(xp.asarray(scalars[lo:hi]))
         o = xp.empty((hi - lo, width), dtype=xp.uint64)
-        ex.launch(f"fixed_base_{group}", hi - lo, table, s, np.uint64(hi - lo), o)
+        ex.launch(f"fixed_base_{group}", -(-(hi - lo) // BATCH), table, s, np.uint64(hi - lo), o, tmp, np.uint32(BATCH))
         out[lo:hi] = ex.host(o)
         if progress:
             progress(hi - lo)

@@ -158,35 +158,17 @@ template <class F> PF_INLINE xyzz_t<F> affine_shift(const F& x, const F& y, int 
 }
 
 // Batch t of `batch` consecutive points of a precomputed table's copy: dst[j] =
-// 2^dbls * src[j], affine Montgomery, j < n. One inversion a batch (Montgomery's trick)
-// instead of one a point: the XYZZ multiples wait in tmp (4 coordinates a point) and
-// the running product of the batch's zz * zzz before point j in dst[j]'s x, until the
-// backward pass turns the batch's inverse into each point's and overwrites them.
+// 2^dbls * src[j], affine Montgomery, j < n, with one inversion a batch (affine_batch:
+// the XYZZ multiples wait in tmp, 4 coordinates a point).
 template <class F> PF_INLINE void shift_body(const u64* src, u64* dst, u64* tmp, u64 n, int dbls, u32 batch,
                                              u64 t) {
     u64 lo = t * batch, hi = lo + batch < n ? lo + batch : n;
-    F run = f_one<F>();
+    affine_batch<F> out(dst, tmp);
     for (u64 j = lo; j < hi; j++) {
         const u64* s = src + 2ull * F::U64 * j;
-        xyzz_t<F> p = affine_shift(f_load<F>(s), f_load<F>(s + F::U64), dbls);
-        xyzz_store(tmp + 4ull * F::U64 * j, p);
-        f_store(dst + 2ull * F::U64 * j, run);
-        if (!xyzz_is_inf(p)) run = f_mul(run, f_mul(p.zz, p.zzz));
+        out.put(j, affine_shift(f_load<F>(s), f_load<F>(s + F::U64), dbls));
     }
-    F inv = f_inv(run);  // 1 / (the batch's product of zz * zzz)
-    for (u64 j = hi; j-- > lo;) {
-        xyzz_t<F> p = xyzz_load<F>(tmp + 4ull * F::U64 * j);
-        u64* o = dst + 2ull * F::U64 * j;
-        if (xyzz_is_inf(p)) {
-            f_store(o, f_zero<F>());
-            f_store(o + F::U64, f_zero<F>());
-            continue;
-        }
-        F zz_zzz = f_mul(p.zz, p.zzz), i = f_mul(inv, f_load<F>(o));  // i = 1 / (zz * zzz)
-        inv = f_mul(inv, zz_zzz);  // now 1 / (the product before point j)
-        f_store(o, f_mul(p.x, f_mul(i, p.zzz)));         // X / ZZ
-        f_store(o + F::U64, f_mul(p.y, f_mul(i, p.zz)));  // Y / ZZZ
-    }
+    out.finish(lo, hi, false);
 }
 
 #ifdef __CUDACC__
