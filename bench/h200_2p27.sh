@@ -42,7 +42,7 @@
 #   PROOFFLOW_MSM_PRECOMPUTE=0: the first copy the plans would add is B_G2's (24 GiB: 153.2,
 #   refused), and a G1 table's (12 GiB) does not fit either. PROOFFLOW_MSM_OVERLAP=0: the
 #   MSMs' scratch at once adds 61.2 GiB. Setup's fixed-base kernels take a chunk of 2^22
-#   points at a time (< 2 GiB).
+#   points at a time (< 2.5 GiB with the XYZZ scratch of their batched inversions).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 2 ] && [ $(($# % 2)) = 0 ] || { echo "usage: $0 MODE CIRCUIT [MODE CIRCUIT ...] (cs, setup, run, clean; mimc, bits)"; exit 2; }
