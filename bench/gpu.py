@@ -61,7 +61,9 @@ def gpu_times(fn, repeats: int, warmup: int = 2) -> list[float]:
 
 
 def summary(times: list[float]) -> dict:
-    return {"min": round(min(times), 3), "median": round(statistics.median(times), 3), "repeats": len(times)}
+    """min, median and max (the run-to-run spread) of the repeats."""
+    return {"min": round(min(times), 3), "median": round(statistics.median(times), 3), "max": round(max(times), 3),
+            "repeats": len(times)}
 
 
 def random_device(n: int, rng) -> cp.ndarray:
