@@ -86,7 +86,7 @@ def test_lanes_wait_for_the_callers_kernels(tables, caller):
     cp.cuda.Device().synchronize()
     with stream:
         gpu.square_chain_device(x, 20000)  # in place: x <- x^(2^20000), milliseconds of dependent products
-        got = gpu.msms(_jobs(tables, x, x))
+        got = gpu.msms(_jobs(tables, x, x, cp.asarray))
         stream.synchronize()
     assert got == CpuBackend().msms(_jobs(tables, cp.asnumpy(x), cp.asnumpy(x)))
 
@@ -94,7 +94,7 @@ def test_lanes_wait_for_the_callers_kernels(tables, caller):
 def test_a_failing_lane_fails_the_call_after_the_others_end(tables):
     gpu = GpuBackend(overlap=True)
     s = cp.asarray(fr.random(N, np.random.default_rng(13)))
-    jobs = _jobs(tables, s, s)
+    jobs = _jobs(tables, s, s, cp.asarray)
     jobs[3] = MsmJob(tables["h"], s[:10], witness=False)  # 10 scalars for N points
     with pytest.raises(ValueError, match="scalars"):
         gpu.msms(jobs)

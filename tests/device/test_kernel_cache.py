@@ -60,9 +60,9 @@ def test_an_edited_header_gives_another_name(tmp_path, monkeypatch):
 
 
 def test_the_modules_are_those_the_code_loads():
-    assert [m.label for m in cache.MODULES] == ["ntt-mul32", "ntt-mul64", "msm-mul32-g1", "msm-mul32-g2",
-                                                "fixed_base-mul32-g1", "fixed_base-mul32-g2",
-                                                "bitsum-mul32-g1", "bitsum-mul32-g2"]
+    assert [m.label for m in cache.MODULES] == ["ntt-mul32", "ntt-mul64", "msm-call-g1", "msm-call-g2",
+                                                "fixed_base-call-g1", "fixed_base-call-g2",
+                                                "bitsum-call-g1", "bitsum-call-g2"]
     assert NTT.options() == ("-std=c++17",) + cache.FLAGS
 
 
@@ -149,7 +149,7 @@ def test_kernels_build_and_list(kernel_dir, nvrtc, capsys):
     assert {e["status"] for e in listing["kernels"]} == {"current"}
     assert cli.main(["kernels", "list"]) == 0
     out = capsys.readouterr().out
-    assert "16 cubin(s)" in out and "msm-mul32-g2" in out and "sm_80" in out
+    assert "16 cubin(s)" in out and "msm-call-g2" in out and "sm_80" in out
 
 
 def test_variants_add_the_modules_compared_in_them():
@@ -158,14 +158,14 @@ def test_variants_add_the_modules_compared_in_them():
     assert labels[:len(cache.MODULES)] == [m.label for m in cache.MODULES] and len(set(labels)) == len(labels)
     assert set(labels[len(cache.MODULES):]) == {
         "ntt-wide", "field-wide", "field-mul32",
-        *(f"{name}-{v}-{g}" for name in ("msm", "fixed_base", "bitsum") for v in ("wide", "call") for g in ("g1", "g2"))}
+        *(f"{name}-{v}-{g}" for name in ("msm", "fixed_base", "bitsum") for v in ("wide", "mul32") for g in ("g1", "g2"))}
     with pytest.raises(ValueError, match="unknown kernel variant"):
         cache.modules(["wider"])
 
 
 def test_kernels_build_with_variants(kernel_dir, nvrtc, capsys):
-    assert cli.main(["kernels", "build", "--arch", "90", "--variants", "call"]) == 0
-    assert len(nvrtc) == 14 and len(list(kernel_dir.glob("*-call-g[12]-sm_90-*.cubin"))) == 6
+    assert cli.main(["kernels", "build", "--arch", "90", "--variants", "wide"]) == 0
+    assert len(nvrtc) == 16 and len(list(kernel_dir.glob("*-wide-g[12]-sm_90-*.cubin"))) == 6
     with pytest.raises(SystemExit):
         cli.main(["kernels", "build", "--arch", "90", "--variants", "fast"])
     assert "invalid choice: 'fast'" in capsys.readouterr().err

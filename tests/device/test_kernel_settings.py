@@ -14,11 +14,11 @@ from proofflow.prover.field import fr
 import kernel_twin as twin
 
 
-def test_the_curve_variant_defaults_to_mul32_and_is_checked(monkeypatch):
+def test_the_curve_variant_defaults_to_call_and_is_checked(monkeypatch):
     monkeypatch.delenv("PROOFFLOW_CURVE_VARIANT", raising=False)
-    assert source.curve_variant() == source.CURVE_VARIANT == "mul32"
-    monkeypatch.setenv("PROOFFLOW_CURVE_VARIANT", " Call ")
-    assert source.curve_variant() == "call"
+    assert source.curve_variant() == source.CURVE_VARIANT == "call"
+    monkeypatch.setenv("PROOFFLOW_CURVE_VARIANT", " Mul32 ")
+    assert source.curve_variant() == "mul32"
     monkeypatch.setenv("PROOFFLOW_CURVE_VARIANT", "mul64")  # an NTT variant: its curve kernels are mul32's
     with pytest.raises(ValueError, match="PROOFFLOW_CURVE_VARIANT must be one of mul32, wide, call"):
         source.curve_variant()
@@ -32,9 +32,9 @@ def test_the_kernel_build_takes_the_configured_variant(monkeypatch):
     assert extra == [f"{name}-wide-{g}" for name in ("msm", "fixed_base", "bitsum") for g in ("g1", "g2")]
 
 
-def test_balanced_is_a_switch(monkeypatch):
+def test_balanced_is_a_switch_on_by_default(monkeypatch):
     monkeypatch.delenv("PROOFFLOW_MSM_BALANCED", raising=False)
-    assert settings.msm_balanced() is False
+    assert settings.msm_balanced() is True
     for raw, want in (("1", True), ("on", True), ("0", False), ("no", False)):
         monkeypatch.setenv("PROOFFLOW_MSM_BALANCED", raw)
         assert settings.msm_balanced() is want
@@ -43,7 +43,8 @@ def test_balanced_is_a_switch(monkeypatch):
         settings.msm_balanced()
 
 
-@pytest.mark.parametrize("env, kernel", [(None, "msm_accumulate_g1"), ("1", "msm_accumulate_spans_g1")])
+@pytest.mark.parametrize("env, kernel", [(None, "msm_accumulate_spans_g1"), ("0", "msm_accumulate_g1"),
+                                         ("1", "msm_accumulate_spans_g1")])
 def test_msms_accumulate_as_the_environment_says(monkeypatch, env, kernel):
     if twin.compiler() is None:
         pytest.skip("no C++ compiler for the kernel twin")

@@ -36,7 +36,7 @@ CURVE_VARIANTS = ("mul32", "wide", "call")  # those whose curve kernels differ (
 _DEFINES = {"mul32": (), "mul64": ("-DFR_MUL64",), "wide": ("-DPF_MUL_WIDE",),
             "call": ("-DPF_MUL_WIDE", "-DPF_FIELD_CALL")}
 GROUPS = ("g1", "g2")  # msm.cu, fixed_base.cu and bitsum.cu build one group's kernels a module
-CURVE_VARIANT = "mul32"  # msm.cu's, fixed_base.cu's and bitsum.cu's variant unless PROOFFLOW_CURVE_VARIANT says
+CURVE_VARIANT = "call"  # msm.cu's, fixed_base.cu's and bitsum.cu's variant unless PROOFFLOW_CURVE_VARIANT says
 
 
 def curve_variant() -> str:
