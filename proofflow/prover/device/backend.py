@@ -184,15 +184,18 @@ class GpuBackend(Backend):
         time on a machine) and every MSM path and the H computation run once on a tiny input:
         CuPy compiles its own scans, searches and reductions on their first use (into its
         disk cache, ~10 s on a fresh machine, measured as a first proof's 10.5 s MSM phase),
-        and that belongs to the service's start, not to a proof's device phase."""
+        and that belongs to the service's start, not to a proof's device phase. Two table
+        sizes: CuPy's scans take other kernels past a block's worth of elements (the bucket
+        counters of a 2^8 MSM already are), and small MSMs keep the one-block ones."""
         self._kernel("bitrev_scale")
         for group in ("g1",) + (() if self.g2_on_host else ("g2",)):
             kernels.load(kernels.curve_variant(), "msm.cu", group).get_function(f"to_montgomery_{group}")
             kernels.load(kernels.curve_variant(), "bitsum.cu", group).get_function("bitsum_classify")
-            table = _warm_table(group)
-            for scalars in _warm_scalars(len(table)):
-                self.msm_witness(table, scalars)  # the split (zeros, ones, a compacted rest) and the dense path
-            (self.msm_g1 if group == "g1" else self.msm_g2)(table, scalars)  # H's MSM, and G2's
+            for rows in _WARM_ROWS:
+                table = _warm_table(group, rows)
+                for scalars in _warm_scalars(len(table)):
+                    self.msm_witness(table, scalars)  # the split (zeros, ones, a compacted rest) and the dense path
+                (self.msm_g1 if group == "g1" else self.msm_g2)(table, scalars)  # H's MSM, and G2's
         domain = Radix2Domain(_WARM_LOG2)
         vectors = [cp.asarray(fr.from_ints(list(range(k, k + domain.size)))) for k in (1, 2, 3)]
         self.compute_h_device(domain, *vectors)
@@ -281,17 +284,19 @@ class GpuBackend(Backend):
         return x
 
 
-_WARM_LOG2 = 6  # the warm-up's size: any size takes the same kernels
+_WARM_LOG2 = 6  # the warm-up's H size: any size takes the same kernels
+_WARM_ROWS = (1 << _WARM_LOG2, 1 << 12)  # the warm-up's MSM sizes (see ``warm_up``)
 
 
-def _warm_table(group: str) -> curve.PointTable:
-    """2^_WARM_LOG2 points of ``group``: distinct multiples of its generator, every third the
-    point at infinity, so the device keeps the others and the MSMs gather their scalars
-    (``density``: CuPy's nonzero, indexing and take kernels, compiled here, not in a
-    proof of the first MiMC key)."""
+def _warm_table(group: str, rows: int) -> curve.PointTable:
+    """``rows`` points of ``group``: 2^_WARM_LOG2 distinct multiples of its generator, tiled,
+    every third the point at infinity, so the device keeps the others and the MSMs gather
+    their scalars (``density``: CuPy's nonzero, indexing and take kernels, compiled here,
+    not in a proof of the first MiMC key)."""
     g, inf = curve.point_class(group)(), curve.point_class(group).identity()
-    return curve.PointTable.from_points(group, [inf if k % 3 == 0 else g * curve.scalar(k)
+    base = curve.PointTable.from_points(group, [inf if k % 3 == 0 else g * curve.scalar(k)
                                                 for k in range(1, (1 << _WARM_LOG2) + 1)])
+    return curve.PointTable(group, np.tile(base.xy, (rows >> _WARM_LOG2, 1)))
 
 
 def _warm_scalars(n: int) -> list[np.ndarray]:
