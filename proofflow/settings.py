@@ -65,10 +65,10 @@ How prove_gpu reaches the device:
                             default 0: one after another. Their scratch then adds up, and
                             ``resources`` counts it so
     PROOFFLOW_CURVE_VARIANT the product variant of a GPU prover's curve kernels (MSMs, fixed-base,
-                            bit sums): mul32 (default), wide or call (proofflow/prover/device/source.py;
+                            bit sums): call (default), wide or mul32 (proofflow/prover/device/source.py;
                             all give the same values, bench/gpu-notes.md compares their speed)
-    PROOFFLOW_MSM_BALANCED  1: a GPU prover's MSMs accumulate their buckets in balanced spans
-                            (pippenger.msm ``balanced``); default 0: pieces a bucket
+    PROOFFLOW_MSM_BALANCED  1 (default): a GPU prover's MSMs accumulate their buckets in balanced
+                            spans (pippenger.msm ``balanced``); 0: pieces a bucket
     PROOFFLOW_SETUP_WORKERS processes of the CPU setup's fixed-base multiplications (the cores)
     PROOFFLOW_SETUP_LOCK    the lock file that lets one GPU setup run at a time on a host
                             (/tmp/proofflow-<uid>/gpu-setup.lock)

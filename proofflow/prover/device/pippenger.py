@@ -347,9 +347,9 @@ def msm(ex: Executor, group: str, points, scalars, plan: Plan | None = None, pie
     halve the buckets before the XYZZ accumulation sums what is left; 0, the default, runs
     none. ``balanced``: the accumulation in spans of ``piece`` entries that cross buckets, the
     same length for every thread (``msm_accumulate_spans``), instead of each bucket cut into
-    pieces of near-equal length; None: as PROOFFLOW_MSM_BALANCED says (default off until
-    measured). ``mark(step)`` is called
-    as each step starts (``None`` at the end), for timing."""
+    pieces of near-equal length; None: as PROOFFLOW_MSM_BALANCED says (default on, as
+    measured). ``mark(step)`` is called as each step starts (``None`` at the end), for
+    timing."""
     xp, n = ex.xp, scalars.shape[0]
     plan = plan or plain(n)
     balanced = settings.msm_balanced() if balanced is None else balanced
