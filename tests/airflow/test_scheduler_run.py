@@ -83,6 +83,8 @@ def test_scheduler_rest_trigger_pool_mutex_and_sigkill_retry(tmp_path, pg_new_da
             pending = tmp_path / "proofflow" / "pending"
             pending.mkdir(parents=True)
             (pending / "work-1.json").write_text(json.dumps({"log2": 8, "partitions": 1, "backend": "cpu", "seed": 9}))
+            # the fault fires in the first synthesis to reach it: this run's, not the batch run's
+            stack.wait("the injected fault", marker.exists, 300, 1, procs=procs)
             batch = stack.trigger(base, "proof_batch")
 
             state, tis = stack.wait_for_run(base, "proof_run", run_id, 480, procs)
