@@ -4,9 +4,8 @@ The kernel adds, for each 8-bit window w of a scalar with digit d != 0, the tabl
 T[w][d] = d * 2^(8w) * G, and turns a thread's ``BATCH`` sums affine with one inversion
 (Montgomery's trick; the sums wait in a scratch of 4 coordinates a point). The table (32 x
 256 points, d = 0 unused) is built here once per group with arkworks additions and handed
-to the kernel in affine Montgomery form. Like
-``pippenger``, this runs on an executor (CuPy, or the CPU twin in tests) and imports
-neither CuPy nor a compiler.
+to the kernel in affine Montgomery form. Like ``pippenger``, this runs on an executor (CuPy,
+or the CPU twin in tests) and imports neither CuPy nor a compiler.
 """
 from __future__ import annotations
 
