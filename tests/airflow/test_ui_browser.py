@@ -13,6 +13,7 @@ import json
 import os
 import secrets
 import shutil
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -85,6 +86,19 @@ def _until(driver, condition, timeout=WAIT):
     return WebDriverWait(driver, timeout).until(condition)
 
 
+def _open(driver, url, tries=3):
+    """driver.get, again when a navigation of the page's own (the UI's redirect after a log-in,
+    say) aborted it: Chrome reports that as an error of the get, not of the page."""
+    from selenium.common.exceptions import WebDriverException
+    for attempt in range(tries):
+        try:
+            return driver.get(url)
+        except WebDriverException as exc:
+            if "aborted by navigation" not in str(exc) or attempt == tries - 1:
+                raise
+            time.sleep(1)
+
+
 def _shot(driver, tmp_path, name):
     """Screenshot into tmp_path, the page source beside it; to $PROOFFLOW_SCREENSHOTS too
     when set, in 128 colours (small enough to commit)."""
@@ -112,7 +126,7 @@ def _status(url, token=None) -> tuple[int, str]:
 def _log_in_and_open_trigger_form(driver, ui):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as EC
-    driver.get(f"{ui['base']}/dags/{DAG}")
+    _open(driver, f"{ui['base']}/dags/{DAG}")
     user = _until(driver, EC.presence_of_element_located((By.NAME, "username")))
     assert "/auth/login" in driver.current_url, "without a session the UI must ask to log in"
     user.send_keys(USER)
@@ -120,7 +134,7 @@ def _log_in_and_open_trigger_form(driver, ui):
     driver.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
     _until(driver, lambda d: "/auth/login" not in d.current_url)
     if f"/dags/{DAG}" not in driver.current_url:
-        driver.get(f"{ui['base']}/dags/{DAG}")
+        _open(driver, f"{ui['base']}/dags/{DAG}")
     _until(driver, EC.element_to_be_clickable((By.CSS_SELECTOR, "[data-testid=trigger-dag-button]"))).click()
     return _until(driver, EC.visibility_of_element_located((By.CSS_SELECTOR, "[role=dialog][data-state=open]")))
 
@@ -194,7 +208,7 @@ def test_trigger_from_the_form_and_see_the_run_summary(airflow_ui, browser, tmp_
     assert run["note"] == note_markdown(fig)
 
     # The run page shows the note's first line; the "Proof report" tab shows the report.
-    driver.get(f"{ui['base']}/dags/{DAG}/runs/{q}")
+    _open(driver, f"{ui['base']}/dags/{DAG}/runs/{q}")
     note = _until(driver, EC.visibility_of_element_located(
         (By.XPATH, "//p[strong[starts-with(normalize-space(.), 'Proof run')]]")))
     assert "Proof run success" in note.text and "2/2 proofs verified" in note.text
@@ -215,7 +229,7 @@ def test_trigger_from_the_form_and_see_the_run_summary(airflow_ui, browser, tmp_
 
     # The note's PNG link serves the timeline to the logged-in browser, and to no one else.
     png = f"{ui['base']}/proofflow/runs/{DAG}/{q}/timeline.png"
-    driver.get(png)
+    _open(driver, png)
     assert driver.execute_script("return document.images.length && document.images[0].naturalWidth") > 1000
     assert _status(png, ui["token"]) == (200, "image/png")
     assert _status(png)[0] == 401 and _status(f"{ui['base']}/proofflow/runs/{DAG}/{q}")[0] == 401

@@ -118,9 +118,10 @@ def test_the_first_load_compiles_and_persists_and_a_damaged_cubin_is_rebuilt(tmp
 
 
 # In a fresh process with an empty CuPy kernel cache (CUPY_CACHE_DIR): warm_up, then a proof;
-# prints the CuPy cache's files after each, and whether the proof verifies.
+# prints the CuPy cache's files after each, whether the proof verifies, and the names of the
+# kernels in the sources of the files the proof added (CUPY_CACHE_SAVE_CUDA_SOURCE keeps them).
 WARM = r"""
-import json, os, sys
+import json, os, re, sys
 from pathlib import Path
 from proofflow.prover import pipeline
 from proofflow.prover.circuits import get_circuit
@@ -129,7 +130,7 @@ from proofflow.prover.groth16 import generator, verifier
 from proofflow.prover.staging import StagingPool
 
 cache_dir = Path(os.environ["CUPY_CACHE_DIR"])
-files = lambda: sorted(str(p.relative_to(cache_dir)) for p in cache_dir.rglob("*") if p.is_file())
+files = lambda: sorted(str(p.relative_to(cache_dir)) for p in cache_dir.rglob("*") if p.is_file() and p.suffix != ".cu")
 backend = GpuBackend()
 backend.warm_up()
 after_warm_up = files()
@@ -140,7 +141,12 @@ backend.prepare(pk)
 with pipeline.synthesize(circuit, 3, 0, StagingPool(1 << 24, pinned=True)) as staged:
     proof = pipeline.prove(key, staged, backend)
     ok = verifier.verify(pk.vk, staged.public_inputs, proof)
-print(json.dumps({"after_warm_up": after_warm_up, "after_proof": files(), "verifies": bool(ok)}))
+after_proof = files()
+new_kernels = sorted({name for f in set(after_proof) - set(after_warm_up)
+                      for src in cache_dir.rglob(Path(f).stem + "*.cu")
+                      for name in re.findall(r"__global__\s+void\s+(\w+)", src.read_text())})
+print(json.dumps({"after_warm_up": after_warm_up, "after_proof": after_proof, "verifies": bool(ok),
+                  "new_kernels": new_kernels}))
 """
 
 
@@ -149,11 +155,12 @@ def test_after_warm_up_a_first_proof_compiles_nothing(tmp_path, circuit):
     """CuPy compiles its own kernels (scans, searches, reductions) on first use: the service's
     warm-up runs every MSM path and the H computation once, so a fresh worker's first proof
     finds them compiled (measured before: a first proof's MSM phase of 10.5 s, then 0.8 s)."""
-    env = {**os.environ, "CUPY_CACHE_DIR": str(tmp_path / "cupy")}
+    env = {**os.environ, "CUPY_CACHE_DIR": str(tmp_path / "cupy"), "CUPY_CACHE_SAVE_CUDA_SOURCE": "1"}
     out = subprocess.run([sys.executable, "-c", WARM, circuit], env=env, cwd=ROOT, capture_output=True, text=True,
                          timeout=1200)
     assert out.returncode == 0, out.stderr[-4000:]
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["verifies"]
     assert got["after_warm_up"], "the warm-up compiled nothing: is CUPY_CACHE_DIR honoured?"
-    assert got["after_proof"] == got["after_warm_up"], sorted(set(got["after_proof"]) - set(got["after_warm_up"]))
+    assert got["after_proof"] == got["after_warm_up"], (got["new_kernels"],
+                                                        sorted(set(got["after_proof"]) - set(got["after_warm_up"])))
