@@ -33,6 +33,7 @@ import cupy as cp
 import numpy as np
 
 import proofflow
+from proofflow import settings
 from proofflow.prover import curve
 from proofflow.prover.backend.cpu import CpuBackend
 from proofflow.prover.device import source as kernels
@@ -968,7 +969,8 @@ def main(argv=None) -> dict:
     rng = np.random.default_rng(2026)
     props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
     result = json.loads(args.out.read_text()) if args.only and args.out.exists() else {}
-    result.update({"device": props["name"].decode(), "versions": versions(), "variant": args.variant})
+    result.update({"device": props["name"].decode(), "versions": versions(), "variant": args.variant,
+                   "curve_variant": kernels.curve_variant(), "msm_balanced": settings.msm_balanced()})
     result.update(check_against_cpu(GpuBackend(args.variant), rng))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     done = result.setdefault("sections_done", [])

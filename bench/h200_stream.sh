@@ -15,8 +15,11 @@
 #   start of it to its end, seconds more than the device phase, so with 4 slots the device
 #   waited for the next task to reach the service (2^22: 5.5 s mean pool wait, 59% busy);
 #   jobs queued in the service cost no pinned memory, only a mapped staging segment;
-# - more runs in flight (2^22: 4 runs of 8, 2^24: 3 of 4): a run's partitions reach the
-#   device ~10 s after its trigger, and the backlog has to cover that;
+# - more runs in flight (4 runs of 8 partitions at both sizes): a run's partitions reach the
+#   device ~10 s after its trigger, and the backlog has to cover that. 3 runs of 4 at 2^24
+#   kept the device 77.8% busy once its phase was 0.85 s (stream-h200-2p24.json): a run's
+#   4 syntheses, 2 at a time, took longer than its 4 device phases, and a finished run's
+#   tail still counted as in flight;
 # - executor parallelism 32 on 16 cores: the 8 prove_gpu tasks only wait; up to 4 x in-flight
 #   runs active: a run's tail (finalize_run, check_h2d, cleanup) ends a minute after its proofs;
 # - Airflow's metadata in Postgres (pgserver's, from the wheels: the image has none): on SQLite
@@ -27,7 +30,7 @@
 # Results ($OUT/stream-h200-2pLOG2.json + .png), the timing DB and Airflow's logs are in $OUT.
 set -euo pipefail
 L=${1:?usage: h200_stream.sh LOG2 [DURATION_S] [WARMUP_S]}; DURATION=${2:-200}; WARMUP=${3:-20}
-case $L in 22) PARTS=8; INFLIGHT=4 ;; 24) PARTS=4; INFLIGHT=3 ;; *) echo "LOG2 must be 22 or 24" >&2; exit 2 ;; esac
+case $L in 22|24) PARTS=8; INFLIGHT=4 ;; *) echo "LOG2 must be 22 or 24" >&2; exit 2 ;; esac
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 t0=$(date +%s)
 since() { echo $(( $(date +%s) - t0 )); }

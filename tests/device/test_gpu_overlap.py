@@ -98,7 +98,7 @@ def test_a_failing_lane_fails_the_call_after_the_others_end(tables):
     jobs[3] = MsmJob(tables["h"], s[:10], witness=False)  # 10 scalars for N points
     with pytest.raises(ValueError, match="scalars"):
         gpu.msms(jobs)
-    assert gpu.msms(_jobs(tables, s, s)) == CpuBackend().msms(_jobs(tables, cp.asnumpy(s), cp.asnumpy(s)))
+    assert gpu.msms(_jobs(tables, s, s, cp.asarray)) == CpuBackend().msms(_jobs(tables, cp.asnumpy(s), cp.asnumpy(s)))
 
 
 def test_overlapped_proofs_are_the_sequential_ones(pk10, mimc10):

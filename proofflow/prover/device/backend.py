@@ -184,9 +184,8 @@ class GpuBackend(Backend):
         time on a machine) and every MSM path and the H computation run once on a tiny input:
         CuPy compiles its own scans, searches and reductions on their first use (into its
         disk cache, ~10 s on a fresh machine, measured as a first proof's 10.5 s MSM phase),
-        and that belongs to the service's start, not to a proof's device phase. Two table
-        sizes: CuPy's scans take other kernels past a block's worth of elements (the bucket
-        counters of a 2^8 MSM already are), and small MSMs keep the one-block ones."""
+        and that belongs to the service's start, not to a proof's device phase. Several table
+        sizes (``_WARM_ROWS``): CuPy picks its scans' and reductions' kernels by size."""
         self._kernel("bitrev_scale")
         for group in ("g1",) + (() if self.g2_on_host else ("g2",)):
             kernels.load(kernels.curve_variant(), "msm.cu", group).get_function(f"to_montgomery_{group}")
@@ -285,7 +284,11 @@ class GpuBackend(Backend):
 
 
 _WARM_LOG2 = 6  # the warm-up's H size: any size takes the same kernels
-_WARM_ROWS = (1 << _WARM_LOG2, 1 << 12)  # the warm-up's MSM sizes (see ``warm_up``)
+# The warm-up's MSM sizes. CuPy's CUB reductions (count_nonzero, sum) are compiled per block
+# size, the power of two next to n / 4 within 32..512: 2^6, 2^8, 2^9, 2^10 and 2^12 rows reach
+# each of the five (a 2^8 proof's count_nonzero took the 64 and 128 ones), 2^12 also the
+# scans past one block (see ``warm_up``).
+_WARM_ROWS = tuple(1 << k for k in (_WARM_LOG2, 8, 9, 10, 12))
 
 
 def _warm_table(group: str, rows: int) -> curve.PointTable:
