@@ -2,7 +2,7 @@
 # The sustained-load benchmark on the H200, one size a device call (the machine has no package
 # index: Airflow, Great Expectations and arkworks come as wheels in .whl/, from
 # `bash bench/gpu_wheels.sh`, carried with the call):
-#   carry .whl; command: bash bench/h200_stream.sh LOG2 [DURATION_S] [WARMUP_S]
+#   carry .whl; command: [PARTS=8 INFLIGHT=4 DEPTH=8] bash bench/h200_stream.sh LOG2 [DURATION_S] [WARMUP_S]
 # (also .kernels.tar.xz from bench/gpu_kernels.sh, if built; PROOFFLOW_CURVE_VARIANT,
 # PROOFFLOW_MSM_BALANCED, _PRECOMPUTE and _OVERLAP set for the script reach the deployment)
 # LOG2 22 or 24. 1. installs the wheels into /tmp/site; 2. builds the GPU kernels into the
@@ -30,7 +30,10 @@
 # Results ($OUT/stream-h200-2pLOG2.json + .png), the timing DB and Airflow's logs are in $OUT.
 set -euo pipefail
 L=${1:?usage: h200_stream.sh LOG2 [DURATION_S] [WARMUP_S]}; DURATION=${2:-200}; WARMUP=${3:-20}
-case $L in 22|24) PARTS=8; INFLIGHT=4 ;; *) echo "LOG2 must be 22 or 24" >&2; exit 2 ;; esac
+case $L in 22|24) ;; *) echo "LOG2 must be 22 or 24" >&2; exit 2 ;; esac
+# the feeding's shape, overridable for a call that tries another: partitions a run, runs in
+# flight, the pool's slots
+PARTS=${PARTS:-8}; INFLIGHT=${INFLIGHT:-4}; DEPTH=${DEPTH:-8}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 t0=$(date +%s)
 since() { echo $(( $(date +%s) - t0 )); }
@@ -84,7 +87,7 @@ for v in PROOFFLOW_CURVE_VARIANT PROOFFLOW_MSM_BALANCED PROOFFLOW_MSM_PRECOMPUTE
 done
 echo "MSM settings: ${msm[*]:-defaults}"
 timeout -k 5 $(( left - 10 )) python3 -m bench.stream --backend gpu --log2 "$L" --partitions $PARTS \
-    --in-flight $INFLIGHT --duration "$dur" --warmup-s "$WARMUP" --params-cache "$KEYS" --depth 8 \
+    --in-flight $INFLIGHT --duration "$dur" --warmup-s "$WARMUP" --params-cache "$KEYS" --depth "$DEPTH" \
     --scratch /dev/shm/pf-scratch --work "/tmp/pf-stream-$L" --timing-db "sqlite:///$OUT/timing-2p$L.db" \
     --metadata-db "$META" --max-active $(( 4 * INFLIGHT )) --parallelism 32 --timeout 120 --synth-concurrency 2 --set PROOFFLOW_STAGING_BUDGET=$(( 32 << 30 )) --set AIRFLOW__API__WORKERS=4 \
     ${msm[@]+"${msm[@]}"} --label h200 --out "$OUT/stream-h200-2p$L.json" --png "$OUT/stream-h200-2p$L.png" 2>&1 \

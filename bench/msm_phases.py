@@ -6,7 +6,7 @@ its phases and the median wall time of 3 MSMs).
 
     python -m bench.msm_phases [--group g1|g2] [--log2 24] [--c 12 13 14 15 16] [--piece 256] [--note TEXT]
     python -m bench.msm_phases --log2 24 --plan 16,1 16,4 20,13 22,12
-    python -m bench.msm_phases --log2 22 --c 16 --variant call --balanced   # another curve variant, spans
+    python -m bench.msm_phases --log2 22 --c 16 --variant wide --no-balanced   # another variant, in pieces
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ import time
 import cupy as cp
 import numpy as np
 
+from proofflow import settings
 from proofflow.prover import curve
 from proofflow.prover.device import msm as gpu_msm, pippenger, source as kernels
 from proofflow.prover.field import fr
@@ -35,7 +36,8 @@ def main() -> None:
     ap.add_argument("--distinct-log2", type=int, default=16, help="log2 of the distinct points the table repeats")
     ap.add_argument("--variant", choices=kernels.CURVE_VARIANTS, default=kernels.curve_variant(),
                     help="the curve kernels' product variant")
-    ap.add_argument("--balanced", action="store_true", help="the accumulation in balanced spans")
+    ap.add_argument("--balanced", action=argparse.BooleanOptionalAction, default=settings.msm_balanced(),
+                    help="the accumulation in balanced spans, or in pieces (default: PROOFFLOW_MSM_BALANCED)")
     args = ap.parse_args()
     os.environ["PROOFFLOW_CURVE_VARIANT"] = args.variant  # before the first executor is made
     rng = np.random.default_rng(1)
