@@ -328,7 +328,7 @@ def test_no_secret_in_logs_xcom_or_files(stack):
         values = []
         for table, col in (("xcom", "value"), ("rendered_task_instance_fields", "rendered_fields"),
                            ("dag_run", "conf"), ("log", "extra")):
-            cur.execute(f"SELECT {col}::text FROM {table}")  # noqa: table and column names from this list
+            cur.execute(f"SELECT {col}::text FROM {table}")  # the table and column names come from this list
             values += [(table, v) for (v,) in cur.fetchall() if v]
         cur.execute("SELECT count(*) FROM xcom")
         assert cur.fetchone()[0] > 0
