@@ -190,8 +190,7 @@ class GpuBackend(Backend):
         for group in ("g1",) + (() if self.g2_on_host else ("g2",)):
             kernels.load(kernels.curve_variant(), "msm.cu", group).get_function(f"to_montgomery_{group}")
             kernels.load(kernels.curve_variant(), "bitsum.cu", group).get_function("bitsum_classify")
-            for rows in _WARM_ROWS:
-                table = _warm_table(group, rows)
+            for table in _warm_tables(group):
                 for scalars in _warm_scalars(len(table)):
                     self.msm_witness(table, scalars)  # the split (zeros, ones, a compacted rest) and the dense path
                 (self.msm_g1 if group == "g1" else self.msm_g2)(table, scalars)  # H's MSM, and G2's
@@ -291,15 +290,15 @@ _WARM_LOG2 = 6  # the warm-up's H size: any size takes the same kernels
 _WARM_ROWS = tuple(1 << k for k in (_WARM_LOG2, 8, 9, 10, 12))
 
 
-def _warm_table(group: str, rows: int) -> curve.PointTable:
-    """``rows`` points of ``group``: 2^_WARM_LOG2 distinct multiples of its generator, tiled,
-    every third the point at infinity, so the device keeps the others and the MSMs gather
-    their scalars (``density``: CuPy's nonzero, indexing and take kernels, compiled here,
-    not in a proof of the first MiMC key)."""
+def _warm_tables(group: str) -> list[curve.PointTable]:
+    """A table of ``group`` for each of ``_WARM_ROWS``: 2^_WARM_LOG2 distinct multiples of its
+    generator, made once and tiled, every third the point at infinity, so the device keeps
+    the others and the MSMs gather their scalars (``density``: CuPy's nonzero, indexing and
+    take kernels, compiled here, not in a proof of the first MiMC key)."""
     g, inf = curve.point_class(group)(), curve.point_class(group).identity()
     base = curve.PointTable.from_points(group, [inf if k % 3 == 0 else g * curve.scalar(k)
                                                 for k in range(1, (1 << _WARM_LOG2) + 1)])
-    return curve.PointTable(group, np.tile(base.xy, (rows >> _WARM_LOG2, 1)))
+    return [curve.PointTable(group, np.tile(base.xy, (rows >> _WARM_LOG2, 1))) for rows in _WARM_ROWS]
 
 
 def _warm_scalars(n: int) -> list[np.ndarray]:
