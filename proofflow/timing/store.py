@@ -28,7 +28,7 @@ from typing import Callable, Iterable, Iterator
 from sqlalchemy import (BigInteger, DateTime, Engine, Float, Integer, String, Table, Text, create_engine, event, func,
                         select, text)
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
 from sqlalchemy.schema import CreateIndex, CreateTable
 
 from proofflow import settings, spec
@@ -36,6 +36,9 @@ from proofflow.timing.models import (CHECK_RESULT_KEY, RUN_KEY, TIMING_KEY, TRAN
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 VERSION_TABLE = "proofflow_alembic_version"
+# The newest migration's revision (a test holds it equal to Alembic's head): a store already
+# there is recognized by one SELECT, so a task process does not load Alembic and its scripts.
+SCHEMA_REVISION = "0005"
 _ADVISORY_LOCK_KEY = 0x70726F6F66  # "proof"
 _migrated: set[str] = set()
 TIMESTAMP_COLUMNS = {"start", "end", "started_at", "finished_at", "created_at", "ready_at", "window_start",
@@ -281,12 +284,21 @@ class TimingStore:
                     cfg.attributes["connection"] = conn
                     command.upgrade(cfg, revision)
 
+    def _stored_revisions(self) -> list[str] | None:
+        """The version table's rows, or None where it cannot be read (no table yet, the
+        database unreachable: the full check that follows retries and says why)."""
+        try:
+            with self.engine.connect() as conn:
+                return list(conn.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).scalars())
+        except SQLAlchemyError:
+            return None
+
     def ensure_schema(self) -> None:
         key = self.url
         with _migrated_lock:
             if key in _migrated:
                 return
-            if self.current_revision() != self.head_revision():
+            if self._stored_revisions() != [SCHEMA_REVISION] and self.current_revision() != self.head_revision():
                 self.upgrade("head")
             _migrated.add(key)
 

@@ -7,7 +7,7 @@ import pytest
 from sqlalchemy import inspect, text
 
 from proofflow.timing import TimingStore, metadata, schema_sql
-from proofflow.timing.store import VERSION_TABLE, alembic_config
+from proofflow.timing.store import SCHEMA_REVISION, VERSION_TABLE, alembic_config
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -63,6 +63,37 @@ def test_upgrade_is_idempotent_and_downgrade_works(sqlite_url):
     assert "phase_spans" not in inspect(store.engine).get_view_names()
     store.upgrade()
     assert "task_timings" in inspect(store.engine).get_table_names()
+
+
+def test_schema_revision_is_alembic_head():
+    assert SCHEMA_REVISION == TimingStore.head_revision(), "a new migration: set store.SCHEMA_REVISION to it"
+
+
+def test_a_store_at_head_opens_without_alembic(store_url, monkeypatch):
+    """A process opening a store already at head (every task after the first) reads the
+    version table only; one below head still gets the full check and the upgrade."""
+    from proofflow.timing import store as store_mod
+    TimingStore(store_url).dispose()  # at head now
+    store_mod._migrated.discard(store_url)
+
+    def no_alembic(*_a, **_k):
+        raise AssertionError("Alembic consulted for a store at head")
+    monkeypatch.setattr(TimingStore, "head_revision", staticmethod(no_alembic))
+    monkeypatch.setattr(TimingStore, "current_revision", no_alembic)
+    TimingStore(store_url).dispose()
+    monkeypatch.undo()
+
+    store = TimingStore(store_url)
+    with store.engine.begin() as conn:
+        conn.execute(text(f"UPDATE {VERSION_TABLE} SET version_num = '0004'"))
+    store_mod._migrated.discard(store_url)
+    upgraded = []
+    monkeypatch.setattr(TimingStore, "upgrade", lambda self, rev="head": upgraded.append(rev))
+    TimingStore(store_url).dispose()
+    assert upgraded == ["head"]
+    with store.engine.begin() as conn:
+        conn.execute(text(f"UPDATE {VERSION_TABLE} SET version_num = :v"), {"v": SCHEMA_REVISION})
+    store.dispose()
 
 
 def test_rerun_never_duplicates_retry_adds_rows(store_url):
