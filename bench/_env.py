@@ -6,6 +6,7 @@ import os
 import platform
 import socket
 import statistics
+import sys
 import time
 from importlib import metadata
 from pathlib import Path
@@ -26,7 +27,10 @@ def environment(packages=("numpy", "py-arkworks-bls12381")) -> dict:
                 break
     except OSError:
         pass
+    # PYTHONDONTWRITEBYTECODE: modules without cached bytecode compile in every process that
+    # imports them (each Airflow task), a cost a benchmark of a deployment measures too
     return {"host": socket.gethostname(), "cpu": cpu, "cores": os.cpu_count(), "versions": versions,
+            "dont_write_bytecode": bool(sys.flags.dont_write_bytecode),
             "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
 

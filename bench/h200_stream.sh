@@ -39,6 +39,15 @@ t0=$(date +%s)
 since() { echo $(( $(date +%s) - t0 )); }
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1
+# Every Airflow task is a new process that imports Airflow's lazily loaded modules (and
+# proofflow's, which `proofflow setup` compiles). Under PYTHONDONTWRITEBYTECODE no process
+# caches their bytecode (the wheels go in --no-compile), so each task would compile them
+# again: compiled once here instead, beside the key setup.
+bytecode=
+if [ -n "${PYTHONDONTWRITEBYTECODE:-}" ]; then
+    python3 -m compileall -q -j 0 /tmp/site > "$OUT/compileall.log" 2>&1 &
+    bytecode=$!
+fi
 export PROOFFLOW_SETUP_WORKERS=16 OMP_NUM_THREADS=2  # syntheses run side by side: 2 OpenMP threads each
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,noheader
 python3 -c "import airflow, cupy; print('airflow', airflow.__version__, 'cupy', cupy.__version__)"
@@ -69,6 +78,9 @@ else
     python3 -m proofflow.prover setup --circuit mimc --log2 "$L" --seed 0 --backend gpu --out "$KEY" \
         > "$OUT/setup-2p$L.log" 2>&1 || { tail -20 "$OUT/setup-2p$L.log"; exit 1; }
     echo "2^$L key ready at $(since) s"
+fi
+if [ -n "$bytecode" ]; then
+    wait $bytecode && echo "bytecode compiled at $(since) s" || echo "compileall failed (see compileall.log)"
 fi
 wait $kernels && echo "kernels built at $(since) s" || echo "kernels build failed (see kernels.log): the service compiles"
 if [ -n "$tests" ]; then
