@@ -32,6 +32,17 @@ def partition_dir(dag_id: str, run_id: str, partition: int, root: Path | None = 
     return run_dir(dag_id, run_id, root) / f"p{partition:04d}"
 
 
+def run_owner(dag_id: str, run_id: str) -> str:
+    """The prefix of every lease of a run's partitions in the shared staging
+    (``release_owned`` at its cleanup)."""
+    return f"{safe_name(dag_id)}/{safe_name(run_id)}/"
+
+
+def owner(dag_id: str, run_id: str, partition: int) -> str:
+    """Who holds a partition's shared segment (one lease per partition of a run)."""
+    return f"{run_owner(dag_id, run_id)}p{partition:04d}"
+
+
 def bundle_dir(dag_id: str, run_id: str) -> Path:
     return settings.bundles_root() / safe_name(dag_id) / safe_name(run_id)
 

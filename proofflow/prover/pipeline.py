@@ -41,6 +41,7 @@ from proofflow.prover.groth16 import r1cs_to_qap, verifier
 from proofflow.prover.groth16.data_structures import PK_TABLES, KeyFormatError, Proof, ProvingKey, VerifyingKey
 from proofflow.prover import device, faults
 from proofflow.prover.device import pippenger
+from proofflow.prover.errors import InputError
 from proofflow.prover.r1cs import ConstraintSystem, UnsatisfiedConstraint
 from proofflow.prover.shared_staging import Lease, Mapping, SegmentError, SharedStaging
 from proofflow.prover.staging import Buffer, StagingPool
@@ -49,11 +50,6 @@ from proofflow.prover.timing import PhaseTimer
 FR_BYTES = 32
 
 log = logging.getLogger(__name__)
-
-
-class InputError(ValueError):
-    """A partition's inputs are unusable (missing, truncated, of another shape or key):
-    proving them again cannot help."""
 
 
 def _timer(timer):
@@ -414,20 +410,7 @@ def synthesize(circuit: Circuit, seed: int, partition: int, pool: StagingPool, t
     return Staged(abc, inst.witness, buf, inst.public_inputs)
 
 
-def run_owner(dag_id: str, run_id: str) -> str:
-    """The prefix of every lease of a run's partitions (``release_owned`` at its cleanup)."""
-    return f"{files.safe_name(dag_id)}/{files.safe_name(run_id)}/"
-
-
-def owner(dag_id: str, run_id: str, partition: int) -> str:
-    """Who holds a partition's shared segment (one lease per partition of a run)."""
-    return f"{run_owner(dag_id, run_id)}p{partition:04d}"
-
-
-def shared_staging() -> SharedStaging:
-    """This home's shared staging, under PROOFFLOW_STAGING_BUDGET."""
-    return SharedStaging(settings.shared_staging_dir(), settings.staging_budget(), settings.staging_lease_ttl_s(),
-                         settings.staging_idle_ttl_s())
+shared_staging = SharedStaging.from_settings  # this home's shared staging
 
 
 def synthesize_shared(circuit: Circuit, seed: int, partition: int, staging: SharedStaging, holder: str,

@@ -39,9 +39,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
+from typing import TYPE_CHECKING
 
-from proofflow.prover.staging import StagingTimeout
+from proofflow import settings
+from proofflow.prover.errors import StagingTimeout
+
+if TYPE_CHECKING:
+    import numpy as np
 
 FR_BYTES = 32
 _ID = re.compile(r"[0-9a-f]{16}")  # lease ids name files: nothing else may reach a path
@@ -104,6 +108,7 @@ class Mapping:
         except BaseException:
             os.close(self._fd)
             raise
+        import numpy as np  # here, not at import: tasks that only lease and release segments skip numpy
         self.words = np.frombuffer(self._mm, dtype=np.uint64)
         self.address = self.words.ctypes.data
 
@@ -149,6 +154,12 @@ class SharedStaging:
         self.lease_ttl_s = float(lease_ttl_s)
         self.idle_ttl_s = float(idle_ttl_s)
         self.host = socket.gethostname()
+
+    @classmethod
+    def from_settings(cls) -> "SharedStaging":
+        """This home's shared staging, under PROOFFLOW_STAGING_BUDGET."""
+        return cls(settings.shared_staging_dir(), settings.staging_budget(), settings.staging_lease_ttl_s(),
+                   settings.staging_idle_ttl_s())
 
     # ---- bookkeeping (under the lock) ---------------------------------------------------
     @contextmanager

@@ -20,12 +20,9 @@ from collections import defaultdict
 import numpy as np
 
 from proofflow.prover import device
+from proofflow.prover.errors import StagingTimeout
 
 _ALIGN = 1 << 16  # sizes round up to 64 KiB, so near-equal requests share buffers
-
-
-class StagingTimeout(TimeoutError):
-    """No room in the staging budget within the timeout."""
 
 
 class Buffer:

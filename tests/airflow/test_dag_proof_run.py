@@ -53,6 +53,21 @@ def test_every_dag_imports_without_errors_or_top_level_work(tmp_path):
     assert not home.exists(), "parsing a DAG file must not create scratch, params or timing files"
 
 
+def test_a_partition_s_light_tasks_import_no_engine():
+    """Every task is a new process: stage, prove_gpu through the prover service and
+    cleanup_scratch import only what they use (the segment bookkeeping, the service's client,
+    the timing store), not numpy and the engine: ~0.1 CPU-s a process at 200 partitions a
+    minute."""
+    code = ("import sys\n"
+            "import proofflow.airflow.operators.proof, proofflow.prover.errors, proofflow.prover.layout\n"
+            "import proofflow.prover.shared_staging, proofflow.prover.service.client, proofflow.timing.store\n"
+            "print(sorted(m for m in ('numpy', 'proofflow.prover.pipeline', 'proofflow.prover.groth16')"
+            " if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip() == "[]"
+
+
 def test_params_schema_matches_prover_and_builds_the_form(proof_run_dag):
     from proofflow.prover import circuits
     assert set(CIRCUITS) == set(circuits.CIRCUITS)

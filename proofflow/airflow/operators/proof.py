@@ -5,7 +5,7 @@ cleanup_scratch teardown.
 Each ``run`` is a few lines over ``proofflow.prover.pipeline``: the partition's files live
 in the run's scratch directory (paths come through XCom, never the data), and every phase
 is recorded in the timing store (one row per phase, plus a ``task`` row spanning the whole
-execution, also when it fails). A partition's unusable inputs (``pipeline.InputError``) or a
+execution, also when it fails). A partition's unusable inputs (``errors.InputError``) or a
 proof that does not check fail the task without a retry: the same inputs would fail again.
 The engine is imported inside ``run`` only, so DAG files stay light to parse.
 """
@@ -62,8 +62,7 @@ class ProofflowOperator(BaseOperator):
         raise NotImplementedError
 
     def execute(self, context):
-        from proofflow.prover.groth16.prover import ProofCheckFailed
-        from proofflow.prover.pipeline import InputError
+        from proofflow.prover.errors import InputError, ProofCheckFailed
         part = self.partition if isinstance(self.partition, int) else None
         rec = Recorder(context, partition=part)
         # The ``task`` row spans the attempt from Airflow's start of the task instance (the
@@ -153,8 +152,8 @@ class PrepareScratchOperator(ProofflowOperator):
 
 
 def _holder(context, partition: int) -> str:
-    from proofflow.prover import pipeline
-    return pipeline.owner(context["ti"].dag_id, context["ti"].run_id, partition)
+    from proofflow.prover import layout
+    return layout.owner(context["ti"].dag_id, context["ti"].run_id, partition)
 
 
 class SynthesizeOperator(ProofflowOperator):
@@ -197,7 +196,6 @@ class StageOperator(ProofflowOperator):
         self.synthesized = synthesized
 
     def run(self, context, rec):
-        from proofflow.prover import pipeline
         seg, holder = self.synthesized["segment"], _holder(context, self.partition)
         cfg = self.config
         if settings.gpu_service_enabled():
@@ -205,11 +203,13 @@ class StageOperator(ProofflowOperator):
                 {"segment": seg, "staging": cfg["staging"], "holder": holder}), phase="register")
             kind = "pinned" if out["pinned"] else "pageable"
         else:
+            from proofflow.prover.errors import InputError
+            from proofflow.prover.shared_staging import SegmentError, SharedStaging
             with rec.phase("register"):
                 try:
-                    pipeline.shared_staging().lookup(seg, owner=holder)
-                except pipeline.SegmentError as exc:
-                    raise pipeline.InputError(str(exc)) from None
+                    SharedStaging.from_settings().lookup(seg, owner=holder)
+                except SegmentError as exc:
+                    raise InputError(str(exc)) from None
             out, kind = {"start": time.time(), "seconds": 0.0}, cfg["staging"]
         rec.transfer("h2s", 0, kind, out["seconds"], start=out["start"])
         return {"partition": self.partition, "segment": seg, "n": int(self.synthesized["n"]),
@@ -270,7 +270,8 @@ class ProveGpuOperator(ProofflowOperator):
         self.ready_after_task_id = ready_after_task_id
 
     def run(self, context, rec):
-        from proofflow.prover import files, pipeline
+        from proofflow.prover import files
+        from proofflow.prover.shared_staging import SharedStaging
         # the partition goes to the device first; the waits before this task started are
         # history, looked up (timing store, REST API) after it
         try:
@@ -284,7 +285,7 @@ class ProveGpuOperator(ProofflowOperator):
                 fin0 = time.time()
                 files.write_bytes(out, proof)
                 rec.add("finalize", fin0, time.time())
-            pipeline.shared_staging().release(self.staged["segment"])  # proved: the segment goes back
+            SharedStaging.from_settings().release(self.staged["segment"])  # proved: the segment goes back
         finally:  # a failed try's waits are recorded too, never hiding its error
             try:
                 self._record_waits(context["ti"], rec)
@@ -403,7 +404,7 @@ class FinalizeRunOperator(ProofflowOperator):
         self.partitions_done, self.setup_result = partitions_done, setup_result
 
     def run(self, context, rec):
-        from proofflow.prover import files, pipeline
+        from proofflow.prover import files, layout, pipeline
         from proofflow.prover.groth16.data_structures import VerifyingKey
         cfg, ti = self.config, context["ti"]
         # A mapped group of one partition hands its only result over unwrapped (Airflow 3.3)
@@ -435,7 +436,7 @@ class FinalizeRunOperator(ProofflowOperator):
                              proofs_verified=verified, bundle_dir=str(out))
         with rec.phase("cleanup"):
             files.remove_tree(self.run_scratch(context))
-            pipeline.shared_staging().release_owned(pipeline.run_owner(ti.dag_id, ti.run_id))
+            pipeline.shared_staging().release_owned(layout.run_owner(ti.dag_id, ti.run_id))
         return summary
 
 
@@ -446,12 +447,12 @@ class CleanupScratchOperator(ProofflowOperator):
     ui_color = "#f1f3f4"
 
     def run(self, context, rec):
-        from proofflow.prover import files
-        from proofflow.prover import pipeline
+        from proofflow.prover import files, layout
+        from proofflow.prover.shared_staging import SharedStaging
         ti = context["ti"]
         with rec.phase("cleanup"):
             removed = files.remove_tree(self.run_scratch(context))
-            pipeline.shared_staging().release_owned(pipeline.run_owner(ti.dag_id, ti.run_id))
+            SharedStaging.from_settings().release_owned(layout.run_owner(ti.dag_id, ti.run_id))
             store = _store()
             row = store.run(ti.dag_id, ti.run_id)
             if row is None or row.get("state") != "success":

@@ -20,7 +20,7 @@ from proofflow.prover.field import fr
 from proofflow.prover.groth16 import verifier
 from proofflow.prover.groth16.data_structures import Proof
 from proofflow.prover.groth16 import prover as groth16_prover
-from proofflow.prover.groth16.prover import ProofCheckFailed
+from proofflow.prover.errors import ProofCheckFailed
 from proofflow.prover.polynomial.domain import Radix2Domain
 from proofflow.prover.timing import PhaseTimer
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from proofflow.prover import curve
 from proofflow.prover.backend.base import Backend, MsmJob, Transfer
+from proofflow.prover.errors import ProofCheckFailed
 from proofflow.prover.field import fr
 from proofflow.prover.groth16 import r1cs_to_qap
 from proofflow.prover.groth16.data_structures import H_BASES, Proof, ProvingKey
@@ -31,11 +32,6 @@ def random_scalar(rng: np.random.Generator | None = None) -> int:
     (512 random bits reduced, so the bias is ~2^-257)."""
     raw = rng.bytes(64) if rng is not None else secrets.token_bytes(64)
     return int.from_bytes(raw, "little") % fr.MODULUS
-
-
-class ProofCheckFailed(ValueError):
-    """A fresh proof that does not verify; the message says why (the witness, the a/b/c
-    vectors, or the key and backend)."""
 
 
 def check_proof(pk: ProvingKey, cs: ConstraintSystem, witness: np.ndarray, proof: Proof, abc=None) -> None:

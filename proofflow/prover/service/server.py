@@ -26,7 +26,7 @@ Every step is a span (epoch seconds) in the reply, so the caller records where t
 The service stops after ``idle_s`` seconds without a job, on a ``stop`` request, or on SIGTERM.
 
 Failures stay per job: a bad job (fields, files, a witness that does not satisfy the circuit)
-is refused as ``pipeline.InputError``; every proof is verified before it is returned; a device running
+is refused as ``errors.InputError``; every proof is verified before it is returned; a device running
 out of memory fails that job only, after the service gave back its cached device memory; a
 job whose caller died (a killed task) before its device turn is dropped. Fault-injection points: ``proofflow/prover/faults.py``.
 """
@@ -50,8 +50,7 @@ from pathlib import Path
 
 from proofflow import settings, spec
 from proofflow.prover import device, faults, pipeline
-from proofflow.prover.groth16.prover import ProofCheckFailed
-from proofflow.prover.pipeline import InputError
+from proofflow.prover.errors import InputError, ProofCheckFailed
 from proofflow.prover.service import protocol
 from proofflow.prover.timing import PhaseTimer, Span
 
