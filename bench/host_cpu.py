@@ -1,0 +1,187 @@
+"""Host CPU a partition costs through a real Airflow: CPU seconds by process, per partition
+and per task, for a fixed batch of proof runs.
+
+    python -m bench.host_cpu [--runs 6] [--partitions 4] [--log2 10] [--standin-s 0.05]
+                             [--repeats 3] [--variants bytecode,source] [--label cpu]
+                             [--out bench/results/host-cpu-<label>.json]
+
+Why: the GPU's feeding is host work. Each partition is four Airflow tasks (a run adds seven),
+each a new process that parses the DAG file, imports what it runs and talks to the API
+server, and the API server and the scheduler work for every one of them. At 2^22 on the H200
+the device phase is ~0.3 s, ~200 partitions a minute to feed from 16 cores, so what a
+partition costs in CPU bounds the sustained rate as surely as synthesis does.
+
+One deployment per variant (bench.pipeline's: api-server, scheduler with LocalExecutor,
+dag-processor, the prover service), a warm-up run (the key, the service, the first parse),
+then --repeats batches of --runs runs triggered at once, each batch measured alone: the CPU
+time of every process of the deployment (found by its PROOFFLOW_RUNTIME) from /proc, its own
+and what it reaped from exited children (a LocalExecutor worker reaps its tasks' supervisors,
+which reap the task processes), between the trigger and the last run's end.
+
+Variants (what the baseline is): ``bytecode``, the deployment as ``proofflow setup`` leaves
+it; ``source``, the same under PYTHONDONTWRITEBYTECODE with an empty PYTHONPYCACHEPREFIX, so
+that only what setup compiled (proofflow and the DAGs) has bytecode and Airflow's and the
+libraries' modules compile in every process that imports them: a host whose wheels went in
+with --no-compile (the H200 scripts) and that writes no bytecode.
+
+Categories: ``tasks`` (the LocalExecutor workers, their supervisors and task processes),
+``api-server``, ``scheduler``, ``dag-processor``, ``prover service``, ``other``. Results:
+JSON with the hardware, versions, configuration and every batch, medians per variant.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from bench import _env
+from bench._airflow import RESULTS, add_run_arguments, deployment, prepare, say
+from tests.helpers import local_stack as stack
+
+DAG = "proof_run"
+RUN_TASKS = 7  # validate, setup, prepare_scratch, finalize_run, check_h2d, cleanup_scratch, publish_summary
+PARTITION_TASKS = 4  # synthesize, stage, prove_gpu, finalize_partition
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def category(cmdline: str) -> str:
+    for key, name in (("LocalExecutor", "tasks"), ("airflow worker", "tasks"), ("api_server", "api-server"),
+                      ("api-server", "api-server"), ("scheduler", "scheduler"), ("dag-processor", "dag-processor"),
+                      ("prover.service", "prover service")):
+        if key in cmdline:
+            return name
+    return "other"
+
+
+def snapshot(sessions: set[int], runtime: Path) -> dict[str, dict]:
+    """CPU seconds of every live process of the deployment, by ``pid:start``: its own (user +
+    system) and its reaped children's. The deployment's processes are those of its services'
+    sessions (``sessions``: each service starts one; its workers and their tasks stay in it)
+    and those whose environment names ``runtime`` (the prover service, which a task starts
+    in a session of its own; the others may have overwritten their environment with their
+    process title)."""
+    marker = f"PROOFFLOW_RUNTIME={runtime}".encode()
+    out = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+            if int(fields[3]) not in sessions and marker not in open(f"/proc/{pid}/environ", "rb").read().split(b"\0"):
+                continue
+            cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:  # gone, or not ours to read
+            continue
+        # after the ")" that ends the command name: the session is field 3, utime, stime,
+        # cutime and cstime are fields 11-14 and the start time is field 19 (0-based)
+        own = (int(fields[11]) + int(fields[12])) / CLK_TCK
+        reaped = (int(fields[13]) + int(fields[14])) / CLK_TCK
+        out[f"{pid}:{fields[19]}"] = {"category": category(cmd), "own_s": own, "reaped_s": reaped}
+    return out
+
+
+def cpu_by_category(before: dict, after: dict) -> dict[str, float]:
+    """CPU seconds spent between two snapshots, by category: each process's growth (a process
+    born in between counts from zero). A process that ended in between is counted by whoever
+    reaped it, when that one is still alive."""
+    out: dict[str, float] = {}
+    for key, p in after.items():
+        b = before.get(key, {"own_s": 0.0, "reaped_s": 0.0})
+        out[p["category"]] = out.get(p["category"], 0.0) + (p["own_s"] - b["own_s"]) + (p["reaped_s"] - b["reaped_s"])
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def batch(dep, conf: dict, runs: int, timeout: float) -> dict:
+    sessions = {p.pid for p in dep.procs.procs.values()}
+    before = snapshot(sessions, dep.runtime)
+    t0 = time.time()
+    ids = [stack.trigger(dep.base, DAG, conf) for _ in range(runs)]
+    states = {}
+    while len(states) < runs:
+        if time.time() - t0 > timeout:
+            raise TimeoutError(f"{runs - len(states)} of {runs} runs unfinished after {timeout:.0f} s")
+        for r in ids:
+            if r not in states:
+                s = stack.api(dep.base, f"/api/v2/dags/{DAG}/dagRuns/{r}")["state"]
+                if s in ("success", "failed"):
+                    states[r] = s
+        time.sleep(0.5)
+    wall = time.time() - t0
+    cpu = cpu_by_category(before, snapshot(sessions, dep.runtime))
+    parts = runs * conf["partitions"]
+    tasks = runs * (RUN_TASKS + PARTITION_TASKS * conf["partitions"])
+    total = sum(cpu.values())
+    return {"wall_s": wall, "runs": runs, "succeeded": sum(s == "success" for s in states.values()),
+            "partitions": parts, "tasks": tasks, "cpu_s": cpu, "cpu_total_s": total,
+            "cpu_per_partition_s": total / parts, "task_cpu_per_task_s": cpu.get("tasks", 0.0) / tasks}
+
+
+def summarize(batches: list[dict]) -> dict:
+    med = statistics.median
+    cats = sorted({c for b in batches for c in b["cpu_s"]})
+    return {"batches": len(batches), "cpu_per_partition_s": med(b["cpu_per_partition_s"] for b in batches),
+            "task_cpu_per_task_s": med(b["task_cpu_per_task_s"] for b in batches),
+            "wall_s": med(b["wall_s"] for b in batches),
+            "cpu_per_partition_by_category_s": {c: med(b["cpu_s"].get(c, 0.0) / b["partitions"] for b in batches)
+                                                for c in cats}}
+
+
+def variant_env(name: str, work: Path) -> dict:
+    if name == "bytecode":
+        return {}
+    if name == "source":
+        prefix = Path(tempfile.mkdtemp(prefix="pycache-", dir=work))
+        return {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": str(prefix)}
+    raise ValueError(f"unknown variant {name!r}: bytecode or source")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.host_cpu", description=__doc__.split("\n\n")[0])
+    add_run_arguments(p, partitions=4)
+    p.set_defaults(log2=10, standin_s=0.05)
+    p.add_argument("--runs", type=int, default=6, help="runs triggered at once, a batch")
+    p.add_argument("--repeats", type=int, default=3, help="batches measured per variant")
+    p.add_argument("--variants", default="bytecode,source", help="comma-separated: bytecode, source")
+    p.add_argument("--label", default="cpu")
+    p.add_argument("--out")
+    args = p.parse_args(argv)
+    variants = args.variants.split(",")
+    for v in variants:
+        variant_env(v, Path(tempfile.gettempdir()))  # refuse an unknown name before any work
+    work, timing_url, env = prepare(args)
+    out = Path(args.out) if args.out else RESULTS / f"host-cpu-{args.label}.json"
+    conf = {"log2": args.log2, "partitions": args.partitions, "backend": args.backend, "staging": args.staging,
+            "seed": args.seed}
+    doc = {"environment": env, "config": {**conf, "runs": args.runs, "repeats": args.repeats,
+                                          "standin_s": args.standin_s, "parallelism": args.parallelism},
+           "variants": {}}
+    for name in variants:
+        extra = {"PROOFFLOW_MAX_ACTIVE_RUNS": str(args.runs), **variant_env(name, work)}
+        with deployment(name, args, timing_url, work, extra, args.depth) as dep:
+            say(f"[{name}] warm-up run")
+            batch(dep, conf, 1, args.timeout)
+            batches = []
+            for i in range(args.repeats):
+                b = batch(dep, conf, args.runs, args.timeout)
+                say(f"[{name}] batch {i + 1}/{args.repeats}: {b['succeeded']}/{b['runs']} runs in {b['wall_s']:.1f} s, "
+                    f"{b['cpu_per_partition_s']:.2f} CPU-s a partition, {b['task_cpu_per_task_s']:.3f} a task")
+                batches.append(b)
+        doc["variants"][name] = {"env": {k: v for k, v in extra.items() if k.startswith("PYTHON")},
+                                 "summary": summarize(batches), "batches": batches}
+    if "bytecode" in doc["variants"] and "source" in doc["variants"]:
+        s, b = doc["variants"]["source"]["summary"], doc["variants"]["bytecode"]["summary"]
+        doc["source_over_bytecode"] = {"cpu_per_partition": s["cpu_per_partition_s"] / b["cpu_per_partition_s"],
+                                       "task_cpu_per_task": s["task_cpu_per_task_s"] / b["task_cpu_per_task_s"]}
+    _env.write(out, doc)
+    print(f"{'variant':10s} {'CPU-s/partition':>16s} {'task CPU-s/task':>16s}  by category (CPU-s a partition)")
+    for name, v in doc["variants"].items():
+        s = v["summary"]
+        cats = ", ".join(f"{c} {x:.2f}" for c, x in s["cpu_per_partition_by_category_s"].items())
+        print(f"{name:10s} {s['cpu_per_partition_s']:16.2f} {s['task_cpu_per_task_s']:16.3f}  {cats}")
+    print(f"({out})")
+    return 0 if all(b["succeeded"] == b["runs"] for v in doc["variants"].values() for b in v["batches"]) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,52 @@
+"""bench.host_cpu's accounting: processes by category, CPU growth between snapshots."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from bench import host_cpu
+
+
+@pytest.mark.parametrize("cmdline, expected", [
+    ("airflow worker -- LocalExecutor: <idle>", "tasks"),
+    ("airflow worker -- 01a244fb-acdf-7b9b-b9c3-643d1c232ca3", "tasks"),
+    ("airflow api_server -- host:127.0.0.1 port:50429", "api-server"),
+    ("/venv/bin/python3.11 /venv/bin/airflow scheduler", "scheduler"),
+    ("/venv/bin/python3.11 /venv/bin/airflow dag-processor", "dag-processor"),
+    ("python -m proofflow.prover.service --socket /tmp/x.sock --backend cpu", "prover service"),
+    ("airflow serve-logs", "other"),
+])
+def test_category(cmdline, expected):
+    assert host_cpu.category(cmdline) == expected
+
+
+def test_growth_counts_new_processes_from_zero_and_reaped_children():
+    before = {"1:100": {"category": "tasks", "own_s": 2.0, "reaped_s": 10.0},
+              "2:100": {"category": "scheduler", "own_s": 5.0, "reaped_s": 0.0},
+              "3:100": {"category": "other", "own_s": 1.0, "reaped_s": 0.0}}  # gone by the second
+    after = {"1:100": {"category": "tasks", "own_s": 2.5, "reaped_s": 14.0},
+             "2:100": {"category": "scheduler", "own_s": 6.0, "reaped_s": 0.0},
+             "4:200": {"category": "tasks", "own_s": 0.25, "reaped_s": 0.0},  # born in between
+             "5:200": {"category": "api-server", "own_s": 3.0, "reaped_s": 0.0}}
+    assert host_cpu.cpu_by_category(before, after) == {"tasks": 4.75, "api-server": 3.0, "scheduler": 1.0}
+
+
+def test_snapshot_finds_the_deployment_and_counts_reaped_cpu(tmp_path):
+    """A process whose environment names the runtime is found, and so is one of a service's
+    session; the CPU of a child it waited for shows as its reaped time."""
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3:\n    pass\n"
+    code = (f"import subprocess, sys, time\nsubprocess.run([sys.executable, '-c', {burn!r}])\n"
+            "print('ready', flush=True)\ntime.sleep(30)\n")
+    env = {**os.environ, "PROOFFLOW_RUNTIME": str(tmp_path)}
+    proc = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        snap = host_cpu.snapshot(set(), tmp_path)
+        (entry,) = [v for k, v in snap.items() if k.startswith(f"{proc.pid}:")]
+        assert entry["category"] == "other" and entry["reaped_s"] >= 0.25
+        assert not host_cpu.snapshot(set(), tmp_path / "another")
+        assert f"{proc.pid}:" in "".join(host_cpu.snapshot({os.getsid(proc.pid)}, tmp_path / "another"))
+    finally:
+        proc.kill()
+        proc.wait()
