@@ -27,6 +27,7 @@ from typing import Callable, Iterable, Iterator
 
 from sqlalchemy import (BigInteger, DateTime, Engine, Float, Integer, String, Table, Text, create_engine, event, func,
                         select, text)
+from sqlalchemy.sql import column, table as table_clause
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
 from sqlalchemy.schema import CreateIndex, CreateTable
@@ -289,7 +290,7 @@ class TimingStore:
         database unreachable: the full check that follows retries and says why)."""
         try:
             with self.engine.connect() as conn:
-                return list(conn.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).scalars())
+                return list(conn.execute(select(column("version_num")).select_from(table_clause(VERSION_TABLE))).scalars())
         except SQLAlchemyError:
             return None
 
