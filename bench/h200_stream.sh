@@ -2,7 +2,7 @@
 # The sustained-load benchmark on the H200, one size a device call (the machine has no package
 # index: Airflow, Great Expectations and arkworks come as wheels in .whl/, from
 # `bash bench/gpu_wheels.sh`, carried with the call):
-#   carry .whl; command: [PARTS=8 INFLIGHT=4 DEPTH=8] bash bench/h200_stream.sh LOG2 [DURATION_S] [WARMUP_S]
+#   carry .whl; command: [PARTS=8 INFLIGHT=4|6 DEPTH=8|16] bash bench/h200_stream.sh LOG2 [DURATION_S] [WARMUP_S]
 # (also .kernels.tar.xz from bench/gpu_kernels.sh, if built; PROOFFLOW_CURVE_VARIANT,
 # PROOFFLOW_MSM_BALANCED, _PRECOMPUTE and _OVERLAP set for the script reach the deployment)
 # LOG2 22 or 24. 1. installs the wheels into /tmp/site; 2. builds the GPU kernels into the
@@ -11,16 +11,16 @@
 # bench.stream: one Airflow on SQLite, proof_runs of the size triggered for DURATION_S
 # seconds (default 200) of feeding, the first WARMUP_S (default 20) left out, so the steady
 # window is 3 minutes. What the configuration is for:
-# - pool `gpu` of 8 slots a device (--depth): a prove_gpu task holds its slot from Airflow's
+# - pool `gpu` of 8 slots a device (16 at 2^22; --depth): a prove_gpu task holds its slot from Airflow's
 #   start of it to its end, seconds more than the device phase, so with 4 slots the device
 #   waited for the next task to reach the service (2^22: 5.5 s mean pool wait, 59% busy);
 #   jobs queued in the service cost no pinned memory, only a mapped staging segment;
-# - more runs in flight (4 runs of 8 partitions at both sizes): a run's partitions reach the
+# - more runs in flight (4 runs of 8 partitions, 6 at 2^22): a run's partitions reach the
 #   device ~10 s after its trigger, and the backlog has to cover that. 3 runs of 4 at 2^24
 #   kept the device 77.8% busy once its phase was 0.85 s (stream-h200-2p24.json): a run's
 #   4 syntheses, 2 at a time, took longer than its 4 device phases, and a finished run's
 #   tail still counted as in flight;
-# - executor parallelism 32 on 16 cores: the 8 prove_gpu tasks only wait; up to 4 x in-flight
+# - executor parallelism 32 on 16 cores: the prove_gpu tasks only wait; up to 4 x in-flight
 #   runs active: a run's tail (finalize_run, check_h2d, cleanup) ends a minute after its proofs;
 # - Airflow's metadata in Postgres (pgserver's, from the wheels: the image has none): on SQLite
 #   that load ended in "database is locked" errors from the API server; 4 API server workers
@@ -32,8 +32,14 @@ set -euo pipefail
 L=${1:?usage: h200_stream.sh LOG2 [DURATION_S] [WARMUP_S]}; DURATION=${2:-200}; WARMUP=${3:-20}
 case $L in 22|24) ;; *) echo "LOG2 must be 22 or 24" >&2; exit 2 ;; esac
 # the feeding's shape, overridable for a call that tries another: partitions a run, runs in
-# flight, the pool's slots
-PARTS=${PARTS:-8}; INFLIGHT=${INFLIGHT:-4}; DEPTH=${DEPTH:-8}
+# flight, the pool's slots. A pool slot cycles through a prove_gpu task's start-up and
+# wind-down (~0.5 s in its span at 2^22) and the scheduler's pick-up of the next one (~1 s)
+# around its device phase: 8 slots over a ~1.8 s cycle feed ~270 phases a minute, too close
+# to the ~200 a 2^22 phase of ~0.3 s asks for, so 2^22 gets 16 (each queued job holds only
+# its 0.4 GiB staging segment) and 6 runs in flight (a partition reaches the device ~10 s
+# after its run's trigger: ~35 partitions at that rate).
+case $L in 22) DEF_INFLIGHT=6 DEF_DEPTH=16 ;; *) DEF_INFLIGHT=4 DEF_DEPTH=8 ;; esac
+PARTS=${PARTS:-8}; INFLIGHT=${INFLIGHT:-$DEF_INFLIGHT}; DEPTH=${DEPTH:-$DEF_DEPTH}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 t0=$(date +%s)
 since() { echo $(( $(date +%s) - t0 )); }

@@ -25,13 +25,17 @@ libraries' modules compile in every process that imports them: a host whose whee
 with --no-compile (the H200 scripts) and that writes no bytecode.
 
 Categories: ``tasks`` (the LocalExecutor workers, their supervisors and task processes),
-``api-server``, ``scheduler``, ``dag-processor``, ``prover service``, ``other``. Results:
-JSON with the hardware, versions, configuration and every batch, medians per variant.
+``api-server``, ``scheduler``, ``dag-processor``, ``prover service``, ``other``. The API
+server's requests in a batch are counted by route from its access log (the benchmark itself
+asks for one list of runs a second). Results: JSON with the hardware, versions,
+configuration and every batch, medians per variant.
 """
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import os
+import re
 import statistics
 import tempfile
 import time
@@ -92,29 +96,57 @@ def cpu_by_category(before: dict, after: dict) -> dict[str, float]:
     return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
-def batch(dep, conf: dict, runs: int, timeout: float) -> dict:
+_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_ACCESS = re.compile(r"^(\S+) .*request finished.* duration_us=(\d+) .*method=(\w+) path=(\S+)")
+
+
+def route(method: str, path: str) -> str:
+    """A request's route: ids, run ids and XCom keys left out, so requests of every task count
+    together."""
+    path = _ID.sub("ID", path)
+    path = re.sub(r"/dagRuns/[^/]+", "/dagRuns/RUN", path)
+    path = re.sub(r"^(/execution/xcoms)/.*", r"\1/...", path)
+    path = re.sub(r"^(/execution/(variables|connections))/.*", r"\1/NAME", path)
+    return f"{method} {path}"
+
+
+def api_requests(log: Path, t0: float, t1: float) -> dict[str, dict]:
+    """The API server's requests that finished between t0 and t1, from its access log: by
+    route, how many and their summed latency (the server's own work is part of it)."""
+    out: dict[str, dict] = {}
+    for line in log.read_text(errors="replace").splitlines() if log.exists() else ():
+        m = _ACCESS.match(line)
+        if not m:
+            continue
+        when = dt.datetime.fromisoformat(m.group(1).replace("Z", "+00:00")).timestamp()
+        if t0 <= when <= t1:
+            r = out.setdefault(route(m.group(3), m.group(4)), {"n": 0, "latency_s": 0.0})
+            r["n"] += 1
+            r["latency_s"] += int(m.group(2)) / 1e6
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]["latency_s"]))
+
+
+def batch(dep, conf: dict, runs: int, timeout: float, api_log: Path) -> dict:
     sessions = {p.pid for p in dep.procs.procs.values()}
     before = snapshot(sessions, dep.runtime)
     t0 = time.time()
-    ids = [stack.trigger(dep.base, DAG, conf) for _ in range(runs)]
-    states = {}
-    while len(states) < runs:
+    ids = {stack.trigger(dep.base, DAG, conf) for _ in range(runs)}
+    # one request a second while they run, so that the API server's CPU is the runs' own
+    while ids & {d["dag_run_id"] for d in stack.api(
+            dep.base, f"/api/v2/dags/{DAG}/dagRuns?state=queued&state=running&limit=1000")["dag_runs"]}:
         if time.time() - t0 > timeout:
-            raise TimeoutError(f"{runs - len(states)} of {runs} runs unfinished after {timeout:.0f} s")
-        for r in ids:
-            if r not in states:
-                s = stack.api(dep.base, f"/api/v2/dags/{DAG}/dagRuns/{r}")["state"]
-                if s in ("success", "failed"):
-                    states[r] = s
-        time.sleep(0.5)
-    wall = time.time() - t0
+            raise TimeoutError(f"runs unfinished after {timeout:.0f} s")
+        time.sleep(1.0)
+    t1 = time.time()
     cpu = cpu_by_category(before, snapshot(sessions, dep.runtime))
+    states = [stack.api(dep.base, f"/api/v2/dags/{DAG}/dagRuns/{r}")["state"] for r in ids]
     parts = runs * conf["partitions"]
     tasks = runs * (RUN_TASKS + PARTITION_TASKS * conf["partitions"])
     total = sum(cpu.values())
-    return {"wall_s": wall, "runs": runs, "succeeded": sum(s == "success" for s in states.values()),
+    return {"wall_s": t1 - t0, "runs": runs, "succeeded": states.count("success"),
             "partitions": parts, "tasks": tasks, "cpu_s": cpu, "cpu_total_s": total,
-            "cpu_per_partition_s": total / parts, "task_cpu_per_task_s": cpu.get("tasks", 0.0) / tasks}
+            "cpu_per_partition_s": total / parts, "task_cpu_per_task_s": cpu.get("tasks", 0.0) / tasks,
+            "api_requests": api_requests(api_log, t0, t1)}
 
 
 def summarize(batches: list[dict]) -> dict:
@@ -124,7 +156,10 @@ def summarize(batches: list[dict]) -> dict:
             "task_cpu_per_task_s": med(b["task_cpu_per_task_s"] for b in batches),
             "wall_s": med(b["wall_s"] for b in batches),
             "cpu_per_partition_by_category_s": {c: med(b["cpu_s"].get(c, 0.0) / b["partitions"] for b in batches)
-                                                for c in cats}}
+                                                for c in cats},
+            "api_requests_per_partition": {r: med(b["api_requests"].get(r, {"n": 0})["n"] / b["partitions"]
+                                                  for b in batches)
+                                           for r in sorted({r for b in batches for r in b["api_requests"]})}}
 
 
 def variant_env(name: str, work: Path) -> dict:
@@ -160,10 +195,11 @@ def main(argv=None) -> int:
         extra = {"PROOFFLOW_MAX_ACTIVE_RUNS": str(args.runs), **variant_env(name, work)}
         with deployment(name, args, timing_url, work, extra, args.depth) as dep:
             say(f"[{name}] warm-up run")
-            batch(dep, conf, 1, args.timeout)
+            api_log = work / name / "logs" / "api-server.log"
+            batch(dep, conf, 1, args.timeout, api_log)
             batches = []
             for i in range(args.repeats):
-                b = batch(dep, conf, args.runs, args.timeout)
+                b = batch(dep, conf, args.runs, args.timeout, api_log)
                 say(f"[{name}] batch {i + 1}/{args.repeats}: {b['succeeded']}/{b['runs']} runs in {b['wall_s']:.1f} s, "
                     f"{b['cpu_per_partition_s']:.2f} CPU-s a partition, {b['task_cpu_per_task_s']:.3f} a task")
                 batches.append(b)

@@ -45,7 +45,10 @@ drain afterwards is left out).
                       those under load), capped by PROOFFLOW_SYNTH_CONCURRENCY x runs in flight
     bound             min(GPU rate, synthesis rate); proofs per minute as a fraction of it
 
-and, to say what bound the stream where neither did: the host-task rate (the synthesis
+and, to say what bound the stream where neither did: the cores each kind of the
+deployment's processes kept busy from the warm-up's end to the feeding's (``host_cpu``, read
+from /proc as bench.host_cpu does: one saturated core bounds a single-threaded scheduler),
+the host-task rate (the synthesis
 slots over a partition's synthesize + stage + finalize_partition spans: the same executor
 slots run all three), the GPU pool's rate (the pool's slots over the median prove_gpu task
 span: a task holds its slot from Airflow's start of it to its end, not only for its device
@@ -65,7 +68,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench import _env
+from bench import _env, host_cpu
 from proofflow.airflow.hooks.api import AirflowApiError
 from bench._airflow import RESULTS, add_run_arguments, deployment, prepare, say, this_process_env
 from tests.helpers import local_stack as stack
@@ -262,14 +265,19 @@ def in_flight_now(runs: list[dict], partitions: int, count: str) -> float:
 
 
 def feed(dep, conf: dict, seeds: list[int], in_flight: int, duration: float, poll_s: float, timeout: float,
-         label: str, max_active: int, count: str = "proving") -> dict:
+         label: str, max_active: int, count: str = "proving", cpu_from_s: float = 0.0) -> dict:
     """Keep ``in_flight`` runs' worth of partitions going for ``duration`` seconds, then let
-    the runs finish (``in_flight_now`` says how runs count)."""
+    the runs finish (``in_flight_now`` says how runs count). The deployment's CPU by process
+    is read ``cpu_from_s`` after the start and when feeding stops (``host_cpu``)."""
     t0 = time.time()
     stop_at, runs, told, load = t0 + duration, [], t0, []
     parts = conf["partitions"]
+    sessions = {p.pid for p in dep.procs.procs.values()}
+    cpu0 = None
     while time.time() < stop_at:
         dep.procs.check_alive()
+        if cpu0 is None and time.time() >= t0 + cpu_from_s:
+            cpu0 = (time.time(), host_cpu.snapshot(sessions, dep.runtime))
         load.append((time.time(), os.getloadavg()[0]))  # the host's, other users' work included
         listed = stack.api(dep.base, f"/api/v2/dags/{DAG}/dagRuns?state=queued&state=running&limit=100")
         active = {d["dag_run_id"] for d in listed["dag_runs"]}
@@ -300,6 +308,10 @@ def feed(dep, conf: dict, seeds: list[int], in_flight: int, duration: float, pol
                 f"{sum(r.get('state') == 'failed' for r in runs)} failed")
         time.sleep(poll_s)
     t_stop = time.time()
+    cpu = None
+    if cpu0 is not None:  # cores each kind of process kept busy while fed: a core's worth saturates one
+        spent = host_cpu.cpu_by_category(cpu0[1], host_cpu.snapshot(sessions, dep.runtime))
+        cpu = {"from": cpu0[0], "to": t_stop, "cores": {k: v / (t_stop - cpu0[0]) for k, v in spent.items()}}
     left = [r for r in runs if "state" not in r]
     say(f"[{label}] feeding stopped after {t_stop - t0:.0f} s ({len(runs)} runs); draining {len(left)} run(s)")
     for r in left:
@@ -311,7 +323,7 @@ def feed(dep, conf: dict, seeds: list[int], in_flight: int, duration: float, pol
             tis = stack.api(dep.base, f"/api/v2/dags/{DAG}/dagRuns/{r['run_id']}/taskInstances?limit=500")
             r["failed_tasks"] = sorted({t["task_id"] for t in tis["task_instances"]
                                         if t["state"] not in ("success", "skipped")})
-    return {"t0": t0, "t_stop": t_stop, "t_drained": time.time(), "runs": runs, "load": load}
+    return {"t0": t0, "t_stop": t_stop, "t_drained": time.time(), "runs": runs, "load": load, "host_cpu": cpu}
 
 
 def service_status(dep, backend: str, devices: list[int]) -> dict:
@@ -482,7 +494,7 @@ def main(argv=None) -> int:
             say(f"[{label}] streaming {args.duration:.0f} s: {in_flight} proof_runs of {parts} partitions in flight")
             conf = {"log2": log2, "partitions": parts, "backend": args.backend, "staging": args.staging}
             s = feed(dep, conf, args.seeds, in_flight, args.duration, args.poll_s, args.timeout, label,
-                     max_active, args.count)
+                     max_active, args.count, cpu_from_s=args.warmup_s or 0.0)
             s.update(log2=log2, partitions=parts, in_flight=in_flight,
                      service=service_status(dep, args.backend, args.devices))
             window, panel = analyze(s, args, timing_url, gpu_slots)
@@ -510,7 +522,8 @@ def reanalyze(args) -> int:
         t0 = w["window"]["start"] - w["window"]["warmup_s"]
         t_stop = t0 + w["window"]["stream_s"]
         s = {"t0": t0, "t_stop": t_stop, "t_drained": t_stop + w["window"]["drain_s"], "runs": w["runs"],
-             "load": [], "service": w["service"], "log2": w["log2"], "partitions": w["partitions_per_run"],
+             "load": [], "host_cpu": w.get("host_cpu"), "service": w["service"], "log2": w["log2"],
+             "partitions": w["partitions_per_run"],
              "in_flight": w["in_flight"]}
         window, panel = analyze(s, args, args.timing_db or doc["timing_db"], cfg["gpu_slots"])
         doc["windows"][key] = {**window, "load_average_1min": w["load_average_1min"]}
@@ -549,6 +562,7 @@ def analyze(s: dict, args, timing_url: str, gpu_slots: int) -> tuple[dict, dict 
         "window": {"start": lo, "end": hi, "warmup_s": lo - s["t0"], "stream_s": s["t_stop"] - s["t0"],
                    "drain_s": s["t_drained"] - s["t_stop"]},
         "load_average_1min": stats(v for t, v in s["load"] if lo <= t <= hi) | {"cores": os.cpu_count()},
+        "host_cpu": s.get("host_cpu"),
         "runs_triggered": len(s["runs"]), "runs_succeeded": sum(r["state"] == "success" for r in s["runs"]),
         "proofs_verified": n_verified, "proofs_expected": expected,
         "ok": fig is not None and n_verified == expected and all(r["state"] == "success" for r in s["runs"]),
@@ -579,6 +593,9 @@ def print_summary(doc: dict, out: Path) -> None:
               f"{_f(w.get('synthesis_rate_per_min')):>12}{_f(w.get('bound_per_min')):>8}"
               f"{_f(w.get('fraction_of_bound'), 100):>12}{w['proofs_verified']:>6}/{w['proofs_expected']}  "
               f"{w.get('binding')} {_f(w.get('binding_rate_per_min'))}/min")
+        if w.get("host_cpu"):
+            print("      host cores busy while fed: " + ", ".join(
+                f"{k} {v:.2f}" for k, v in w["host_cpu"]["cores"].items()))
     print(f"({out})")
 
 

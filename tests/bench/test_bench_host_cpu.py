@@ -50,3 +50,24 @@ def test_snapshot_finds_the_deployment_and_counts_reaped_cpu(tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_api_requests_by_route_within_the_window(tmp_path):
+    log = tmp_path / "api-server.log"
+    line = ("{t} [info     ] request finished               [http.access] client_addr=127.0.0.1:1 "
+            "duration_us={us} loc=http_access_log.py:130 method={m} path={p} query= status_code=200")
+    log.write_text("\n".join([
+        line.format(t="2026-12-05T07:29:58.000000Z", us=1000, m="PATCH",
+                    p="/execution/task-instances/01a244f8-f606-713d-a81e-e5b52ebaa3a9/run"),
+        line.format(t="2026-12-05T07:29:59.000000Z", us=3000, m="PATCH",
+                    p="/execution/task-instances/01a244fb-acdf-7b9b-b9c3-643d1c232ca3/run"),
+        line.format(t="2026-12-05T07:29:59.500000Z", us=500, m="GET",
+                    p="/execution/xcoms/proof_run/manual__2026-12-05T07:29:58.140235+00:00/partition.synthesize/return_value"),
+        "2026-12-05T07:29:59.600000Z [info     ] something else",
+        line.format(t="2026-12-05T07:31:00.000000Z", us=9000, m="GET", p="/api/v2/dags/proof_run/dagRuns/x"),  # after
+    ]))
+    t0 = host_cpu.dt.datetime(2026, 12, 5, 7, 29, 57, tzinfo=host_cpu.dt.timezone.utc).timestamp()
+    got = host_cpu.api_requests(log, t0, t0 + 10)
+    assert got == {"PATCH /execution/task-instances/ID/run": {"n": 2, "latency_s": pytest.approx(0.004)},
+                   "GET /execution/xcoms/...": {"n": 1, "latency_s": pytest.approx(0.0005)}}
+    assert host_cpu.api_requests(tmp_path / "none.log", t0, t0 + 10) == {}
