@@ -1,6 +1,6 @@
-"""The engine's errors that callers sort on: inputs that proving again cannot fix. Kept apart
-from the modules that raise them (and free of imports) so an Airflow task can tell them
-apart without importing the prover."""
+"""The engine's errors that callers sort on: inputs that proving again cannot fix, a staging
+budget without room. Kept apart from the modules that raise them (and free of imports) so
+an Airflow task can tell them apart without importing the prover."""
 
 
 class InputError(ValueError):
