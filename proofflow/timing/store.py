@@ -290,7 +290,8 @@ class TimingStore:
         database unreachable: the full check that follows retries and says why)."""
         try:
             with self.engine.connect() as conn:
-                return list(conn.execute(select(column("version_num")).select_from(table_clause(VERSION_TABLE))).scalars())
+                stmt = select(column("version_num")).select_from(table_clause(VERSION_TABLE))
+                return list(conn.execute(stmt).scalars())
         except SQLAlchemyError:
             return None
 
