@@ -264,6 +264,21 @@ def in_flight_now(runs: list[dict], partitions: int, count: str) -> float:
     return sum(1.0 - min(r.get("proved", 0), partitions) / partitions for r in live)
 
 
+def _poll(base: str, runs: list[dict], parts: int, count: str) -> None:
+    """The runs' states and, counted by proving, their partitions proved so far."""
+    listed = stack.api(base, f"/api/v2/dags/{DAG}/dagRuns?state=queued&state=running&limit=1000")
+    active = {d["dag_run_id"] for d in listed["dag_runs"]}
+    for r in runs:
+        if "state" in r:
+            continue
+        if r["run_id"] not in active:
+            r.update(state=_state(base, r["run_id"]), finished_at=time.time())
+        elif count == "proving" and r.get("proved", 0) < parts:
+            r["proved"] = _proved(base, r["run_id"])
+            if r["proved"] >= parts:
+                r["proved_at"] = time.time()
+
+
 def feed(dep, conf: dict, seeds: list[int], in_flight: int, duration: float, poll_s: float, timeout: float,
          label: str, max_active: int, count: str = "proving", cpu_from_s: float = 0.0) -> dict:
     """Keep ``in_flight`` runs' worth of partitions going for ``duration`` seconds, then let
@@ -279,17 +294,12 @@ def feed(dep, conf: dict, seeds: list[int], in_flight: int, duration: float, pol
         if cpu0 is None and time.time() >= t0 + cpu_from_s:
             cpu0 = (time.time(), host_cpu.snapshot(sessions, dep.runtime))
         load.append((time.time(), os.getloadavg()[0]))  # the host's, other users' work included
-        listed = stack.api(dep.base, f"/api/v2/dags/{DAG}/dagRuns?state=queued&state=running&limit=100")
-        active = {d["dag_run_id"] for d in listed["dag_runs"]}
-        for r in runs:
-            if "state" in r:
-                continue
-            if r["run_id"] not in active:
-                r.update(state=_state(dep.base, r["run_id"]), finished_at=time.time())
-            elif count == "proving" and r.get("proved", 0) < parts:
-                r["proved"] = _proved(dep.base, r["run_id"])
-                if r["proved"] >= parts:
-                    r["proved_at"] = time.time()
+        try:
+            _poll(dep.base, runs, parts, count)
+        except AirflowApiError as exc:  # an API server too busy to answer in time: the stream goes on
+            say(f"[{label}] poll failed, the runs' states as they were: {exc}")
+            time.sleep(poll_s)
+            continue
         running = sum("state" not in r for r in runs)
         while in_flight_now(runs, parts, count) < in_flight and running < max_active:
             seed = seeds[len(runs) % len(seeds)]

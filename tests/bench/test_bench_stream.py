@@ -105,3 +105,19 @@ def test_each_run_carries_check_h2ds_flags(sqlite_url):
                                      "gbps": 0.35, "reason": "H2D 9.0 ms > 1.5 x expected 2.0 ms"}]
     assert runs[1]["h2d_flags"] == []
     store.dispose()
+
+
+def test_poll_updates_finished_and_proving_runs(monkeypatch):
+    answers = {
+        f"/api/v2/dags/{stream.DAG}/dagRuns?state=queued&state=running&limit=1000": {"dag_runs": [{"dag_run_id": "b"}]},
+        f"/api/v2/dags/{stream.DAG}/dagRuns/a": {"state": "success"},
+        f"/api/v2/dags/{stream.DAG}/dagRuns/b/taskInstances?task_id=partition.prove_gpu&state=success&limit=1":
+            {"total_entries": 4},
+    }
+    asked = []
+    monkeypatch.setattr(stream.stack, "api", lambda base, path: asked.append(path) or answers[path])
+    runs = [{"run_id": "a"}, {"run_id": "b", "proved": 1}, {"run_id": "c", "state": "failed"}]
+    stream._poll("http://x", runs, 4, "proving")
+    assert runs[0]["state"] == "success" and "finished_at" in runs[0]
+    assert runs[1]["proved"] == 4 and "proved_at" in runs[1] and "state" not in runs[1]
+    assert runs[2] == {"run_id": "c", "state": "failed"} and len(asked) == 3  # a finished run is not asked again
