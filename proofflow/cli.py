@@ -276,7 +276,8 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("setup", help="create pool `gpu`, connection proofflow_timing and the timing tables; or, "
                                      "with --r1cs, write a test-only zkey",
                        description="For a deployment: runs `airflow db migrate`, creates/updates pool `gpu` (one "
-                                   "slot per GPU) and the proofflow_timing connection, migrates the timing store and, "
+                                   "slot per GPU) and the proofflow_timing connection, migrates the timing store, compiles "
+                                   "proofflow's and the DAG files' bytecode (every task process imports them) and, "
                                    "where CuPy is installed, compiles the GPU kernels into the kernel cache. "
                                    "With --r1cs X.r1cs --out X.zkey: a snarkjs Groth16 zkey for that circuit from a "
                                    "seeded toxic waste, for tests and benchmarks only (no ceremony: anyone who knows "
