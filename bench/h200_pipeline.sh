@@ -13,12 +13,14 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 t0=$(date +%s)
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1
+. bench/_bytecode.sh  # the wheels' bytecode, where the host writes none
 export PROOFFLOW_SETUP_WORKERS=16 OMP_NUM_THREADS=2  # 16 syntheses at once: 2 OpenMP threads each
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,noheader
 python3 -c "import airflow, cupy; print('airflow', airflow.__version__, 'cupy', cupy.__version__)"
 KEYS=/dev/shm/pf-params
 python3 -m proofflow.prover setup --circuit mimc --log2 "$LOG2" --seed 0 --backend gpu --out "$KEYS/mimc-log2_${LOG2}-seed0"
 echo "key ready at $(( $(date +%s) - t0 )) s"
+bytecode_wait
 python3 -m bench.pipeline --backend gpu --log2 "$LOG2" --partitions "$PARTS" --depth "$DEPTH" \
     --variants naive,proofflow,proofflow-pageable --params-cache "$KEYS" --scratch /dev/shm/pf-scratch \
     --work /tmp/pf-pipeline --timing-db "sqlite:///$OUT/timing.db" --parallelism 16 --timeout 420 \

@@ -45,15 +45,7 @@ t0=$(date +%s)
 since() { echo $(( $(date +%s) - t0 )); }
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1
-# Every Airflow task is a new process that imports Airflow's lazily loaded modules (and
-# proofflow's, which `proofflow setup` compiles). Under PYTHONDONTWRITEBYTECODE no process
-# caches their bytecode (the wheels go in --no-compile), so each task would compile them
-# again: compiled once here instead, beside the key setup.
-bytecode=
-if [ -n "${PYTHONDONTWRITEBYTECODE:-}" ]; then
-    python3 -m compileall -q -j 0 /tmp/site > "$OUT/compileall.log" 2>&1 &
-    bytecode=$!
-fi
+. bench/_bytecode.sh  # the wheels' bytecode, where the host writes none
 export PROOFFLOW_SETUP_WORKERS=16 OMP_NUM_THREADS=2  # syntheses run side by side: 2 OpenMP threads each
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,noheader
 python3 -c "import airflow, cupy; print('airflow', airflow.__version__, 'cupy', cupy.__version__)"
@@ -85,9 +77,7 @@ else
         > "$OUT/setup-2p$L.log" 2>&1 || { tail -20 "$OUT/setup-2p$L.log"; exit 1; }
     echo "2^$L key ready at $(since) s"
 fi
-if [ -n "$bytecode" ]; then
-    wait $bytecode && echo "bytecode compiled at $(since) s" || echo "compileall failed (see compileall.log)"
-fi
+bytecode_wait
 wait $kernels && echo "kernels built at $(since) s" || echo "kernels build failed (see kernels.log): the service compiles"
 if [ -n "$tests" ]; then
     rc=0; wait $tests || rc=$?; echo "GPU tests (rc $rc) done at $(since) s: $(tail -1 "$OUT/pytest.log")"

@@ -15,12 +15,14 @@ t0=$(date +%s)
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1
+. bench/_bytecode.sh  # the wheels' bytecode, where the host writes none
 export PROOFFLOW_SETUP_WORKERS=32 OMP_NUM_THREADS=2  # the syntheses of 32 partitions at once
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader
 python3 -c "import airflow, cupy; print('airflow', airflow.__version__, 'cupy', cupy.__version__, 'GPUs', cupy.cuda.runtime.getDeviceCount())"
 KEYS=/dev/shm/pf-params
 python3 -m proofflow.prover setup --circuit mimc --log2 "$LOG2" --seed 0 --backend gpu --out "$KEYS/mimc-log2_${LOG2}-seed0"
 echo "key ready at $(( $(date +%s) - t0 )) s"
+bytecode_wait
 python3 -m bench.scaling --backend gpu --devices 0,1 --log2 "$LOG2" --partitions "$PARTS" --depth "$DEPTH" \
     --params-cache "$KEYS" --scratch /dev/shm/pf-scratch --work /tmp/pf-scaling --timing-db "sqlite:///$OUT/timing.db" \
     --parallelism 32 --timeout 240 --out "$OUT/pipeline-h200-x2.json" --png "$OUT/pipeline-h200-x2.png" \
