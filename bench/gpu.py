@@ -970,7 +970,8 @@ def main(argv=None) -> dict:
     props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
     result = json.loads(args.out.read_text()) if args.only and args.out.exists() else {}
     result.update({"device": props["name"].decode(), "versions": versions(), "variant": args.variant,
-                   "curve_variant": kernels.curve_variant(), "msm_balanced": settings.msm_balanced()})
+                   "curve_variant": kernels.curve_variant(), "msm_balanced": settings.msm_balanced(),
+                   "msm_g1_blocks": settings.msm_g1_blocks() or 4})  # msm.cu's default: 4 blocks an SM
     result.update(check_against_cpu(GpuBackend(args.variant), rng))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     done = result.setdefault("sections_done", [])

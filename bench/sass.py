@@ -48,7 +48,7 @@ def compile_module(name: str, variant: str, group: str | None, arch: str, workdi
     """{kernel: {regs, stack, spill_stores, spill_loads, sass, top}} for one module."""
     stem = workdir / cache.Module(name, variant, group).label
     stem.with_suffix(".cu").write_text(source.source(name))
-    options = source.options(variant, group) + ("-ftz=true",)
+    options = source.options(variant, group, name) + ("-ftz=true",)
     proc = subprocess.run([tool("nvcc", "NVCC"), f"-arch=sm_{arch}", "-cubin", "--resource-usage", *options,
                            "-o", str(stem.with_suffix(".cubin")), str(stem.with_suffix(".cu"))],
                           capture_output=True, text=True)

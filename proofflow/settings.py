@@ -334,6 +334,18 @@ def curve_variant(choices) -> str | None:
     return raw and raw.strip().lower()
 
 
+def msm_g1_blocks() -> int | None:
+    """PROOFFLOW_MSM_G1_BLOCKS: blocks of 128 threads an SM that msm.cu's G1 kernels are
+    compiled for (``__launch_bounds__``; unset: 4, 128 registers a thread). 5 or 6 trade
+    registers, and spills, for warps that hide the products' latency (bench/gpu-notes.md)."""
+    raw = _get("PROOFFLOW_MSM_G1_BLOCKS")
+    if raw is None or not raw.strip():
+        return None
+    if not raw.strip().isdigit() or not 1 <= int(raw) <= 16:
+        raise ValueError(f"PROOFFLOW_MSM_G1_BLOCKS must be a whole number of blocks in 1..16, got {raw!r}")
+    return int(raw)
+
+
 def msm_balanced() -> bool:
     """PROOFFLOW_MSM_BALANCED: whether GPU MSMs accumulate in balanced spans (default on: the
     H200 measured 1.07-1.38x over pieces, bench/gpu-notes.md)."""

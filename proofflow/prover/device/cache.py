@@ -75,7 +75,7 @@ class Module:
 
     def options(self) -> tuple[str, ...]:
         """NVRTC's options but the arch."""
-        return source.options(self.variant, self.group) + FLAGS
+        return source.options(self.variant, self.group, self.name) + FLAGS
 
 
 # Every module proofflow loads: the NTT module in the variants GpuBackend runs and its benchmark
@@ -259,7 +259,7 @@ def load_module(module: Module, arch: str) -> "cupy.RawModule":
         log.warning("no cubin of %s for sm_%s (%s): compiling it through CuPy", module.label, arch, exc)
     with _count:
         compiles += 1
-    loaded = cupy.RawModule(code=module.text(), options=source.options(module.variant, module.group))
+    loaded = cupy.RawModule(code=module.text(), options=source.options(module.variant, module.group, module.name))
     loaded.compile()
     return loaded
 

@@ -63,20 +63,23 @@ def source(name: str = "ntt.cu") -> str:
     return expand(name)
 
 
-def options(variant: str = "mul32", group: str | None = None) -> tuple[str, ...]:
-    """NVRTC options of a module: the product variant and, for the curve modules, the group."""
+def options(variant: str = "mul32", group: str | None = None, name: str | None = None) -> tuple[str, ...]:
+    """NVRTC options of module ``name``: the product variant and, for the curve modules, the
+    group; for msm.cu's G1 kernels the blocks an SM when PROOFFLOW_MSM_G1_BLOCKS sets them."""
     if variant not in VARIANTS:
         raise ValueError(f"unknown kernel variant {variant!r}: choose one of {', '.join(VARIANTS)}")
     if group is not None and group not in GROUPS:
         raise ValueError(f"unknown group {group!r}: choose one of {', '.join(GROUPS)}")
-    return ("-std=c++17",) + _DEFINES[variant] + ((f"-DPF_GROUP_{group.upper()}",) if group else ())
+    blocks = settings.msm_g1_blocks() if (name, group) == ("msm.cu", "g1") else None
+    grouped = (f"-DPF_GROUP_{group.upper()}",) if group else ()
+    return ("-std=c++17",) + _DEFINES[variant] + grouped + ((f"-DPF_G1_BLOCKS={blocks}",) if blocks else ())
 
 
 def load(variant: str = "mul32", name: str = "ntt.cu", group: str | None = None) -> "cupy.RawModule":
     """The module compiled from ``name`` for the current device: ``ntt.cu``, ``field.cu`` (Fq
     kernels for tests and benchmarks), or ``msm.cu`` / ``fixed_base.cu`` / ``bitsum.cu`` for
     one ``group`` (``g1`` or ``g2``)."""
-    options(variant, group)  # a bad name fails before CuPy is imported
+    options(variant, group, name)  # a bad name or setting fails before CuPy is imported
     import cupy
     return _load(variant, name, group, cupy.cuda.Device().compute_capability)
 
