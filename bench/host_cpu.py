@@ -49,6 +49,7 @@ DAG = "proof_run"
 RUN_TASKS = 7  # validate, setup, prepare_scratch, finalize_run, check_h2d, cleanup_scratch, publish_summary
 PARTITION_TASKS = 4  # synthesize, stage, prove_gpu, finalize_partition
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+VARIANTS = ("bytecode", "source")
 
 
 def category(cmdline: str) -> str:
@@ -165,10 +166,8 @@ def summarize(batches: list[dict]) -> dict:
 def variant_env(name: str, work: Path) -> dict:
     if name == "bytecode":
         return {}
-    if name == "source":
-        prefix = Path(tempfile.mkdtemp(prefix="pycache-", dir=work))
-        return {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": str(prefix)}
-    raise ValueError(f"unknown variant {name!r}: bytecode or source")
+    prefix = Path(tempfile.mkdtemp(prefix="pycache-", dir=work))  # source: an empty bytecode cache
+    return {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": str(prefix)}
 
 
 def main(argv=None) -> int:
@@ -182,8 +181,9 @@ def main(argv=None) -> int:
     p.add_argument("--out")
     args = p.parse_args(argv)
     variants = args.variants.split(",")
-    for v in variants:
-        variant_env(v, Path(tempfile.gettempdir()))  # refuse an unknown name before any work
+    unknown = sorted(set(variants) - set(VARIANTS))
+    if unknown:
+        p.error(f"--variants: {', '.join(unknown)} unknown; choose from {', '.join(VARIANTS)}")
     work, timing_url, env = prepare(args)
     out = Path(args.out) if args.out else RESULTS / f"host-cpu-{args.label}.json"
     conf = {"log2": args.log2, "partitions": args.partitions, "backend": args.backend, "staging": args.staging,

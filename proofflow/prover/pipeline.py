@@ -410,9 +410,6 @@ def synthesize(circuit: Circuit, seed: int, partition: int, pool: StagingPool, t
     return Staged(abc, inst.witness, buf, inst.public_inputs)
 
 
-shared_staging = SharedStaging.from_settings  # this home's shared staging
-
-
 def synthesize_shared(circuit: Circuit, seed: int, partition: int, staging: SharedStaging, holder: str,
                       timer=None, timeout: float | None = None, input=None) -> dict:
     """A partition's witness and a/b/c written once, into a shared segment leased for

@@ -171,8 +171,8 @@ def _check_run(store, dr, staging="pageable", prove_phases=None):
 
     from proofflow.prover import files, layout
     assert not layout.run_dir(DAG_ID, dr.run_id).exists(), "scratch is removed when the run finishes"
-    from proofflow.prover import pipeline
-    assert pipeline.shared_staging().leases() == [], "every partition's segment is released"
+    from proofflow.prover.shared_staging import SharedStaging
+    assert SharedStaging.from_settings().leases() == [], "every partition's segment is released"
     from proofflow.timing.report import run_report
     assert [h["host_copy_bytes"] for h in run_report(store, DAG_ID, dr.run_id)["h2d"]] == [0] * PARTITIONS
     assert files.stale_temporaries(Path(run["bundle_dir"])) == []

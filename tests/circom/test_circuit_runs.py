@@ -108,6 +108,7 @@ def test_bad_inputs_are_named_before_any_work(ceremony, home, tmp_path):
 
 def test_an_input_violating_a_constraint_fails_synthesis_naming_it(ceremony, home, tmp_path):
     from proofflow.prover import pipeline
+    from proofflow.prover.shared_staging import SharedStaging
     from proofflow.prover.circom import registry
     from proofflow.prover.circuits import get_circuit
     chain = ceremony["chain"]
@@ -118,7 +119,7 @@ def test_an_input_violating_a_constraint_fails_synthesis_naming_it(ceremony, hom
     bad = tmp_path / "bad.wtns"
     bad.write_bytes(bytes(raw))
     circuit = get_circuit("chain", registry.get("chain")["log2"])
-    staging = pipeline.shared_staging()
+    staging = SharedStaging.from_settings()
     with pytest.raises(pipeline.InputError, match=f"input {bad}: the witness does not satisfy the circuit"):
         pipeline.synthesize_shared(circuit, 0, 0, staging, "d/r/p0000", input=str(bad))
     assert staging.leases() == [], "a refused input left its segment leased"
@@ -156,6 +157,7 @@ def test_setup_writes_a_test_only_zkey_the_registry_takes(ceremony, home, tmp_pa
 
 def test_an_input_the_circuit_refuses_fails_its_partition_naming_the_file(ceremony, home, tmp_path):
     from proofflow.prover import pipeline
+    from proofflow.prover.shared_staging import SharedStaging
     from proofflow.prover.circom import registry
     from proofflow.prover.circuits import get_circuit
     gadgets = ceremony["gadgets"]
@@ -163,7 +165,7 @@ def test_an_input_the_circuit_refuses_fails_its_partition_naming_the_file(ceremo
     bad = tmp_path / "bad-input.json"
     bad.write_text(json.dumps({"nosuchsignal": "1"}))
     circuit = get_circuit("gadgets", registry.get("gadgets")["log2"])
-    staging = pipeline.shared_staging()
+    staging = SharedStaging.from_settings()
     with pytest.raises(pipeline.InputError, match=f"input {bad}.*nosuchsignal"):
         pipeline.synthesize_shared(circuit, 0, 0, staging, "d/r/p0000", input=str(bad))
     assert staging.leases() == [] and not staging.root.exists(), "a refused input touched the staging"

@@ -55,6 +55,7 @@ def test_a_registered_circuit_through_the_prover_service_on_the_gpu(chain, tmp_p
     in place as proof_run stages it, proved by the GPU's prover service; snarkjs's verifying
     key accepts the proof."""
     from proofflow.prover import pipeline
+    from proofflow.prover.shared_staging import SharedStaging
     from proofflow.prover.circom import read_r1cs, read_verification_key, registry, setup, verify
     from proofflow.prover.circuits import get_circuit
     from proofflow.prover.device.backend import GpuBackend
@@ -65,7 +66,7 @@ def test_a_registered_circuit_through_the_prover_service_on_the_gpu(chain, tmp_p
     setup.write_test_zkey(read_r1cs(chain / "chain.r1cs"), 9, tmp_path / "chain.zkey", GpuBackend())
     info = registry.add("chain", chain / "chain.r1cs", tmp_path / "chain.zkey")
     circuit = get_circuit("chain", info["log2"])
-    out = pipeline.synthesize_shared(circuit, 0, 0, pipeline.shared_staging(), "t/r/p0000",
+    out = pipeline.synthesize_shared(circuit, 0, 0, SharedStaging.from_settings(), "t/r/p0000",
                                      input=str(chain / "chain.wtns"))
     client = ServiceClient("gpu", 0, idle_s=60)
     try:

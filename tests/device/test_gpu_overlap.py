@@ -138,6 +138,7 @@ def test_the_service_proves_with_overlapped_msms(tmp_path, monkeypatch):
     """The prover service's device thread hands its MSMs to the lanes (threads of its
     process, on its device)."""
     from proofflow.prover import pipeline
+    from proofflow.prover.shared_staging import SharedStaging
     from proofflow.prover.circuits import get_circuit
     from proofflow.prover.groth16 import generator, verifier
     from proofflow.prover.groth16.data_structures import Proof
@@ -149,7 +150,7 @@ def test_the_service_proves_with_overlapped_msms(tmp_path, monkeypatch):
     pk.save(key_dir)
     monkeypatch.setenv("PROOFFLOW_RUNTIME", str(tmp_path / "rt"))
     monkeypatch.setenv("PROOFFLOW_MSM_OVERLAP", "1")
-    staging = pipeline.shared_staging()
+    staging = SharedStaging.from_settings()
     client = ServiceClient("gpu", 0, idle_s=60)
     try:
         assert client.ensure_running() is not None

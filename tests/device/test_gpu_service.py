@@ -27,6 +27,7 @@ def key_dir(gpu, tmp_path_factory):
 
 def test_service_on_the_gpu_uploads_from_the_staging_asked_for(key_dir, tmp_path, monkeypatch):
     from proofflow.prover import pipeline
+    from proofflow.prover.shared_staging import SharedStaging
     from proofflow.prover.circuits import get_circuit
     from proofflow.prover.groth16 import verifier
     from proofflow.prover.groth16.data_structures import Proof, VerifyingKey
@@ -34,7 +35,7 @@ def test_service_on_the_gpu_uploads_from_the_staging_asked_for(key_dir, tmp_path
     monkeypatch.setenv("PROOFFLOW_RUNTIME", str(tmp_path / "rt"))
     circuit = get_circuit("mimc", LOG2)
     vk = VerifyingKey.load(key_dir / "vk.json")
-    staging = pipeline.shared_staging()
+    staging = SharedStaging.from_settings()
     client = ServiceClient("gpu", 0, idle_s=60)
     try:
         assert client.ensure_running() is not None

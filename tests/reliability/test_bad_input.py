@@ -327,9 +327,9 @@ def staged_run(tmp_path_factory):
 
 def _staging(root: Path, monkeypatch):
     """The module fixture's shared staging, for this test (the autouse fixture gave it another)."""
-    from proofflow.prover import pipeline
+    from proofflow.prover.shared_staging import SharedStaging
     monkeypatch.setenv("PROOFFLOW_SHARED_STAGING", str(root / "shm"))
-    return pipeline.shared_staging()
+    return SharedStaging.from_settings()
 
 
 def _segments(staging) -> dict:
@@ -450,9 +450,9 @@ def svc(tmp_path_factory, files):
     corrupt = root / "corrupt-key"
     shutil.copytree(files["key"], corrupt)
     _flip(corrupt / "h_query.npy", 0.6)  # the service loads keys without hashing them
-    from proofflow.prover import pipeline
+    from proofflow.prover.shared_staging import SharedStaging
     yield {"client": client, "root": root, "d": d, "d1": d1, "n": n, "public": public, "corrupt": corrupt,
-           "key": files["key"], "staging": pipeline.shared_staging()}
+           "key": files["key"], "staging": SharedStaging.from_settings()}
     stop_all(root / "rt")
     mp.undo()
 

@@ -84,8 +84,8 @@ def _check_run(store, run_id: str, partitions: int, summary: dict, scratch_root:
     assert len(read_manifest(bundle)["partitions"]) == partitions
     assert files.stale_temporaries(bundle) == [], "a killed writer's temporary file was left in the bundle"
     assert not layout.run_dir("proof_run", run_id, scratch_root).exists(), "the run's scratch was left behind"
-    from proofflow.prover import pipeline
-    assert pipeline.shared_staging().leases() == [], "a partition's shared segment was left leased"
+    from proofflow.prover.shared_staging import SharedStaging
+    assert SharedStaging.from_settings().leases() == [], "a partition's shared segment was left leased"
     record = store.run("proof_run", run_id)
     assert record["state"] == "success" and record["proofs_verified"] == partitions
 
@@ -198,8 +198,8 @@ def test_sigkill_at_random_points_of_every_phase(tmp_path, monkeypatch, soak):
 
     fired = sorted(p.name for p in markers.iterdir())
     assert {"synthesize.segment", "oom"} <= set(fired)
-    from proofflow.prover import pipeline
-    staging = pipeline.shared_staging().stats()
+    from proofflow.prover.shared_staging import SharedStaging
+    staging = SharedStaging.from_settings().stats()
     assert staging["leases"] == 0 and staging["leased"] == 0 and staging["idle"] <= staging["budget"], staging
     assert [p for p in (tmp_path / "params").glob(".*") if p.is_dir()] == [], \
         "a setup killed mid-save left its temporary key directory"
@@ -340,13 +340,14 @@ def test_a_full_staging_budget_makes_synthesis_wait_then_fail_clearly(tmp_path, 
     never comes and fails naming the bytes; once the first segment is released (its proof
     out) the retry fits in it; a partition that can never fit is an input error at once."""
     from proofflow.prover import pipeline
+    from proofflow.prover.shared_staging import SharedStaging
     from proofflow.prover.circuits import get_circuit
     from proofflow.prover.shared_staging import _capacity, segment_bytes
     from proofflow.prover.staging import StagingTimeout
     circuit = get_circuit("mimc", LOG2)
     budget = _capacity(segment_bytes(circuit.domain_size, circuit.constraint_system.num_variables))
     monkeypatch.setenv("PROOFFLOW_STAGING_BUDGET", str(budget))
-    staging = pipeline.shared_staging()
+    staging = SharedStaging.from_settings()
     first = pipeline.synthesize_shared(circuit, 0, 0, staging, "d/r/p0000")
     t0 = time.monotonic()
     with pytest.raises(StagingTimeout, match=f"within 1.0 s: {budget} of {budget} bytes leased"):
@@ -358,7 +359,7 @@ def test_a_full_staging_budget_makes_synthesis_wait_then_fail_clearly(tmp_path, 
     assert staging.stats()["leased"] == budget and second["segment"] != first["segment"]
     monkeypatch.setenv("PROOFFLOW_STAGING_BUDGET", str(budget // 2))
     with pytest.raises(pipeline.InputError, match="can never fit the staging budget"):
-        pipeline.synthesize_shared(circuit, 0, 2, pipeline.shared_staging(), "d/r/p0002", timeout=1.0)
+        pipeline.synthesize_shared(circuit, 0, 2, SharedStaging.from_settings(), "d/r/p0002", timeout=1.0)
     figures.add("faults injected: staging budget full (dedicated test)", 2)
 
 

@@ -164,6 +164,7 @@ class SynthesizeOperator(ProofflowOperator):
 
     def run(self, context, rec):
         from proofflow.prover import pipeline
+        from proofflow.prover.shared_staging import SharedStaging
         from proofflow.prover.circuits import get_circuit
         cfg = self.config
         input = cfg["inputs"][self.partition] if cfg.get("inputs") else None  # a registered circuit's
@@ -176,8 +177,8 @@ class SynthesizeOperator(ProofflowOperator):
             rec.transfer("net", out.pop("stream_bytes"), "pageable", out.pop("stream_s"),
                          start=out.pop("stream_start"))
         else:
-            out = pipeline.synthesize_shared(circuit, cfg["seed"], self.partition, pipeline.shared_staging(), holder,
-                                             rec, input=input)
+            out = pipeline.synthesize_shared(circuit, cfg["seed"], self.partition, SharedStaging.from_settings(),
+                                             holder, rec, input=input)
         return {"partition": self.partition, **out}
 
 
@@ -322,6 +323,7 @@ class ProveGpuOperator(ProofflowOperator):
 
     def _in_process(self, rec, segment: str, holder: str) -> bytes:
         from proofflow.prover import device, pipeline
+        from proofflow.prover.shared_staging import SharedStaging
         from proofflow.prover.backend import get_backend
         from proofflow.prover.backend.standin import StandinBackend
         from proofflow.prover.timing import PhaseTimer
@@ -335,7 +337,7 @@ class ProveGpuOperator(ProofflowOperator):
             backend = StandinBackend(backend, settings.standin_gpu_s())
         timer, transfers = PhaseTimer(), {}
         # the naive design again: this process maps (and pins) the segment for one proof
-        segments = pipeline.MappedSegments(pipeline.shared_staging(), pin=cfg["staging"] == "pinned"
+        segments = pipeline.MappedSegments(SharedStaging.from_settings(), pin=cfg["staging"] == "pinned"
                                            and backend.name == "gpu")
         try:
             with rec.phase("load"):
@@ -405,6 +407,7 @@ class FinalizeRunOperator(ProofflowOperator):
 
     def run(self, context, rec):
         from proofflow.prover import files, layout, pipeline
+        from proofflow.prover.shared_staging import SharedStaging
         from proofflow.prover.groth16.data_structures import VerifyingKey
         cfg, ti = self.config, context["ti"]
         # A mapped group of one partition hands its only result over unwrapped (Airflow 3.3)
@@ -436,7 +439,7 @@ class FinalizeRunOperator(ProofflowOperator):
                              proofs_verified=verified, bundle_dir=str(out))
         with rec.phase("cleanup"):
             files.remove_tree(self.run_scratch(context))
-            pipeline.shared_staging().release_owned(layout.run_owner(ti.dag_id, ti.run_id))
+            SharedStaging.from_settings().release_owned(layout.run_owner(ti.dag_id, ti.run_id))
         return summary
 
 

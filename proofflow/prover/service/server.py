@@ -52,6 +52,7 @@ from proofflow import settings, spec
 from proofflow.prover import device, faults, pipeline
 from proofflow.prover.errors import InputError, ProofCheckFailed
 from proofflow.prover.service import protocol
+from proofflow.prover.shared_staging import SharedStaging
 from proofflow.prover.timing import PhaseTimer, Span
 
 log = logging.getLogger("proofflow.service")
@@ -172,7 +173,7 @@ class ProverService:
         if self.keys.budget is None:
             self.keys.budget = settings.key_budget_bytes(self._memory_bytes())
         log.info("proving keys stay resident within %d bytes (PROOFFLOW_KEY_BUDGET)", self.keys.budget)
-        staging = pipeline.shared_staging()
+        staging = SharedStaging.from_settings()
         self.segments = {"pinned": pipeline.MappedSegments(staging, pin=self.backend_name == "gpu"),
                          "pageable": pipeline.MappedSegments(staging, pin=False)}
         threading.Thread(target=self._upload_loop, name="proofflow-upload", daemon=True).start()
