@@ -27,7 +27,8 @@
 #   (the tasks' every state change goes through it);
 # - shared staging capped at 32 GiB: it bounds the partitions synthesized ahead of the device
 #   (2 GiB a partition at 2^24, 0.5 at 2^22); 2 syntheses a run at once, 2 OpenMP threads each.
-# Results ($OUT/stream-h200-2pLOG2.json + .png), the timing DB and Airflow's logs are in $OUT.
+# Results ($OUT/stream-LABEL-2pLOG2.json + .png; LABEL h200, or h100 when the call got one), the
+# timing DB and Airflow's logs are in $OUT.
 set -euo pipefail
 L=${1:?usage: h200_stream.sh LOG2 [DURATION_S] [WARMUP_S]}; DURATION=${2:-200}; WARMUP=${3:-20}
 case $L in 22|24) ;; *) echo "LOG2 must be 22 or 24" >&2; exit 2 ;; esac
@@ -48,6 +49,7 @@ export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1
 . bench/_bytecode.sh  # the wheels' bytecode, where the host writes none
 export PROOFFLOW_SETUP_WORKERS=16 OMP_NUM_THREADS=2  # syntheses run side by side: 2 OpenMP threads each
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,noheader
+case $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1) in *H100*) LABEL=h100 ;; *) LABEL=h200 ;; esac
 python3 -c "import airflow, cupy; print('airflow', airflow.__version__, 'cupy', cupy.__version__)"
 df -h / /dev/shm | tail -2; free -g | head -2
 . bench/_kernels.sh  # prebuilt cubins, if carried
@@ -98,7 +100,7 @@ timeout -k 5 $(( left - 10 )) python3 -m bench.stream --backend gpu --log2 "$L" 
     --in-flight $INFLIGHT --duration "$dur" --warmup-s "$WARMUP" --params-cache "$KEYS" --depth "$DEPTH" \
     --scratch /dev/shm/pf-scratch --work "/tmp/pf-stream-$L" --timing-db "sqlite:///$OUT/timing-2p$L.db" \
     --metadata-db "$META" --max-active $(( 4 * INFLIGHT )) --parallelism 32 --timeout 120 --synth-concurrency 2 --set PROOFFLOW_STAGING_BUDGET=$(( 32 << 30 )) --set AIRFLOW__API__WORKERS=4 \
-    ${msm[@]+"${msm[@]}"} --label h200 --out "$OUT/stream-h200-2p$L.json" --png "$OUT/stream-h200-2p$L.png" 2>&1 \
+    ${msm[@]+"${msm[@]}"} --label $LABEL --out "$OUT/stream-$LABEL-2p$L.json" --png "$OUT/stream-$LABEL-2p$L.png" 2>&1 \
     | tee "$OUT/stream.log" || true
 tar czf "$OUT/airflow-logs.tgz" -C "/tmp/pf-stream-$L" --exclude='*.db' . 2>/dev/null || true
 echo "done at $(since) s"
