@@ -2,7 +2,7 @@
 # The sustained-load benchmark on the H200, one size a device call (the machine has no package
 # index: Airflow, Great Expectations and arkworks come as wheels in .whl/, from
 # `bash bench/gpu_wheels.sh`, carried with the call):
-#   carry .whl; command: [PARTS=8 INFLIGHT=4|6 DEPTH=8|16] bash bench/h200_stream.sh LOG2 [DURATION_S] [WARMUP_S]
+#   carry .whl; command: [PARTS=8 INFLIGHT=4|6 DEPTH=8|16] [CALL_S=570] bash bench/h200_stream.sh LOG2 [DURATION_S] [WARMUP_S]
 # (also .kernels.tar.xz from bench/gpu_kernels.sh, if built; PROOFFLOW_CURVE_VARIANT,
 # PROOFFLOW_MSM_BALANCED, _PRECOMPUTE and _OVERLAP set for the script reach the deployment)
 # LOG2 22 or 24. 1. installs the wheels into /tmp/site; 2. builds the GPU kernels into the
@@ -85,8 +85,9 @@ if [ -n "$tests" ]; then
     rc=0; wait $tests || rc=$?; echo "GPU tests (rc $rc) done at $(since) s: $(tail -1 "$OUT/pytest.log")"
 fi
 # what is left of the call: Airflow's start (~30 s), the drain (~40 s) and the analysis
-# (~20 s) come on top of the feeding
-left=$(( 570 - $(since) ))
+# (~20 s) come on top of the feeding. CALL_S: the seconds this call may take (default 570, a
+# full call's 600 less the transfers), less where the session's device time is short
+left=$(( ${CALL_S:-570} - $(since) ))
 dur=$(( left - 110 )); [ "$dur" -gt "$DURATION" ] && dur=$DURATION
 echo "streaming 2^$L for $dur s (warm-up $WARMUP s), $left s of the call left"
 # the caller's MSM settings (e.g. PROOFFLOW_CURVE_VARIANT=call), for the deployment, which
