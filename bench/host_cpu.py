@@ -67,7 +67,8 @@ def snapshot(sessions: set[int], runtime: Path) -> dict[str, dict]:
     sessions (``sessions``: each service starts one; its workers and their tasks stay in it)
     and those whose environment names ``runtime`` (the prover service, which a task starts
     in a session of its own; the others may have overwritten their environment with their
-    process title)."""
+    process title). A process whose command line names no category takes its parent's: the
+    API server's workers are spawned children (``multiprocessing.spawn``) that do not name it."""
     marker = f"PROOFFLOW_RUNTIME={runtime}".encode()
     out = {}
     for pid in filter(str.isdigit, os.listdir("/proc")):
@@ -82,8 +83,21 @@ def snapshot(sessions: set[int], runtime: Path) -> dict[str, dict]:
         # cutime and cstime are fields 11-14 and the start time is field 19 (0-based)
         own = (int(fields[11]) + int(fields[12])) / CLK_TCK
         reaped = (int(fields[13]) + int(fields[14])) / CLK_TCK
-        out[f"{pid}:{fields[19]}"] = {"category": category(cmd), "own_s": own, "reaped_s": reaped}
-    return out
+        out[f"{pid}:{fields[19]}"] = {"category": category(cmd), "own_s": own, "reaped_s": reaped,
+                                      "pid": int(pid), "ppid": int(fields[1])}
+    return inherit_categories(out)
+
+
+def inherit_categories(procs: dict[str, dict]) -> dict[str, dict]:
+    """Give each ``other`` process the category of its nearest categorized ancestor in ``procs``."""
+    by_pid = {p["pid"]: p for p in procs.values()}
+    for p in procs.values():
+        q, seen = p, set()
+        while q["category"] == "other" and q["ppid"] in by_pid and q["ppid"] not in seen:
+            seen.add(q["ppid"])
+            q = by_pid[q["ppid"]]
+        p["category"] = q["category"]
+    return procs
 
 
 def cpu_by_category(before: dict, after: dict) -> dict[str, float]:

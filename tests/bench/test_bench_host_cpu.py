@@ -71,3 +71,14 @@ def test_api_requests_by_route_within_the_window(tmp_path):
     assert got == {"PATCH /execution/task-instances/ID/run": {"n": 2, "latency_s": pytest.approx(0.004)},
                    "GET /execution/xcoms/...": {"n": 1, "latency_s": pytest.approx(0.0005)}}
     assert host_cpu.api_requests(tmp_path / "none.log", t0, t0 + 10) == {}
+
+
+def test_an_uncategorized_process_takes_its_nearest_categorized_ancestors_category():
+    """The API server's spawned workers do not name it on their command line."""
+    procs = {"10:1": {"category": "api-server", "pid": 10, "ppid": 1, "own_s": 1.0, "reaped_s": 0.0},
+             "11:2": {"category": "other", "pid": 11, "ppid": 10, "own_s": 1.0, "reaped_s": 0.0},
+             "12:3": {"category": "other", "pid": 12, "ppid": 11, "own_s": 1.0, "reaped_s": 0.0},
+             "20:4": {"category": "other", "pid": 20, "ppid": 1, "own_s": 1.0, "reaped_s": 0.0},
+             "30:5": {"category": "tasks", "pid": 30, "ppid": 10, "own_s": 1.0, "reaped_s": 0.0}}
+    got = {k: p["category"] for k, p in host_cpu.inherit_categories(procs).items()}
+    assert got == {"10:1": "api-server", "11:2": "api-server", "12:3": "api-server", "20:4": "other", "30:5": "tasks"}
