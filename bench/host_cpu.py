@@ -79,7 +79,7 @@ def snapshot(sessions: set[int], runtime: Path) -> dict[str, dict]:
             cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
         except OSError:  # gone, or not ours to read
             continue
-        # after the ")" that ends the command name: the session is field 3, utime, stime,
+        # after the ")" that ends the command name: the parent is field 1, the session field 3, utime, stime,
         # cutime and cstime are fields 11-14 and the start time is field 19 (0-based)
         own = (int(fields[11]) + int(fields[12])) / CLK_TCK
         reaped = (int(fields[13]) + int(fields[14])) / CLK_TCK
