@@ -147,10 +147,17 @@ def figures(device_phases: list[dict], attempts: list[dict], synth: list[dict], 
     for d in devices:
         spans = [(p["start"], p["end"]) for p in device_phases if p["device"] == d]
         kernels = [(p["start"], p["end"]) for p in device_phases if p["device"] == d and p["phase"] in KERNEL_PHASES]
-        gaps = idle_gaps([(a["gpu_start"], a["gpu_end"]) for a in attempts if a["device"] == d], lo, hi)
+        held = [(a["gpu_start"], a["gpu_end"]) for a in attempts if a["device"] == d]
+        gaps = idle_gaps(held, lo, hi)
         busy = union_s(spans, lo, hi)
+        # the idle time split: "starved", no partition in hand (outside every attempt's span,
+        # which starts with its upload); "handoff", one in hand but no phase running (the
+        # service between two proofs, or a proof between its phases)
+        starved = window - union_s(held, lo, hi)
         per_device[d] = {"busy_s": busy, "busy_fraction": busy / window,
                          "kernel_busy_fraction": union_s(kernels, lo, hi) / window,
+                         "starved_fraction": starved / window,
+                         "handoff_fraction": max(0.0, window - busy - starved) / window,
                          "proofs": sum(lo <= a["gpu_end"] <= hi for a in attempts if a["device"] == d),
                          "idle_gap_median_s": statistics.median(gaps) if gaps else 0.0,
                          "idle_gap_max_s": max(gaps) if gaps else 0.0, "idle_gaps_over_100ms": sum(g > 0.1 for g in gaps)}

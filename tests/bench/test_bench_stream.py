@@ -59,6 +59,9 @@ def test_figures_over_a_window_across_runs():
     assert f["binding"] == "host tasks" and f["fraction_of_binding"] == pytest.approx(48.0 / 30.0)
     assert f["synthesize_tasks_running_mean"] == pytest.approx(2.0)
     assert f["per_device"]["cuda:0"]["idle_gap_median_s"] == pytest.approx(0.25)
+    # idle 20%: between attempts (no partition in hand); none inside one
+    assert f["per_device"]["cuda:0"]["starved_fraction"] == pytest.approx(0.2, abs=0.02)
+    assert f["per_device"]["cuda:0"]["handoff_fraction"] == pytest.approx(0.0, abs=1e-9)
     slow = stream.figures(phases, attempts, synth, stage, 10.0, 40.0, synth_slots=1)
     assert slow["bound_by"] == "synthesis" and slow["bound_per_min"] == pytest.approx(30.0)
     assert slow["host_rate_per_min"] is None and slow["pool_rate_per_min"] is None  # no spans, no slots given
@@ -73,6 +76,17 @@ def test_two_devices_each_count_their_own_union():
     assert f["per_device"]["cuda:1"]["busy_fraction"] == pytest.approx(0.5)
     assert f["busy_fraction"] == pytest.approx(0.75) and f["gpu_rate_per_min"] == pytest.approx(120.0)
     assert f["synthesis_rate_per_min"] is None and f["bound_by"] == "gpu"
+
+
+def test_idle_time_splits_into_starved_and_handoff():
+    # attempts back to back every 1 s (never starved), each busy only in [0.1, 0.9] of it: the
+    # device idles 20% with a partition in hand
+    attempts = [_attempt("cuda:0", float(i), 1.0) for i in range(10)]
+    phases = [{"device": "cuda:0", "phase": "ntt", "start": a["gpu_start"] + 0.1, "end": a["gpu_end"] - 0.1}
+              for a in attempts]
+    d = stream.figures(phases, attempts, [], [], 0.0, 10.0, synth_slots=1)["per_device"]["cuda:0"]
+    assert d["busy_fraction"] == pytest.approx(0.8)
+    assert d["starved_fraction"] == pytest.approx(0.0) and d["handoff_fraction"] == pytest.approx(0.2)
 
 
 def test_options_per_size_and_defaults():

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Issue #20's partition targets on the H200 (a MiMC partition's median device phase: 2^22
+# <= 0.25 s, 2^24 <= 0.8 s), each size plain and with precomputed copies, in one device call:
+#   carry .whl (and .kernels.tar.xz); command: [PRECOMPUTE=40e9] [REPEATS=5] bash bench/h200_partition.sh [LOG2 ...]
+# LOG2 defaults to "22 24". Keys and caches are the stream's (bench/h200_stream.sh): /tmp/site,
+# /dev/shm/pf-params and the default kernel and constraint-system directories, so a call that
+# follows a stream on a warm machine finds its key and cubins there; a missing key is set up
+# on the GPU first (~1 min at 2^24). bench.partition runs the partition alone on the device,
+# without Airflow, and verifies every proof. Results: $OUT/partition-h200-mimc-2pL.json and
+# -2pL-pre.json (copies under PROOFFLOW_MSM_PRECOMPUTE=$PRECOMPUTE bytes), and the logs.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/out}; mkdir -p "$OUT"
+SIZES=${*:-22 24}; PRECOMPUTE=${PRECOMPUTE:-40e9}; REPEATS=${REPEATS:-5}
+t0=$SECONDS
+left() { local s=$((570 - (SECONDS - t0))); echo $((s > 1 ? s : 1)); }
+if [ ! -e /tmp/site/airflow ]; then  # the stream's install, if this machine ran one
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+        || { echo "installing the carried wheels failed"; exit 1; }
+fi
+export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1 OMP_NUM_THREADS=8
+. bench/_kernels.sh
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,noheader | tee "$OUT/device.txt"
+status=0
+for L in $SIZES; do
+    key=/dev/shm/pf-params/mimc-log2_$L-seed0
+    if [ ! -f "$key/params.json" ]; then
+        timeout -k 5 "$(left)" python3 -m proofflow.prover setup --circuit mimc --log2 "$L" --seed 0 --backend gpu \
+            --out "$key" > "$OUT/setup-2p$L.log" 2>&1 || { tail -5 "$OUT/setup-2p$L.log"; status=1; continue; }
+        echo "2^$L key set up at $((SECONDS - t0)) s"
+    fi
+    for pre in 0 "$PRECOMPUTE"; do
+        name=partition-h200-mimc-2p$L$([ "$pre" = 0 ] || echo -pre)
+        PROOFFLOW_MSM_PRECOMPUTE=$pre timeout -k 5 "$(left)" python3 -m bench.partition --circuit mimc --log2 "$L" \
+            --key "$key" --warmup 1 --repeats "$REPEATS" --out "$OUT/$name.json" > "$OUT/$name.log" 2>&1
+        rc=$?; [ $rc = 0 ] || status=$rc
+        echo "2^$L precompute $pre: rc $rc at $((SECONDS - t0)) s; $(tail -1 "$OUT/$name.log")"
+    done
+done
+echo "done at $((SECONDS - t0)) s (rc $status)"
+exit $status
