@@ -2,7 +2,7 @@
 and per task, for a fixed batch of proof runs.
 
     python -m bench.host_cpu [--runs 6] [--partitions 4] [--log2 10] [--standin-s 0.05]
-                             [--repeats 3] [--variants bytecode,source] [--label cpu]
+                             [--repeats 3] [--variants bytecode,nopreload,source] [--label cpu]
                              [--out bench/results/host-cpu-<label>.json]
 
 Why: the GPU's feeding is host work. Each partition is four Airflow tasks (a run adds seven),
@@ -18,11 +18,13 @@ time of every process of the deployment (found by its PROOFFLOW_RUNTIME) from /p
 and what it reaped from exited children (a LocalExecutor worker reaps its tasks' supervisors,
 which reap the task processes), between the trigger and the last run's end.
 
-Variants (what the baseline is): ``bytecode``, the deployment as ``proofflow setup`` leaves
-it; ``source``, the same under PYTHONDONTWRITEBYTECODE with an empty PYTHONPYCACHEPREFIX, so
-that only what setup compiled (proofflow and the DAGs) has bytecode and Airflow's and the
-libraries' modules compile in every process that imports them: a host whose wheels went in
-with --no-compile (the H200 scripts) and that writes no bytecode.
+Variants (what the baselines are): ``bytecode``, the deployment as ``proofflow setup`` leaves
+it; ``nopreload``, the same with PROOFFLOW_PRELOAD=0 (the scheduler does not import the
+tasks' modules before forking them, proofflow/airflow/preload.py); ``source``, the same
+under PYTHONDONTWRITEBYTECODE with an empty PYTHONPYCACHEPREFIX, so that only what setup
+compiled (proofflow and the DAGs) has bytecode and Airflow's and the libraries' modules
+compile in every process that imports them: a host whose wheels went in with --no-compile
+(the H200 scripts) and that writes no bytecode.
 
 Categories: ``tasks`` (the LocalExecutor workers, their supervisors and task processes),
 ``api-server``, ``scheduler``, ``dag-processor``, ``prover service``, ``other``. The API
@@ -49,7 +51,7 @@ DAG = "proof_run"
 RUN_TASKS = 7  # validate, setup, prepare_scratch, finalize_run, check_h2d, cleanup_scratch, publish_summary
 PARTITION_TASKS = 4  # synthesize, stage, prove_gpu, finalize_partition
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-VARIANTS = ("bytecode", "source")
+VARIANTS = ("bytecode", "nopreload", "source")
 
 
 def category(cmdline: str) -> str:
@@ -180,6 +182,8 @@ def summarize(batches: list[dict]) -> dict:
 def variant_env(name: str, work: Path) -> dict:
     if name == "bytecode":
         return {}
+    if name == "nopreload":
+        return {"PROOFFLOW_PRELOAD": "0"}
     prefix = Path(tempfile.mkdtemp(prefix="pycache-", dir=work))  # source: an empty bytecode cache
     return {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": str(prefix)}
 
@@ -190,7 +194,8 @@ def main(argv=None) -> int:
     p.set_defaults(log2=10, standin_s=0.05)
     p.add_argument("--runs", type=int, default=6, help="runs triggered at once, a batch")
     p.add_argument("--repeats", type=int, default=3, help="batches measured per variant")
-    p.add_argument("--variants", default="bytecode,source", help="comma-separated: bytecode, source")
+    p.add_argument("--variants", default="bytecode,nopreload",
+                   help=f"comma-separated, of {', '.join(VARIANTS)} (default bytecode,nopreload)")
     p.add_argument("--label", default="cpu")
     p.add_argument("--out")
     args = p.parse_args(argv)
@@ -217,12 +222,13 @@ def main(argv=None) -> int:
                 say(f"[{name}] batch {i + 1}/{args.repeats}: {b['succeeded']}/{b['runs']} runs in {b['wall_s']:.1f} s, "
                     f"{b['cpu_per_partition_s']:.2f} CPU-s a partition, {b['task_cpu_per_task_s']:.3f} a task")
                 batches.append(b)
-        doc["variants"][name] = {"env": {k: v for k, v in extra.items() if k.startswith("PYTHON")},
+        doc["variants"][name] = {"env": {k: v for k, v in extra.items() if k.startswith(("PYTHON", "PROOFFLOW_PRELOAD"))},
                                  "summary": summarize(batches), "batches": batches}
-    if "bytecode" in doc["variants"] and "source" in doc["variants"]:
-        s, b = doc["variants"]["source"]["summary"], doc["variants"]["bytecode"]["summary"]
-        doc["source_over_bytecode"] = {"cpu_per_partition": s["cpu_per_partition_s"] / b["cpu_per_partition_s"],
-                                       "task_cpu_per_task": s["task_cpu_per_task_s"] / b["task_cpu_per_task_s"]}
+    for base in ("source", "nopreload"):  # each baseline against the deployment as set up, same run
+        if "bytecode" in doc["variants"] and base in doc["variants"]:
+            s, b = doc["variants"][base]["summary"], doc["variants"]["bytecode"]["summary"]
+            doc[f"{base}_over_bytecode"] = {"cpu_per_partition": s["cpu_per_partition_s"] / b["cpu_per_partition_s"],
+                                            "task_cpu_per_task": s["task_cpu_per_task_s"] / b["task_cpu_per_task_s"]}
     _env.write(out, doc)
     print(f"{'variant':10s} {'CPU-s/partition':>16s} {'task CPU-s/task':>16s}  by category (CPU-s a partition)")
     for name, v in doc["variants"].items():

@@ -80,6 +80,9 @@ Where tasks run (CeleryExecutor; LocalExecutor and dag.test() ignore queues):
 
 The DAGs: PROOFFLOW_RETRIES (1), PROOFFLOW_SYNTH_CONCURRENCY (no limit),
 PROOFFLOW_MAX_ACTIVE_RUNS (4), PROOFFLOW_BATCH_CRON (*/15 * * * *).
+    PROOFFLOW_PRELOAD       1 (default): the scheduler, dag-processor and triggerer import the
+                            tasks' modules at their start, so the processes they fork for tasks
+                            and parsing inherit them (proofflow/airflow/preload.py); 0: off
 
 Checks and alerts: PROOFFLOW_H2D_<NAME> (check_h2d's settings, proofflow.timing.h2d_check),
 PROOFFLOW_SMTP_CONN_ID (smtp_default), PROOFFLOW_ALERT_EMAIL.
@@ -204,6 +207,10 @@ def db_retry_s() -> float:
 # -- devices and the prover service ----------------------------------------------------------
 def gpu_service_enabled() -> bool:
     return (_get("PROOFFLOW_GPU_SERVICE") or "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def preload_enabled() -> bool:
+    return _switch("PROOFFLOW_PRELOAD", default=True)
 
 
 def gpu_depth() -> int:
