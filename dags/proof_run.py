@@ -58,7 +58,7 @@ with DAG(
         prove = ProveGpuOperator(task_id="prove_gpu", config=config, partition=p, staged=stage.output,
                                  setup_result=setup.output, ready_after_task_id=stage.task_id)
         fin = FinalizePartitionOperator(task_id="finalize_partition", config=config, partition=p,
-                                        proved=prove.output, synthesized=synth.output, setup_result=setup.output)
+                                        proved=prove.output, setup_result=setup.output)
         return fin.output
 
     done = partition.expand(p=prepare.output)

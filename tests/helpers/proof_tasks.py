@@ -94,7 +94,6 @@ def build_operator(state: Path, run_id: str, task_id: str, map_index: int):
     if task_id == "partition.finalize_partition":
         return ops.FinalizePartitionOperator(task_id=task_id, config=cfg, partition=p,
                                              proved=_xcom(state, run_id, "partition.prove_gpu", p),
-                                             synthesized=_xcom(state, run_id, "partition.synthesize", p),
                                              setup_result=_xcom(state, run_id, "setup"))
     if task_id == "finalize_run":
         done = [_xcom(state, run_id, "partition.finalize_partition", i) for i in range(cfg["partitions"])]

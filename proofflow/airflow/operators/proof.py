@@ -213,8 +213,10 @@ class StageOperator(ProofflowOperator):
                     raise InputError(str(exc)) from None
             out, kind = {"start": time.time(), "seconds": 0.0}, cfg["staging"]
         rec.transfer("h2s", 0, kind, out["seconds"], start=out["start"])
+        # the public inputs ride along to finalize_partition: one upstream XCom a task, as each
+        # one inside the mapped group costs the task SDK an XCom read and two count requests
         return {"partition": self.partition, "segment": seg, "n": int(self.synthesized["n"]),
-                "bytes": int(self.synthesized["bytes"])}
+                "bytes": int(self.synthesized["bytes"]), "public_inputs": self.synthesized["public_inputs"]}
 
 
 def _service_call(rec, cfg: dict, partition: int, call, phase: str | None = None):
@@ -292,7 +294,8 @@ class ProveGpuOperator(ProofflowOperator):
                 self._record_waits(context["ti"], rec)
             except Exception:
                 log.exception("could not look up the waits of prove_gpu")
-        return {"partition": self.partition, "proof": str(out), "device": rec.device}
+        return {"partition": self.partition, "proof": str(out), "device": rec.device,
+                "public_inputs": self.staged["public_inputs"]}
 
     def _record_waits(self, ti, rec) -> None:
         started = _epoch(getattr(ti, "start_date", None)) or time.time()
@@ -371,26 +374,27 @@ def _queued_when(ti) -> float | None:
 
 
 class FinalizePartitionOperator(ProofflowOperator):
-    """Verifies the partition's proof and publishes it into the run's bundle directory."""
+    """Verifies the partition's proof against its public inputs (both in prove_gpu's result)
+    and publishes it into the run's bundle directory."""
 
-    template_fields = ("config", "partition", "proved", "synthesized", "setup_result")
+    template_fields = ("config", "partition", "proved", "setup_result")
 
-    def __init__(self, *, proved=None, synthesized=None, setup_result=None, **kwargs):
+    def __init__(self, *, proved=None, setup_result=None, **kwargs):
         super().__init__(**kwargs)
-        self.proved, self.synthesized, self.setup_result = proved, synthesized, setup_result
+        self.proved, self.setup_result = proved, setup_result
 
     def run(self, context, rec):
         from proofflow.prover import pipeline
         from proofflow.prover.groth16.data_structures import VerifyingKey
         ti = context["ti"]
-        inputs = [int(x, 16) for x in self.synthesized["public_inputs"]]
+        inputs = [int(x, 16) for x in self.proved["public_inputs"]]
         with rec.phase("verify"):
             proof = pipeline.read_proof(self.proved["proof"])
             vk = VerifyingKey.load(Path(self.setup_result["params_dir"]) / "vk.json")
         with rec.phase("publish"):
             path = pipeline.publish(proof, vk, inputs, bundle_dir(ti.dag_id, ti.run_id), self.partition,
                                     snarkjs=bool(self.config.get("circom")))
-        return {"partition": self.partition, "proof": str(path), "public_inputs": self.synthesized["public_inputs"],
+        return {"partition": self.partition, "proof": str(path), "public_inputs": self.proved["public_inputs"],
                 "verified": True}
 
 
