@@ -12,9 +12,10 @@ garbage collector before forking its workers, so the pages stay shared).
 It is a listener (``ProofflowPlugin.listeners``): Airflow calls ``on_starting`` with the
 scheduler's, dag-processor's or triggerer's job before the job runs, and with a marker in
 every task process (which preloads nothing). Only imports happen: nothing here opens a
-connection, starts a thread, loads a native library or touches CUDA, so forking afterwards
-is as safe as before (a test checks that CuPy stays unimported). PROOFFLOW_PRELOAD=0 turns
-it off (bench.host_cpu's baseline).
+connection, starts a Python thread, enters OpenMP or touches CUDA, so forking afterwards is
+as safe as before (numpy's BLAS starts its threads at import and handles fork itself; a
+test checks that CuPy stays unimported). PROOFFLOW_PRELOAD=0 turns it off (bench.host_cpu's
+baseline).
 """
 from __future__ import annotations
 

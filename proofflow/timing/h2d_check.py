@@ -51,6 +51,10 @@ from proofflow.prover import files, layout
 from proofflow import settings
 
 log = logging.getLogger(__name__)
+# GX's import logs ~200 INFO lines about its own API docs registry ("Skipping registering
+# function ..."); they said nothing about a check and filled every check_h2d log (and, with
+# the preload, the scheduler's)
+logging.getLogger("great_expectations._docs_decorators").setLevel(logging.WARNING)
 
 CHECK_NAME = "check_h2d"
 PARTITION_TASKS = ("synthesize", "stage", "prove_gpu", "finalize_partition")
