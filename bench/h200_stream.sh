@@ -2,7 +2,7 @@
 # The sustained-load benchmark on the H200, one size a device call (the machine has no package
 # index: Airflow, Great Expectations and arkworks come as wheels in .whl/, from
 # `bash bench/gpu_wheels.sh`, carried with the call):
-#   carry .whl, proofflow.egg-info; command: [PARTS=8 INFLIGHT=4|6 DEPTH=8|16] [CALL_S=570] bash bench/h200_stream.sh LOG2 [DURATION_S] [WARMUP_S]
+#   carry .whl, proofflow.egg-info; command: [PARTS=8 INFLIGHT=4|8 DEPTH=8|16 SYNTH=2|8] [CALL_S=570] bash bench/h200_stream.sh LOG2 [DURATION_S] [WARMUP_S]
 # (also proofflow.egg-info, which `pip install -e .` leaves in the tree: its entry point is how
 # Airflow finds proofflow's plugin, whose listener preloads the tasks' modules in the scheduler;
 # and .kernels.tar.xz from bench/gpu_kernels.sh, if built; PROOFFLOW_CURVE_VARIANT,
@@ -17,7 +17,7 @@
 #   start of it to its end, seconds more than the device phase, so with 4 slots the device
 #   waited for the next task to reach the service (2^22: 5.5 s mean pool wait, 59% busy);
 #   jobs queued in the service cost no pinned memory, only a mapped staging segment;
-# - more runs in flight (4 runs of 8 partitions, 6 at 2^22): a run's partitions reach the
+# - more runs in flight (4 runs of 8 partitions, 8 at 2^22): a run's partitions reach the
 #   device ~10 s after its trigger, and the backlog has to cover that. 3 runs of 4 at 2^24
 #   kept the device 77.8% busy once its phase was 0.85 s (stream-h200-2p24.json): a run's
 #   4 syntheses, 2 at a time, took longer than its 4 device phases, and a finished run's
@@ -28,7 +28,12 @@
 #   that load ended in "database is locked" errors from the API server; 4 API server workers
 #   (the tasks' every state change goes through it);
 # - shared staging capped at 32 GiB: it bounds the partitions synthesized ahead of the device
-#   (2 GiB a partition at 2^24, 0.5 at 2^22); 2 syntheses a run at once, 2 OpenMP threads each.
+#   (2 GiB a partition at 2^24, 0.5 at 2^22); 2 OpenMP threads a synthesis;
+# - syntheses a run at once (SYNTH; the DAG's own default is no limit): 2 at 2^24, all 8 at
+#   2^22. With 2 a run at 2^22 the device sat with no partition in hand 23% of the window
+#   (76.3% busy, stream-h100-2p22-synth2.json): a run's syntheses went two by two, each pair
+#   waiting for the scheduler to start the next, so ~2.4 ran at once of the 16 allowed; with
+#   8, 97.3% busy on the same machine (stream-h100-2p22.json).
 # Results ($OUT/stream-LABEL-2pLOG2.json + .png; LABEL h200, or h100 when the call got one), the
 # timing DB and Airflow's logs are in $OUT.
 set -euo pipefail
@@ -39,10 +44,10 @@ case $L in 22|24) ;; *) echo "LOG2 must be 22 or 24" >&2; exit 2 ;; esac
 # wind-down (~0.5 s in its span at 2^22) and the scheduler's pick-up of the next one (~1 s)
 # around its device phase: 8 slots over a ~1.8 s cycle feed ~270 phases a minute, too close
 # to the ~200 a 2^22 phase of ~0.3 s asks for, so 2^22 gets 16 (each queued job holds only
-# its 0.4 GiB staging segment) and 6 runs in flight (a partition reaches the device ~10 s
-# after its run's trigger: ~35 partitions at that rate).
-case $L in 22) DEF_INFLIGHT=6 DEF_DEPTH=16 ;; *) DEF_INFLIGHT=4 DEF_DEPTH=8 ;; esac
-PARTS=${PARTS:-8}; INFLIGHT=${INFLIGHT:-$DEF_INFLIGHT}; DEPTH=${DEPTH:-$DEF_DEPTH}
+# its 0.4 GiB staging segment) and 8 runs in flight (a partition reaches the device ~10-15 s
+# after its run's trigger: ~40-60 partitions at that rate).
+case $L in 22) DEF_INFLIGHT=8 DEF_DEPTH=16 DEF_SYNTH=8 ;; *) DEF_INFLIGHT=4 DEF_DEPTH=8 DEF_SYNTH=2 ;; esac
+PARTS=${PARTS:-8}; INFLIGHT=${INFLIGHT:-$DEF_INFLIGHT}; DEPTH=${DEPTH:-$DEF_DEPTH}; SYNTH=${SYNTH:-$DEF_SYNTH}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 t0=$(date +%s)
 since() { echo $(( $(date +%s) - t0 )); }
@@ -102,7 +107,7 @@ echo "MSM settings: ${msm[*]:-defaults}"
 timeout -k 5 $(( left - 10 )) python3 -m bench.stream --backend gpu --log2 "$L" --partitions $PARTS \
     --in-flight $INFLIGHT --duration "$dur" --warmup-s "$WARMUP" --params-cache "$KEYS" --depth "$DEPTH" \
     --scratch /dev/shm/pf-scratch --work "/tmp/pf-stream-$L" --timing-db "sqlite:///$OUT/timing-2p$L.db" \
-    --metadata-db "$META" --max-active $(( 4 * INFLIGHT )) --parallelism 32 --timeout 120 --synth-concurrency 2 --set PROOFFLOW_STAGING_BUDGET=$(( 32 << 30 )) --set AIRFLOW__API__WORKERS=4 \
+    --metadata-db "$META" --max-active $(( 4 * INFLIGHT )) --parallelism 32 --timeout 120 --synth-concurrency "$SYNTH" --set PROOFFLOW_STAGING_BUDGET=$(( 32 << 30 )) --set AIRFLOW__API__WORKERS=4 \
     ${msm[@]+"${msm[@]}"} --label $LABEL --out "$OUT/stream-$LABEL-2p$L.json" --png "$OUT/stream-$LABEL-2p$L.png" 2>&1 \
     | tee "$OUT/stream.log" || true
 tar czf "$OUT/airflow-logs.tgz" -C "/tmp/pf-stream-$L" --exclude='*.db' . 2>/dev/null || true
