@@ -3,9 +3,9 @@
 # index: Airflow, Great Expectations and arkworks come as wheels in .whl/, from
 # `bash bench/gpu_wheels.sh`, carried with the call):
 #   carry .whl, proofflow.egg-info; command: [PARTS=8 INFLIGHT=4|8 DEPTH=8|16 SYNTH=2|8] [CALL_S=570] bash bench/h200_stream.sh LOG2 [DURATION_S] [WARMUP_S]
-# (also proofflow.egg-info, which `pip install -e .` leaves in the tree: its entry point is how
+# (proofflow.egg-info is what `pip install -e .` leaves in the tree: its entry point is how
 # Airflow finds proofflow's plugin, whose listener preloads the tasks' modules in the scheduler;
-# and .kernels.tar.xz from bench/gpu_kernels.sh, if built; PROOFFLOW_CURVE_VARIANT,
+# also carry .kernels.tar.xz from bench/gpu_kernels.sh, if built; PROOFFLOW_CURVE_VARIANT,
 # PROOFFLOW_MSM_BALANCED, _PRECOMPUTE and _OVERLAP set for the script reach the deployment)
 # LOG2 22 or 24. 1. installs the wheels into /tmp/site; 2. builds the GPU kernels into the
 # kernel cache while the GPU setup makes the size's proving key (kept in /dev/shm: a call
