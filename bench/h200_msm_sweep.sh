@@ -14,11 +14,8 @@ OUT=${OUT:-$PWD/out}; mkdir -p "$OUT"
 J=$OUT/msm-phases.jsonl NOTE=${NOTE:-$(date -u +%F)}
 t0=$SECONDS
 left() { local s=$((570 - (SECONDS - t0))); echo $((s > 1 ? s : 1)); }
-if [ ! -e /tmp/site/airflow ]; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-        || { echo "installing the carried wheels failed"; exit 1; }
-fi
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+. bench/_site.sh
+export PYTHONUNBUFFERED=1
 . bench/_kernels.sh
 status=0
 phases() {  # NOTE-SUFFIX ARGS...

@@ -16,11 +16,8 @@ OUT=${OUT:-$PWD/out}; mkdir -p "$OUT"
 SIZES=${*:-22 24}; PRECOMPUTE=${PRECOMPUTE:-40e9}; REPEATS=${REPEATS:-5}
 t0=$SECONDS
 left() { local s=$((570 - (SECONDS - t0))); echo $((s > 1 ? s : 1)); }
-if [ ! -e /tmp/site/airflow ]; then  # the stream's install, if this machine ran one
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-        || { echo "installing the carried wheels failed"; exit 1; }
-fi
-export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1 OMP_NUM_THREADS=8
+. bench/_site.sh
+export PYTHONUNBUFFERED=1 OMP_NUM_THREADS=8
 . bench/_kernels.sh
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,noheader | tee "$OUT/device.txt"
 status=0
