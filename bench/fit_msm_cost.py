@@ -32,6 +32,8 @@ def load(path: Path, variant: str, balanced: bool) -> list[dict]:
         line = json.loads(text) if text.strip() else {}
         if "wall_ms" not in line or "shifts" not in line:
             continue  # a phases-only line (bench.msm_phases without --plan)
+        if "g1_blocks" in line:
+            continue  # the blocks-an-SM experiment's kernels (bench/gpu-notes.md), not the product's
         if line.get("variant", "mul32") == variant and line.get("balanced", False) == balanced:
             rows.append(line)
     return rows

@@ -16,22 +16,16 @@ fi
 # proofflow's own dependencies from the project's venv, CuPy and NVRTC from the throwaway one
 site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 dir=${KERNEL_BUILD_DIR:-$PWD/.kernels}  # kept between runs: only edited modules compile again
-# and the G1 MSM at 5 and 6 blocks an SM (PROOFFLOW_MSM_G1_BLOCKS, bench/gpu-notes.md's
-# experiment), listed with the rest: only the cubins this source loads under each setting
-# (an edited module leaves its old cubin behind)
-: > "$dir.list"
-for blocks in "" 5 6; do
-    variants=(mul32 mul64 wide call); [ -n "$blocks" ] && variants=(call)
-    PYTHONPATH=$PWD:$site PROOFFLOW_KERNEL_DIR=$dir PROOFFLOW_MSM_G1_BLOCKS=$blocks \
-        "$VENV/bin/python" -m proofflow.cli kernels build --arch 90 --variants "${variants[@]}"
-    PYTHONPATH=$PWD:$site PROOFFLOW_KERNEL_DIR=$dir PROOFFLOW_MSM_G1_BLOCKS=$blocks "$VENV/bin/python" - <<'PY' >> "$dir.list"
+# listed: only the cubins this source loads (an edited module leaves its old cubin behind)
+PYTHONPATH=$PWD:$site PROOFFLOW_KERNEL_DIR=$dir \
+    "$VENV/bin/python" -m proofflow.cli kernels build --arch 90 --variants mul32 mul64 wide call
+PYTHONPATH=$PWD:$site PROOFFLOW_KERNEL_DIR=$dir "$VENV/bin/python" - <<'PY' > "$dir.list"
 from proofflow.prover.device import cache
 for e in cache.entries():
     if e["status"] == "current":
         print(e["path"].rsplit("/", 1)[1])
         print(e["path"].rsplit("/", 1)[1].removesuffix(".cubin") + ".json")
 PY
-done
 sort -u -o "$dir.list" "$dir.list"
 tar cJf .kernels.tar.xz -C "$dir" -T "$dir.list"
 ls -l .kernels.tar.xz

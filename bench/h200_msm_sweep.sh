@@ -1,13 +1,11 @@
 #!/usr/bin/env bash
-# The MSM plan sweep that pippenger's cost model is refitted to (bench.fit_msm_cost), and the
-# G1 accumulation's blocks-an-SM experiment, on the H200 in one device call:
+# The MSM plan sweep that pippenger's cost model is refitted to (bench.fit_msm_cost), on the
+# H200 in one device call:
 #   carry .whl (and .kernels.tar.xz); command: [NOTE=text] bash bench/h200_msm_sweep.sh
 # Lines of bench.msm_phases (each plan: its copies built once, then the median wall time of 3
 # MSMs and each kernel's time) go to $OUT/msm-phases.jsonl, to be appended to
 # bench/results/msm-phases-h200.jsonl; then
 #   python -m bench.fit_msm_cost bench/results/msm-phases-h200.jsonl --variant call --balanced
-# The blocks experiment: PROOFFLOW_MSM_G1_BLOCKS=5 and 6 (msm.cu's G1 module compiled for that
-# many blocks of 128 threads an SM; default 4) against the default's lines of the same call.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}; mkdir -p "$OUT"
@@ -27,8 +25,5 @@ phases() {  # NOTE-SUFFIX ARGS...
 phases "sweep" --group g1 --log2 24 --plan 16,1 16,4 16,16 18,15 19,2 20,5 20,13 22,12
 phases "sweep" --group g1 --log2 22 --plan 16,1 16,4 16,8 16,16 18,15 19,7 20,13
 phases "sweep" --group g2 --log2 22 --plan 16,1 16,4 16,8 18,15 20,5 20,13
-for b in 5 6; do
-    PROOFFLOW_MSM_G1_BLOCKS=$b phases "g1_blocks=$b" --group g1 --log2 24 --plan 16,1 20,13
-done
 echo "done at $((SECONDS - t0)) s (rc $status)"
 exit $status

@@ -1,8 +1,7 @@
 """Which curve kernels a GPU prover runs, chosen by the environment without a code change:
 PROOFFLOW_CURVE_VARIANT (the product variant of msm.cu, fixed_base.cu and bitsum.cu, and
 the modules `proofflow kernels build` compiles), PROOFFLOW_MSM_BALANCED (the MSMs'
-accumulation in balanced spans) and PROOFFLOW_MSM_G1_BLOCKS (the G1 MSM kernels' blocks an
-SM), checked on the CPU twin of the kernels."""
+accumulation in balanced spans), checked on the CPU twin of the kernels."""
 from __future__ import annotations
 
 import numpy as np
@@ -23,23 +22,6 @@ def test_the_curve_variant_defaults_to_call_and_is_checked(monkeypatch):
     monkeypatch.setenv("PROOFFLOW_CURVE_VARIANT", "mul64")  # an NTT variant: its curve kernels are mul32's
     with pytest.raises(ValueError, match="PROOFFLOW_CURVE_VARIANT must be one of mul32, wide, call"):
         source.curve_variant()
-
-
-def test_the_g1_msm_kernels_take_the_configured_blocks_an_sm(monkeypatch):
-    """PROOFFLOW_MSM_G1_BLOCKS reaches msm.cu's G1 module only, and its cubin is another
-    (the digest covers the options): a 5-block build never loads a 4-block cubin."""
-    monkeypatch.delenv("PROOFFLOW_MSM_G1_BLOCKS", raising=False)
-    default = cache.Module("msm.cu", "call", "g1").options()
-    assert not any("PF_G1_BLOCKS" in o for o in default)
-    monkeypatch.setenv("PROOFFLOW_MSM_G1_BLOCKS", "5")
-    assert source.options("call", "g1", "msm.cu")[-1] == "-DPF_G1_BLOCKS=5"
-    assert cache.Module("msm.cu", "call", "g1").options() != default
-    for other in (("msm.cu", "g2"), ("fixed_base.cu", "g1"), ("bitsum.cu", "g1")):
-        assert not any("PF_G1_BLOCKS" in o for o in source.options("call", other[1], other[0]))
-    for bad in ("0", "17", "five", "4.5"):
-        monkeypatch.setenv("PROOFFLOW_MSM_G1_BLOCKS", bad)
-        with pytest.raises(ValueError, match="PROOFFLOW_MSM_G1_BLOCKS must be a whole number of blocks in 1..16"):
-            source.options("call", "g1", "msm.cu")
 
 
 def test_the_kernel_build_takes_the_configured_variant(monkeypatch):

@@ -247,11 +247,9 @@ extern "C" __global__ void msm_scatter(const u32* scalars, u64 n, int c, int nwi
 // One module per group (prover.kernels.load(..., group=...)): a G1 user never waits for
 // the G2 kernels to compile.
 #if defined(PF_GROUP_G1)
-// PF_G1_BLOCKS (PROOFFLOW_MSM_G1_BLOCKS): blocks an SM; 4 leaves a thread 128 registers
-#ifndef PF_G1_BLOCKS
-#define PF_G1_BLOCKS 4
-#endif
-MSM_KERNELS(g1, fq_t, __launch_bounds__(128, PF_G1_BLOCKS))
+// 4 blocks an SM leave a thread 128 registers: 5 and 6 spilled and measured slower on the
+// H200 (bench/gpu-notes.md)
+MSM_KERNELS(g1, fq_t, __launch_bounds__(128, 4))
 AFFINE_KERNELS(g1, fq_t, __launch_bounds__(128, 4))
 #elif defined(PF_GROUP_G2)
 MSM_KERNELS(g2, fq2_t, __launch_bounds__(128, 2))

@@ -65,14 +65,13 @@ def source(name: str = "ntt.cu") -> str:
 
 def options(variant: str = "mul32", group: str | None = None, name: str | None = None) -> tuple[str, ...]:
     """NVRTC options of module ``name``: the product variant and, for the curve modules, the
-    group; for msm.cu's G1 kernels the blocks an SM when PROOFFLOW_MSM_G1_BLOCKS sets them."""
+    group."""
     if variant not in VARIANTS:
         raise ValueError(f"unknown kernel variant {variant!r}: choose one of {', '.join(VARIANTS)}")
     if group is not None and group not in GROUPS:
         raise ValueError(f"unknown group {group!r}: choose one of {', '.join(GROUPS)}")
-    blocks = settings.msm_g1_blocks() if (name, group) == ("msm.cu", "g1") else None
     grouped = (f"-DPF_GROUP_{group.upper()}",) if group else ()
-    return ("-std=c++17",) + _DEFINES[variant] + grouped + ((f"-DPF_G1_BLOCKS={blocks}",) if blocks else ())
+    return ("-std=c++17",) + _DEFINES[variant] + grouped
 
 
 def load(variant: str = "mul32", name: str = "ntt.cu", group: str | None = None) -> "cupy.RawModule":
