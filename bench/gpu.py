@@ -722,13 +722,16 @@ def _split_parts(table: curve.PointTable, s: cp.ndarray, repeats: int) -> dict:
 
 def _partition(gpu: GpuBackend, name: str, log_n: int):
     """A partition of circuit ``name`` at 2^log_n ready for ``prover.prove_qap``: its key set
-    up on the GPU and resident (with PROOFFLOW_MSM_PRECOMPUTE's copies), its instance, a/b/c,
+    up on the GPU and resident (with the copies a prover service would plan for it within the
+    device's key budget, PROOFFLOW_MSM_PRECOMPUTE), its instance, a/b/c,
     domain and number of instance variables."""
+    from proofflow.prover import device
     from proofflow.prover.circuits import get_circuit
+    from proofflow.prover.device import pippenger
     from proofflow.prover.groth16 import generator
     circuit = get_circuit(name, log_n)
     pk = generator.setup(circuit, 1, backend=gpu)
-    gpu.prepare(pk)
+    gpu.prepare(pk, pippenger.proving_key_plans(pk, settings.key_budget_bytes(device.memory_bytes())))
     inst = circuit.instance(0, 0)
     return pk, inst, circuit.witness_map(inst.witness), Radix2Domain.for_size(circuit.domain_size), circuit.num_public + 1
 
@@ -792,7 +795,7 @@ def bench_prove_overlap(args, rng) -> dict:
     one after another (``sequential``), at once on streams of their own (``overlapped``:
     GpuBackend(overlap=True)), B_G2 on the host through arkworks beside the device's work
     (``g2_host``), and that with the G1 MSMs at once (``g2_host_overlapped``). The key is
-    set up on the GPU and resident (PROOFFLOW_MSM_PRECOMPUTE's copies, if set). The ways'
+    set up on the GPU and resident (with ``_partition``'s copies). The ways'
     proofs must have the same bytes (the first also verifies); the ways alternate within a
     repeat, after one warm-up proof each. Medians (ms) of: ntt, msm, device_ms (ntt + msm:
     how long a proof holds the device), g2_wait (the host's G2 MSM still running after it),
@@ -803,6 +806,7 @@ def bench_prove_overlap(args, rng) -> dict:
     device). One key per circuit and size, ``prove_overlap_<circuit>_2p<log>``, so sizes and
     circuits may run in separate invocations."""
     from proofflow import resources, settings
+    from proofflow.prover import device
     from proofflow.prover.device import msm as gpu_msm
     from proofflow.prover.groth16 import prover, verifier
     from proofflow.prover.groth16.data_structures import PK_TABLES, Proof
@@ -834,7 +838,8 @@ def bench_prove_overlap(args, rng) -> dict:
                 r["stream_speedup"] = round(first["stream_bound_ms"] / r["stream_bound_ms"], 3)
             result["plans"] = {t: [gpu_msm.resident_plan(getattr(pk, t)).c, gpu_msm.resident_plan(getattr(pk, t)).shifts]
                                for t in PK_TABLES}
-            result["msm_precompute_bytes"] = settings.msm_precompute_bytes()
+            precompute = settings.msm_precompute_bytes()
+            result["msm_precompute"] = "auto" if precompute is None else precompute
             result["repeats"] = args.repeats_overlap
             print(f"  {circuit} 2^{log_n} device phase by way: {result}", flush=True)
             return result
@@ -844,8 +849,10 @@ def bench_prove_overlap(args, rng) -> dict:
             # scratch at once (more than H's coset evaluations)
             shape = resources.Shape(1 << log_n, 1 << log_n, 2)
             per_point = 576 + resources.DEVICE_NTT_TABLES + resources.DEVICE_VECTORS
-            device = (per_point << log_n) + sum(resources.msm_scratch_bytes(shape)) + resources.key_copy_bytes(shape)
-            return device, (384 + 576 + 4 * 32 + 240) << log_n
+            total = device.memory_bytes()
+            device_bytes = (per_point << log_n) + sum(resources.msm_scratch_bytes(shape, total)) \
+                + resources.key_copy_bytes(shape, total)
+            return device_bytes, (384 + 576 + 4 * 32 + 240) << log_n
 
         done, skipped = each_size(args.overlap_logs, estimate, run)
         for log_n, row in done.items():
@@ -970,8 +977,7 @@ def main(argv=None) -> dict:
     props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
     result = json.loads(args.out.read_text()) if args.only and args.out.exists() else {}
     result.update({"device": props["name"].decode(), "versions": versions(), "variant": args.variant,
-                   "curve_variant": kernels.curve_variant(), "msm_balanced": settings.msm_balanced(),
-                   "msm_g1_blocks": settings.msm_g1_blocks() or 4})  # msm.cu's default: 4 blocks an SM
+                   "curve_variant": kernels.curve_variant(), "msm_balanced": settings.msm_balanced()})
     result.update(check_against_cpu(GpuBackend(args.variant), rng))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     done = result.setdefault("sections_done", [])

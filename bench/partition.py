@@ -7,8 +7,8 @@ then warm-up proofs and measured ones on one backend, every proof verified.
 
 Timed once (seconds): the backend's warm-up; the key's load (``KeyCache.get``: its tables
 memory-mapped, their digests not read again, and the circuit's constraint system mapped
-from its cache); its upload (``Backend.prepare``: the tables, with their copies under
-PROOFFLOW_MSM_PRECOMPUTE, resident on the device); the partition's synthesis into the
+from its cache); its upload (``Backend.prepare``: the tables, with the copies the key cache
+plans for them within the device's key budget, PROOFFLOW_MSM_PRECOMPUTE, resident on the device); the partition's synthesis into the
 staging pool (page-locked on the GPU). Each proof: the prover's phases (h2d: a/b/c and the
 witness; ntt: H; msm; assemble), each MSM apart (A, B1, B2 and L over the witness, H over
 H's coefficients), the uploads' bytes and rates, and its verification. The device phase is
@@ -146,26 +146,28 @@ def _check(args) -> dict:
                                  "backend": args.backend}, device.available, probe)
 
 
-def describe(args, config: dict, key) -> dict:
-    """The run's sizes, its settings and the resource check's estimate of it."""
+def describe(args, config: dict, key, key_budget: int | None) -> dict:
+    """The run's sizes, its settings (the MSM plans the key cache chose for the key within
+    ``key_budget``) and the resource check's estimate of it."""
     from proofflow import resources, settings
     from proofflow.prover import pipeline
-    from proofflow.prover.device import pippenger
-    n, cs, spare = key.domain_size, key.cs, settings.msm_precompute_bytes()
+    precompute = settings.msm_precompute_bytes()
+    n, cs = key.domain_size, key.cs
     need = resources.estimate(config, resources.probe(config, key_dir=args.key),
                               resources.Shape(n, cs.num_variables, cs.num_instance))
     return {"sizes": {"n": n, "variables": cs.num_variables, "abc_bytes": pipeline.abc_bytes(n),
                       "witness_bytes": cs.num_variables * 32,
                       "key_table_bytes": sum(getattr(key.pk, t).xy.nbytes for t in MSMS),
                       "key_resident_bytes": key.nbytes},
-            "settings": {"msm_precompute_bytes": spare, "msm_overlap": settings.msm_overlap(),
+            "settings": {"msm_precompute": "auto" if precompute is None else precompute,
+                         "key_budget_bytes": key_budget, "msm_overlap": settings.msm_overlap(),
                          "staging_budget": settings.staging_budget(), "staging": config["staging"],
-                         "plans": {t: [p.c, p.shifts] for t, p in pippenger.proving_key_plans(key.pk, spare).items()}},
+                         "plans": {t: [p.c, p.shifts] for t, p in (key.plans or {}).items()}},
             "estimate": {"host_prove_bytes": need.host_prove, "device_bytes": need.device}}
 
 
 def run(args) -> dict:
-    from proofflow import resources
+    from proofflow import resources, settings
     from proofflow.prover import pipeline
     from proofflow.prover.backend import get_backend
     from proofflow.prover.circuits import get_circuit
@@ -175,8 +177,8 @@ def run(args) -> dict:
     circuit, backend, timer = get_circuit(args.circuit, args.log2), get_backend(config["backend"]), PhaseTimer()
     host = {"start": resources.mem_available()}
     env = _env.environment(("numpy", "py-arkworks-bls12381", "cupy-cuda12x", "cupy-cuda13x"))
+    from proofflow.prover import device
     if gpu:
-        from proofflow.prover import device
         env["device"] = device.name()
     result = {"environment": env, "circuit": args.circuit, "log2": args.log2, "backend": config["backend"],
               "key": str(args.key), "seed": args.seed, "warmup": args.warmup, "repeats": args.repeats,
@@ -188,12 +190,13 @@ def run(args) -> dict:
     _say(f"partition: {args.circuit} 2^{args.log2} on the {config['backend']} backend, key {args.key}")
     with timer.phase("warm_up"):
         backend.warm_up()
-    keys = pipeline.KeyCache()
+    # as a prover service keeps keys: within the device's key budget, with MSM copies on the GPU
+    keys = pipeline.KeyCache(settings.key_budget_bytes(device.memory_bytes()) if gpu else None, copies=gpu)
     key = keys.get(args.key, args.circuit, args.log2, timer)
     _say(f"  key loaded in {timer.totals()['key_load']:.1f} s; uploading it")
     keys.make_resident(key, backend.prepare, timer)
     host["after_key_upload"] = resources.mem_available()
-    result.update(describe(args, config, key))
+    result.update(describe(args, config, key, keys.budget))
     result["device_memory"] = memory = {"after_key_upload": device_memory()} if gpu else None
     if gpu:
         result["kept_rows"] = kept_rows(key.pk)

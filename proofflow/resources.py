@@ -24,7 +24,8 @@ What is checked:
   writes to a memory-backed file system (a 2^27 key in /dev/shm is 77 GB of host memory),
   which fill after setup's peaks, while its tables are written;
 * device memory, on the GPU backend: the key's tables resident on the device (with their
-  MSMs' precomputed copies, PROOFFLOW_MSM_PRECOMPUTE), the NTT tables, and one proof's
+  MSMs' precomputed copies, PROOFFLOW_MSM_PRECOMPUTE: by default sized from the device's
+  key budget), the NTT tables, and one proof's
   working set (a/b/c, the witness, H, then each MSM's scratch under its table's plan:
   every MSM's at once with PROOFFLOW_MSM_OVERLAP), against the smallest of the devices
   this worker proves on (its total: a prover service that still holds another run's key
@@ -148,16 +149,24 @@ def key_table_bytes(s: Shape) -> int:
     return sum(points[name] * XY_BYTES[group] + NPY_HEADER for name, group in PK_TABLES.items())
 
 
-def key_copy_bytes(s: Shape) -> int:
-    """The precomputed copies of the key's tables a GPU prover keeps beside them."""
+def _key_plans(s: Shape, device_total: int | None) -> tuple[tuple, tuple]:
+    """The key's tables ((group, points) each, in PK_TABLES order) and the MSM plan a GPU
+    prover on a device of ``device_total`` bytes (None: unknown) chooses for each."""
     from proofflow.prover.device import pippenger
     from proofflow.prover.groth16.data_structures import PK_TABLES, table_points
     points = table_points(s.n, s.variables, s.instance)
     tables = tuple((group, points[name]) for name, group in PK_TABLES.items())
-    return pippenger.copy_bytes(tables, pippenger.key_plans(tables, settings.msm_precompute_bytes()))
+    budget = settings.key_budget_bytes(device_total) if device_total else None
+    return tables, pippenger.key_plans(tables, pippenger.copies_budget(tables, budget))
 
 
-def msm_scratch_bytes(s: Shape) -> list[int]:
+def key_copy_bytes(s: Shape, device_total: int | None = None) -> int:
+    """The precomputed copies of the key's tables a GPU prover keeps beside them."""
+    from proofflow.prover.device import pippenger
+    return pippenger.copy_bytes(*_key_plans(s, device_total))
+
+
+def msm_scratch_bytes(s: Shape, device_total: int | None = None) -> list[int]:
     """Device bytes each MSM of a proof (the key's tables in PK_TABLES order) allocates
     besides its table and scalars: its Pippenger's scratch under the table's plan
     (``pippenger.scratch_bytes``), and for a witness MSM its scalars' classes, a byte a
@@ -166,26 +175,25 @@ def msm_scratch_bytes(s: Shape) -> list[int]:
     counted whole). Counted as if every witness were dense (a MiMC chain's): the split of a
     bit-heavy one (``sparse``) takes less, so one estimate serves both families."""
     from proofflow.prover.device import pippenger
-    from proofflow.prover.groth16.data_structures import PK_TABLES, table_points
-    points = table_points(s.n, s.variables, s.instance)
-    tables = tuple((group, points[name]) for name, group in PK_TABLES.items())
-    plans = pippenger.key_plans(tables, settings.msm_precompute_bytes())
+    from proofflow.prover.groth16.data_structures import PK_TABLES
+    tables, plans = _key_plans(s, device_total)
     return [pippenger.scratch_bytes(group, n, plan) + ((1 + FR_BYTES) * n if name != "h_query" else 0)
             for name, (group, n), plan in zip(PK_TABLES, tables, plans)]
 
 
-def msm_overlap_bytes(s: Shape) -> int:
+def msm_overlap_bytes(s: Shape, device_total: int | None = None) -> int:
     """Device bytes a proof's MSMs add when they run at once (PROOFFLOW_MSM_OVERLAP) beyond
     the costliest one's scratch: the others'. 0 without overlap."""
     if not settings.msm_overlap():
         return 0
-    each = msm_scratch_bytes(s)
+    each = msm_scratch_bytes(s, device_total)
     return sum(each) - max(each)
 
 
-def proof_device_bytes(s: Shape) -> int:
+def proof_device_bytes(s: Shape, device_total: int | None = None) -> int:
     """One proof's working set on the device, besides the key's and the NTT's tables."""
-    return DEVICE_VECTORS * s.n + max(DEVICE_H_EVALS * s.n, max(msm_scratch_bytes(s))) + msm_overlap_bytes(s)
+    each = msm_scratch_bytes(s, device_total)
+    return DEVICE_VECTORS * s.n + max(DEVICE_H_EVALS * s.n, max(each)) + msm_overlap_bytes(s, device_total)
 
 
 def abc_bytes(n: int) -> int:
@@ -219,10 +227,10 @@ def estimate(config: dict, machine: Machine, s: Shape | None = None) -> Needs:
     if partitions:
         filled = min(machine.staging_budget, partitions * staging)
         host_prove = files + filled + SYNTHESIS_HOST * n + (CPU_PROVE_HOST * n if config["backend"] == "cpu" else 0)
-    resident = tables + (key_copy_bytes(s) if config["backend"] == "gpu" else 0)
+    resident = tables + (key_copy_bytes(s, machine.device_total) if config["backend"] == "gpu" else 0)
     device = None
     if config["backend"] == "gpu" and partitions:
-        device = resident + DEVICE_NTT_TABLES * n + proof_device_bytes(s)
+        device = resident + DEVICE_NTT_TABLES * n + proof_device_bytes(s, machine.device_total)
     return Needs(key_disk, shared, cache, staging, max(host_setup, host_prove), host_setup, host_prove, files,
                  device, resident)
 

@@ -58,8 +58,9 @@ How prove_gpu reaches the device:
     PROOFFLOW_MSM_PRECOMPUTE
                             device bytes a GPU prover may add to each proving key for its
                             MSMs' precomputed multiples of the key's points (default 0: none),
-                            counted in the key's resident bytes (proofflow/prover/device/pippenger.py;
-                            a CPU prover's key budget counts them too: set it for GPU provers)
+                            or auto: half the key budget less the key's own tables, so two
+                            keys as large stay resident; counted in the key's resident bytes
+                            (proofflow/prover/device/pippenger.py)
     PROOFFLOW_MSM_OVERLAP   1: a GPU proof's independent MSMs (A, B_G1, B_G2, L, H) run at once,
                             each on a stream of its own (proofflow/prover/device/overlap.py);
                             default 0: one after another. Their scratch then adds up, and
@@ -308,15 +309,18 @@ def key_budget_bytes(memory_bytes: int) -> int:
     return int(value * memory_bytes) if value <= 1 else int(value)
 
 
-def msm_precompute_bytes() -> int:
-    """PROOFFLOW_MSM_PRECOMPUTE: bytes (an integer, 0 for none; e.g. 16e9)."""
+def msm_precompute_bytes() -> int | None:
+    """PROOFFLOW_MSM_PRECOMPUTE: bytes (an integer, 0 for none, the default; e.g. 16e9), or
+    None for ``auto`` (``pippenger.copies_budget`` sizes them from the key budget)."""
     raw = (_get("PROOFFLOW_MSM_PRECOMPUTE") or "0").strip()
+    if raw.lower() == "auto":
+        return None
     try:
         value = float(raw)
     except ValueError:
         value = -1.0
     if not 0 <= value < float("inf") or value != int(value):
-        raise ValueError(f"PROOFFLOW_MSM_PRECOMPUTE must be a number of bytes, got {raw!r}")
+        raise ValueError(f"PROOFFLOW_MSM_PRECOMPUTE must be a number of bytes or auto, got {raw!r}")
     return int(value)
 
 
@@ -339,18 +343,6 @@ def curve_variant(choices) -> str | None:
     if raw is not None and raw.strip().lower() not in choices:
         raise ValueError(f"PROOFFLOW_CURVE_VARIANT must be one of {', '.join(choices)}, got {raw!r}")
     return raw and raw.strip().lower()
-
-
-def msm_g1_blocks() -> int | None:
-    """PROOFFLOW_MSM_G1_BLOCKS: blocks of 128 threads an SM that msm.cu's G1 kernels are
-    compiled for (``__launch_bounds__``; unset: 4, 128 registers a thread). 5 or 6 trade
-    registers, and spills, for warps that hide the products' latency (bench/gpu-notes.md)."""
-    raw = _get("PROOFFLOW_MSM_G1_BLOCKS")
-    if raw is None or not raw.strip():
-        return None
-    if not raw.strip().isdigit() or not 1 <= int(raw) <= 16:
-        raise ValueError(f"PROOFFLOW_MSM_G1_BLOCKS must be a whole number of blocks in 1..16, got {raw!r}")
-    return int(raw)
 
 
 def msm_balanced() -> bool:

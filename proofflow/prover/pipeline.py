@@ -132,23 +132,23 @@ def ensure_key(directory: Path, circuit: str, log2: int, seed: int, backend="aut
         lock.close()
 
 
-def key_bytes(pk: ProvingKey) -> int:
+def key_bytes(pk: ProvingKey, plans: dict | None = None) -> int:
     """A proving key's footprint where the prover keeps it resident: its point tables' bytes
     (what ``Backend.prepare`` uploads; on the device the same bytes, as Montgomery limbs, or
     fewer where a table drops its rows at infinity, ``device.density``), each times the
-    copies its MSM plan precomputes within PROOFFLOW_MSM_PRECOMPUTE."""
-    spare = settings.msm_precompute_bytes()
-    shifts = {name: plan.shifts for name, plan in pippenger.proving_key_plans(pk, spare).items()} if spare else {}
-    return sum(getattr(pk, name).xy.nbytes * shifts.get(name, 1) for name in PK_TABLES)
+    copies its MSM plan (``plans``, by table; None: none) precomputes."""
+    return sum(getattr(pk, name).xy.nbytes * (plans[name].shifts if plans else 1) for name in PK_TABLES)
 
 
 @dataclass(eq=False)
 class Key:
     """A proving key with its circuit's constraint system. ``resident``: its point tables
-    are on the device (``KeyCache.make_resident`` uploaded them)."""
+    are on the device (``KeyCache.make_resident`` uploaded them), each with the precomputed
+    copies of its MSM plan in ``plans`` (by table; None: plain, as on the CPU)."""
     pk: ProvingKey
     cs: ConstraintSystem
     directory: Path | None = None
+    plans: dict | None = None
     resident: bool = False
     used_at: float = 0.0
     fingerprint: tuple = ()  # of the files it was loaded from (KeyCache)
@@ -159,7 +159,7 @@ class Key:
 
     @property
     def nbytes(self) -> int:
-        return key_bytes(self.pk)
+        return key_bytes(self.pk, self.plans)
 
 
 def drop_resident(key: Key) -> None:
@@ -173,7 +173,9 @@ def drop_resident(key: Key) -> None:
 class KeyCache:
     """Proving keys loaded once per process and reused while their files are unchanged
     (params.json's size and mtime), and kept resident on the device within a byte budget
-    (``budget``: None for no limit). A key's footprint is its tables' bytes (``key_bytes``).
+    (``budget``: None for no limit). A key's footprint is its tables' bytes (``key_bytes``),
+    with, where ``copies`` (a GPU prover), the precomputed copies of the MSM plans chosen for
+    it against the budget (``pippenger.proving_key_plans``), recorded in ``Key.plans``.
 
     * ``get`` (any thread) loads a key for a job. Loaded keys that are not resident are
       forgotten, least recently used first, while all loaded keys together exceed the budget.
@@ -185,8 +187,8 @@ class KeyCache:
     Keys are loaded without checking their tables' digests (``ensure_key`` checked them);
     ``check_digests`` does after a failed proof, and drops a corrupted key."""
 
-    def __init__(self, budget: int | None = None):
-        self.budget = budget
+    def __init__(self, budget: int | None = None, copies: bool = False):
+        self.budget, self.copies = budget, copies
         self._keys: OrderedDict[str, tuple] = OrderedDict()  # directory -> (fingerprint, Key), LRU first
         self._resident: OrderedDict[int, Key] = OrderedDict()  # id(key) -> Key, least recently used first
         self._lock = threading.Lock()
@@ -213,7 +215,8 @@ class KeyCache:
                 if (pk.circuit, pk.log2) != (circuit, log2):
                     raise InputError(f"proving key {d} is for {pk.circuit} 2^{pk.log2}, the job is "
                                      f"{circuit} 2^{log2}")
-                key = Key(pk, get_circuit(circuit, log2).constraint_system, d, fingerprint=fp)
+                plans = pippenger.proving_key_plans(pk, self.budget) if self.copies else None
+                key = Key(pk, get_circuit(circuit, log2).constraint_system, d, plans=plans, fingerprint=fp)
             self._keys[str(d)] = (fp, key)
             self._trim(keep=key)
             return key
@@ -232,7 +235,7 @@ class KeyCache:
                 total -= k.nbytes
 
     def make_resident(self, key: Key, upload: Callable, timer=None) -> list[Key]:
-        """``key``'s tables on the device (``upload(key.pk)``, timed as ``key_upload``, the
+        """``key``'s tables on the device (``upload(key.pk, key.plans)``, timed as ``key_upload``, the
         evictions included), evicting least recently used resident keys to fit it; returns
         the evicted keys. Only the thread that runs the proofs on the device may call this."""
         now = time.time()
@@ -262,7 +265,7 @@ class KeyCache:
                 log.info("evicted proving key %s (%d bytes, last used %.1f s ago) to fit %s (%d bytes) in the key "
                          "budget of %s bytes", k.directory, k.nbytes, now - k.used_at, key.directory, need, self.budget)
             try:
-                upload(key.pk)
+                upload(key.pk, key.plans)
             except BaseException:
                 drop_resident(key)  # what part of it was uploaded
                 raise
@@ -301,9 +304,11 @@ class KeyCache:
             return list(self._keys)
 
     def resident(self) -> list[dict]:
-        """The resident keys, least recently used first: directory, bytes, last use."""
+        """The resident keys, least recently used first: directory, bytes, last use, and
+        each table's MSM plan as [digit bits, copies]."""
         with self._lock:
-            return [{"directory": str(k.directory), "bytes": k.nbytes, "used_at": k.used_at}
+            return [{"directory": str(k.directory), "bytes": k.nbytes, "used_at": k.used_at,
+                     "plans": {name: [p.c, p.shifts] for name, p in (k.plans or {}).items()}}
                     for k in self._resident.values()]
 
     def resident_bytes(self) -> int:

@@ -26,7 +26,7 @@ class _Device:
     def __init__(self):
         self.uploads = []
 
-    def __call__(self, pk):
+    def __call__(self, pk, plans):
         self.uploads.append(pk)
         for t in PK_TABLES:
             getattr(pk, t).device_cache["dev"] = object()
@@ -82,7 +82,7 @@ def test_a_reloaded_key_replaces_its_older_version_and_a_failed_upload_leaves_no
     cache.make_resident(old, up)
     assert cache.make_resident(new, up) == [old] and not old.resident
 
-    def fails(pk):
+    def fails(pk, plans):
         getattr(pk, "a_query").device_cache["dev"] = object()  # part of it made it
         raise MemoryError("out of device memory")
     broken = _key("b", 100)
@@ -117,6 +117,19 @@ def test_loaded_keys_beyond_the_budget_are_forgotten_unless_resident(mimc8_key_d
     cache.get(other, "mimc", 8)  # a is resident: it stays loaded beside the new one
     assert set(cache.directories()) == {str(mimc8_key_dir), str(other)}
     assert b is not None
+
+
+def test_a_gpu_cache_loads_keys_with_plans_within_half_its_budget(mimc8_key_dir, monkeypatch):
+    """KeyCache(copies=True) (a GPU prover service's) plans each key's MSM copies when it
+    loads it: under ``auto`` within half the budget, key and copies together."""
+    from proofflow.prover.device import pippenger
+    monkeypatch.setenv("PROOFFLOW_MSM_PRECOMPUTE", "auto")
+    one = pipeline.key_bytes(ProvingKey.load(mimc8_key_dir, verify_digests=False))
+    gpu = pipeline.KeyCache(100 * one, copies=True).get(mimc8_key_dir, "mimc", 8)
+    assert gpu.plans == pippenger.proving_key_plans(gpu.pk, 100 * one)
+    assert any(p.shifts > 1 for p in gpu.plans.values()) and one < gpu.nbytes <= 50 * one
+    cpu = pipeline.KeyCache(100 * one).get(mimc8_key_dir, "mimc", 8)
+    assert cpu.plans is None and cpu.nbytes == one
 
 
 @pytest.mark.parametrize("raw, expected", [(None, 500), ("0.25", 250), ("1", 1000), ("123456", 123456)])

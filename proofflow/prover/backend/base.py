@@ -107,8 +107,10 @@ class Backend(abc.ABC):
     def warm_up(self) -> None:
         """Pay the one-time costs (kernel compilation, device context) now, not in a proof."""
 
-    def prepare(self, pk) -> None:
-        """Make a proving key's point tables resident where the backend computes."""
+    def prepare(self, pk, plans: dict | None = None) -> None:
+        """Make a proving key's point tables resident where the backend computes, each with
+        the precomputed copies of its MSM plan in ``plans`` (by table; None: plain) where
+        the backend has such MSMs."""
 
     def fixed_base(self, group: str, scalars: np.ndarray,
                    progress: Callable[[int], None] | None = None) -> PointTable | None:

@@ -22,6 +22,7 @@ from proofflow.prover.device import source as kernels
 from proofflow.prover.device import density, fixed_base, msm as gpu_msm, overlap, pippenger, sparse, stream_gate
 from proofflow.prover.backend.base import Backend, Transfer
 from proofflow.prover.field import fr
+from proofflow.prover.groth16.data_structures import PK_TABLES
 from proofflow.prover.polynomial.domain import Radix2Domain
 
 _THREADS = 256
@@ -204,13 +205,14 @@ class GpuBackend(Backend):
                 _lane_stream(device, k)
         cp.cuda.get_current_stream().synchronize()
 
-    def prepare(self, pk):
-        """The key's tables on the device, each with the precomputed copies of its plan: the
-        plans ``pipeline.key_bytes`` counts, so the key budget covers them."""
-        plans = pippenger.proving_key_plans(pk, settings.msm_precompute_bytes())
-        for name, plan in plans.items():
+    def prepare(self, pk, plans=None):
+        """The key's tables on the device, each with the precomputed copies of its plan in
+        ``plans`` (``KeyCache`` chose them, and ``pipeline.key_bytes`` counts them in the
+        key budget; None: plain)."""
+        for name in PK_TABLES:
             if name != "b_g2_query" or not self.g2_on_host:
-                gpu_msm.device_points(getattr(pk, name), plan)
+                table = getattr(pk, name)
+                gpu_msm.device_points(table, plans[name] if plans else pippenger.plain(len(table)))
         cp.cuda.get_current_stream().synchronize()
 
     def upload(self, host, kind=None):

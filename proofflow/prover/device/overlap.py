@@ -26,15 +26,15 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import AbstractContextManager
 
-from proofflow.prover.device.pippenger import ADD_WEIGHT
+from proofflow.prover.device.pippenger import COST
 
 WIDTH = 5  # a Groth16 proof's independent MSMs: A, B_G1, B_G2, L, H
 
 
 def order(sizes: Sequence[tuple[str, int]]) -> list[int]:
     """The order to start MSMs of (group, points) in: by estimated cost, the costliest first
-    (a G2 point weighing ``ADD_WEIGHT`` G1 ones), ties in the given order."""
-    return sorted(range(len(sizes)), key=lambda i: -ADD_WEIGHT[sizes[i][0]] * sizes[i][1])
+    (a point weighing its group's time a digit), ties in the given order."""
+    return sorted(range(len(sizes)), key=lambda i: -COST[sizes[i][0]].unit_ns * sizes[i][1])
 
 
 def _in_lane(task: Callable, lane: Callable[[int], AbstractContextManager], k: int):

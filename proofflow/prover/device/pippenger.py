@@ -117,50 +117,60 @@ def plain(n: int) -> Plan:
 
 # ---- choosing a key's plans ----
 
-# Estimated MSM time in units of one digit's sort and mixed addition (~0.71 ns for G1),
-# fitted to the G1 MSM's phases under 13 plans at 2^22 and 2^24 on the H200, within ~8%
-# (bench/gpu-notes.md): a digit costs 1 + DIVERGENCE / sqrt(m) with m digits a bucket on
-# average (likely: a warp's threads finish together only when its pieces are about equally
-# long, and bucket sizes spread as sqrt(m)), a bucket's reduction BUCKET_COST (~4 ns).
-DIVERGENCE = 5.6
-BUCKET_COST = 6
-ADD_WEIGHT = {"g1": 1.0, "g2": 4.0}  # a G2 MSM took ~4x the G1 one's time (2^22, 2^24)
+@dataclass(frozen=True)
+class CostModel:
+    """An MSM's estimated wall time, ``unit_ns`` a digit (its sort and mixed addition), each
+    digit costing 1 + ``divergence`` / sqrt(m) with m digits a bucket on average (a warp's
+    threads finish together only when their spans are about equally long), a bucket's
+    reduction ``bucket_cost`` digits, and ``fixed_ms`` a call."""
+    unit_ns: float
+    divergence: float
+    bucket_cost: float
+    fixed_ms: float
+
+
+# bench.fit_msm_cost's fit (call + spans kernels) to the H200's plan sweep in
+# bench/results/msm-phases-h200.jsonl: G1 at 2^22 and 2^24, 15 plans within 5.2%; G2 at
+# 2^22 only, 6 plans within 1.9% (its split between digits and buckets is the less certain)
+COST = {"g1": CostModel(unit_ns=0.449, divergence=0.0, bucket_cost=14.2, fixed_ms=3.3),
+        "g2": CostModel(unit_ns=1.489, divergence=0.75, bucket_cost=0.54, fixed_ms=4.3)}
 MIN_GAIN = 0.005  # each copy a step adds must save this much of the table's plain MSM
-C_RANGE = range(4, 25)  # digit widths of precomputed plans
+C_MAX = {"g1": 22, "g2": 20}  # the widest digits of a precomputed plan: the widest the sweep timed
 
 
-def cost(plan: Plan, n: int) -> float:
-    """Estimated time of an MSM of n points under ``plan``."""
+def cost(plan: Plan, n: int, group: str = "g1") -> float:
+    """Estimated ms of an MSM of n points of ``group`` under ``plan``."""
+    m = COST[group]
     digits, buckets = n * plan.windows, plan.groups << (plan.c - 1)
-    return digits * (1 + DIVERGENCE / math.sqrt(max(digits, 1) / buckets)) + BUCKET_COST * buckets
+    spread = 1 + m.divergence / math.sqrt(max(digits, 1) / buckets)
+    return m.unit_ns * 1e-6 * (digits * spread + m.bucket_cost * buckets) + m.fixed_ms
 
 
 @lru_cache(maxsize=256)
-def _candidates(n: int) -> tuple[Plan, ...]:
-    """Every precomputed plan for n points whose entries fit 31 bits."""
-    return tuple(Plan(c, k) for c in C_RANGE for k in range(2, Plan(c).windows + 1) if k * n <= ENTRY_POINTS)
+def _candidates(n: int, group: str) -> tuple[Plan, ...]:
+    """Every precomputed plan for n points of ``group`` whose entries fit 31 bits."""
+    return tuple(Plan(c, k) for c in range(4, C_MAX[group] + 1) for k in range(2, Plan(c).windows + 1)
+                 if k * n <= ENTRY_POINTS)
 
 
 @lru_cache(maxsize=64)
 def key_plans(tables: tuple[tuple[str, int], ...], spare: int) -> tuple[Plan, ...]:
     """The plan of each table of a key (a tuple of (group, points)) when the key's copies may
     take ``spare`` bytes beyond its tables. Greedily, a step at a time, one table moves to
-    a plan of more copies: the step that saves the most estimated time (a G2 addition
-    weighing ``ADD_WEIGHT`` G1 ones) per byte it adds, among those that fit the bytes left
-    and save ``MIN_GAIN`` of their table's plain cost for each copy they add. G2 points
-    save about twice what G1 ones do per byte, so a key's G2 table gets copies first.
-    ``spare`` = 0: every table plain."""
+    a plan of more copies: the step that saves the most estimated time (``cost``) per byte
+    it adds, among those that fit the bytes left and save ``MIN_GAIN`` of their table's
+    plain cost for each copy they add. ``spare`` = 0: every table plain."""
     plans = [plain(n) for _, n in tables]
     left = spare
     while True:
         best = None  # (time saved a byte, table, plan, bytes)
         for t, (group, n) in enumerate(tables):
-            now, floor = plans[t], MIN_GAIN * cost(plain(n), n)
-            for cand in _candidates(n) if n else ():
-                added, saved = cand.shifts - now.shifts, cost(now, n) - cost(cand, n)
+            now, floor = plans[t], MIN_GAIN * cost(plain(n), n, group)
+            for cand in _candidates(n, group) if n else ():
+                added, saved = cand.shifts - now.shifts, cost(now, n, group) - cost(cand, n, group)
                 nbytes = added * n * curve.XY_BYTES[group]
                 if added > 0 and nbytes <= left and saved >= floor * added:
-                    rate = ADD_WEIGHT[group] * saved / nbytes
+                    rate = saved / nbytes
                     if best is None or rate > best[0]:
                         best = (rate, t, cand, nbytes)
         if best is None:
@@ -169,10 +179,24 @@ def key_plans(tables: tuple[tuple[str, int], ...], spare: int) -> tuple[Plan, ..
         left -= nbytes
 
 
-def proving_key_plans(pk, spare: int) -> dict[str, Plan]:
-    """``key_plans`` for the tables of a proving key, by name."""
-    plans = key_plans(tuple((group, len(getattr(pk, name))) for name, group in PK_TABLES.items()), spare)
-    return dict(zip(PK_TABLES, plans))
+def copies_budget(tables: tuple[tuple[str, int], ...], key_budget: int | None) -> int:
+    """Bytes the copies of a key's ``tables`` ((group, points) each) may take on a device
+    that keeps keys within ``key_budget`` bytes (PROOFFLOW_KEY_BUDGET's; None: unknown):
+    PROOFFLOW_MSM_PRECOMPUTE's bytes (default 0), or under ``auto`` half the budget less
+    the tables themselves, so that a second key as large, copies and all, stays resident
+    beside it (keys of several runs at once, #19); none when the budget is unknown."""
+    fixed = settings.msm_precompute_bytes()
+    if fixed is not None:
+        return fixed
+    if key_budget is None:
+        return 0
+    return max(0, key_budget // 2 - sum(n * curve.XY_BYTES[group] for group, n in tables))
+
+
+def proving_key_plans(pk, key_budget: int | None) -> dict[str, Plan]:
+    """``key_plans`` for the tables of a proving key, by name, within ``copies_budget``."""
+    tables = tuple((group, len(getattr(pk, name))) for name, group in PK_TABLES.items())
+    return dict(zip(PK_TABLES, key_plans(tables, copies_budget(tables, key_budget))))
 
 
 def copy_bytes(tables, plans) -> int:

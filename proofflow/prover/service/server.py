@@ -139,7 +139,8 @@ class ProverService:
         self._queue: queue.Queue = queue.Queue()  # uploaded jobs, for the device thread
         self._uploads: queue.Queue = queue.Queue()  # prefetched jobs, for the upload thread
         self._ahead = threading.Semaphore(2)  # the proof on the device and one uploaded behind it
-        self.keys = pipeline.KeyCache(key_budget)  # the budget: from PROOFFLOW_KEY_BUDGET at start when None
+        # the budget: from PROOFFLOW_KEY_BUDGET at start when None; a GPU's keys get MSM copies
+        self.keys = pipeline.KeyCache(key_budget, copies=backend == "gpu")
         self._state = threading.Lock()
         self._active = 0
         self._jobs_in_hand = 0  # prove jobs between their request and their reply
