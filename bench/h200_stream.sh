@@ -2,7 +2,8 @@
 # The sustained-load benchmark on the H200, one size a device call (the machine has no package
 # index: Airflow, Great Expectations and arkworks come as wheels in .whl/, from
 # `bash bench/gpu_wheels.sh`, carried with the call):
-#   carry .whl, proofflow.egg-info; command: [PARTS=8 INFLIGHT=4|8 DEPTH=8|16 SYNTH=2|8] [CALL_S=570] bash bench/h200_stream.sh LOG2 [DURATION_S] [WARMUP_S]
+#   carry .whl, proofflow.egg-info; command: [PARTS=8 INFLIGHT=4|8 DEPTH=8|16 SYNTH=2|8] [PARALLELISM=32]
+#       [WARMUP_PARTS=16] [CALL_S=570] bash bench/h200_stream.sh LOG2 [DURATION_S] [WARMUP_S]
 # (proofflow.egg-info is what `pip install -e .` leaves in the tree: its entry point is how
 # Airflow finds proofflow's plugin, whose listener preloads the tasks' modules in the scheduler;
 # also carry .kernels.tar.xz from bench/gpu_kernels.sh, if built; PROOFFLOW_CURVE_VARIANT,
@@ -10,9 +11,14 @@
 # LOG2 22 or 24. 1. installs the wheels into /tmp/site; 2. builds the GPU kernels into the
 # kernel cache while the GPU setup makes the size's proving key (kept in /dev/shm: a call
 # that follows within the machine's idle time finds both there and skips them); 3. runs
-# bench.stream: one Airflow on SQLite, proof_runs of the size triggered for DURATION_S
-# seconds (default 200) of feeding, the first WARMUP_S (default 20) left out, so the steady
-# window is 3 minutes. What the configuration is for:
+# bench.stream: one Airflow, proof_runs of the size triggered for DURATION_S seconds
+# (default 240) of feeding; the steady window starts at the device phase of the 17th
+# partition (WARMUP_PARTS=16; empty: WARMUP_S seconds after the first trigger, default 20),
+# ~30-50 s in, so it lasts over 3 minutes. A count of partitions, not seconds: the prover
+# service starts when the first stage task calls it, and on a fresh machine that took 21 s
+# (CuPy compiling its own kernels at first use, in warm-up), which a 20 s warm-up left in
+# the window (85.1% busy on the H200, stream-h200-2p22-synth8.json; 99.8% on a fresh H100
+# with the count, stream-h100-2p22-warm16.json). What the configuration is for:
 # - pool `gpu` of 8 slots a device (16 at 2^22; --depth): a prove_gpu task holds its slot from Airflow's
 #   start of it to its end, seconds more than the device phase, so with 4 slots the device
 #   waited for the next task to reach the service (2^22: 5.5 s mean pool wait, 59% busy);
@@ -37,7 +43,8 @@
 # Results ($OUT/stream-LABEL-2pLOG2.json + .png; LABEL h200, or h100 when the call got one), the
 # timing DB and Airflow's logs are in $OUT.
 set -euo pipefail
-L=${1:?usage: h200_stream.sh LOG2 [DURATION_S] [WARMUP_S]}; DURATION=${2:-200}; WARMUP=${3:-20}
+L=${1:?usage: h200_stream.sh LOG2 [DURATION_S] [WARMUP_S]}; DURATION=${2:-240}; WARMUP=${3:-20}
+WARMUP_PARTS=${WARMUP_PARTS-16}
 case $L in 22|24) ;; *) echo "LOG2 must be 22 or 24" >&2; exit 2 ;; esac
 # the feeding's shape, overridable for a call that tries another: partitions a run, runs in
 # flight, the pool's slots. A pool slot cycles through a prove_gpu task's start-up and
@@ -96,7 +103,8 @@ fi
 # full call's 600 less the transfers), less where the session's device time is short
 left=$(( ${CALL_S:-570} - $(since) ))
 dur=$(( left - 110 )); [ "$dur" -gt "$DURATION" ] && dur=$DURATION
-echo "streaming 2^$L for $dur s (warm-up $WARMUP s), $left s of the call left"
+warm=${WARMUP_PARTS:+the first $WARMUP_PARTS partitions on the device}
+echo "streaming 2^$L for $dur s (warm-up: ${warm:-$WARMUP s}), $left s of the call left"
 # the caller's MSM settings (e.g. PROOFFLOW_CURVE_VARIANT=call), for the deployment, which
 # inherits no PROOFFLOW_* variable
 msm=()
@@ -105,9 +113,9 @@ for v in PROOFFLOW_CURVE_VARIANT PROOFFLOW_MSM_BALANCED PROOFFLOW_MSM_PRECOMPUTE
 done
 echo "MSM settings: ${msm[*]:-defaults}"
 timeout -k 5 $(( left - 10 )) python3 -m bench.stream --backend gpu --log2 "$L" --partitions $PARTS \
-    --in-flight $INFLIGHT --duration "$dur" --warmup-s "$WARMUP" --params-cache "$KEYS" --depth "$DEPTH" \
+    --in-flight $INFLIGHT --duration "$dur" --warmup-s "$WARMUP" ${WARMUP_PARTS:+--warmup "$WARMUP_PARTS"} --params-cache "$KEYS" --depth "$DEPTH" \
     --scratch /dev/shm/pf-scratch --work "/tmp/pf-stream-$L" --timing-db "sqlite:///$OUT/timing-2p$L.db" \
-    --metadata-db "$META" --max-active $(( 4 * INFLIGHT )) --parallelism 32 --timeout 120 --synth-concurrency "$SYNTH" --set PROOFFLOW_STAGING_BUDGET=$(( 32 << 30 )) --set AIRFLOW__API__WORKERS=4 \
+    --metadata-db "$META" --max-active $(( 4 * INFLIGHT )) --parallelism "${PARALLELISM:-32}" --timeout 120 --synth-concurrency "$SYNTH" --set PROOFFLOW_STAGING_BUDGET=$(( 32 << 30 )) --set AIRFLOW__API__WORKERS=4 \
     ${msm[@]+"${msm[@]}"} --label $LABEL --out "$OUT/stream-$LABEL-2p$L.json" --png "$OUT/stream-$LABEL-2p$L.png" 2>&1 \
     | tee "$OUT/stream.log" || true
 tar czf "$OUT/airflow-logs.tgz" -C "/tmp/pf-stream-$L" --exclude='*.db' . 2>/dev/null || true
