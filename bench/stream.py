@@ -56,8 +56,9 @@ phase) and the binding one, the least of the four.
 
 On a machine without a GPU, --standin-s stretches each proof's device phase to that many
 seconds (the proofs stay real and verify). Results: JSON with the hardware, versions,
-sizes, each phase's min/median, the configuration and every run; a timeline PNG (runs'
-tasks, the device lane, warm-up and drain shaded).
+sizes, each phase's min/median, the configuration and every run, and what the prover
+service did once, before the window (``once_s``: its start, each key's upload); a timeline
+PNG (runs' tasks, the device lane, warm-up and drain shaded).
 """
 from __future__ import annotations
 
@@ -221,8 +222,15 @@ def _t(x) -> float:
     return x.timestamp()
 
 
+# what a prover service does once (its start, from the first stage task that calls it; a
+# key's upload to the device, with its MSM copies, in the first prove_gpu task of that key):
+# before the steady window, so recorded apart, in seconds
+ONCE_PHASES = ("service_start", "key_upload")
+
+
 def load(store, run_ids: set[str]) -> dict:
-    """The stream's rows from the views: device phases, GPU attempts, synthesize and stage spans."""
+    """The stream's rows from the views: device phases, GPU attempts, synthesize and stage
+    spans, and the once-a-service phases' durations."""
     p = {"d": DAG}
     phases = [{"run_id": r["run_id"], "device": r["device"], "phase": r["phase"], "start": _t(r["start"]),
                "end": _t(r["end"])}
@@ -245,7 +253,13 @@ def load(store, run_ids: set[str]) -> dict:
             else:
                 t["synthesis_s"] = r["duration_s"]
     tasks = [t for t in tasks.values() if "start" in t]
-    return {"phases": phases, "attempts": attempts, "tasks": tasks,
+    once = {ph: [] for ph in ONCE_PHASES}
+    listed = ", ".join(f"'{ph}'" for ph in ONCE_PHASES)
+    for r in store.query("SELECT run_id, phase, duration_s FROM task_timings WHERE dag_id = :d AND phase IN "
+                         f"({listed}) ORDER BY start", p):
+        if r["run_id"] in run_ids:
+            once[r["phase"]].append(round(r["duration_s"], 3))
+    return {"phases": phases, "attempts": attempts, "tasks": tasks, "once_s": once,
             "synth": [t for t in tasks if t["task_id"] == SYNTH_TASK],
             "stage": [t for t in tasks if t["task_id"] == STAGE_TASK],
             "finalize": [t for t in tasks if t["task_id"] == FINALIZE_TASK]}
@@ -576,6 +590,7 @@ def analyze(s: dict, args, timing_url: str, gpu_slots: int) -> tuple[dict, dict 
         "log2": s["log2"], "constraints": 2 ** s["log2"], "partitions_per_run": s["partitions"],
         "in_flight": s["in_flight"], "abc_bytes_per_partition": 3 * 2 ** s["log2"] * 32,
         "key_bytes": sorted({k["bytes"] for st in service.values() for k in st.get("resident_keys") or []}),
+        "once_s": rows["once_s"],
         "window": {"start": lo, "end": hi, "warmup_s": lo - s["t0"], "stream_s": s["t_stop"] - s["t0"],
                    "drain_s": s["t_drained"] - s["t_stop"]},
         "load_average_1min": stats(v for t, v in s["load"] if lo <= t <= hi) | {"cores": os.cpu_count()},
@@ -613,6 +628,10 @@ def print_summary(doc: dict, out: Path) -> None:
         if w.get("host_cpu"):
             print("      host cores busy while fed: " + ", ".join(
                 f"{k} {v:.2f}" for k, v in w["host_cpu"]["cores"].items()))
+        once = {ph: v for ph, v in (w.get("once_s") or {}).items() if v}
+        if once:
+            print("      once, before the window: " + ", ".join(
+                f"{ph} {', '.join(f'{x:.1f}' for x in v)} s" for ph, v in once.items()))
     print(f"({out})")
 
 

@@ -65,6 +65,9 @@ def test_gpu_reservation_only_on_the_gpu_worker(compose):
     assert dev["driver"] == "nvidia"
     gpu_env = compose["services"]["worker-gpu"]["environment"]
     assert gpu_env["CUDA_VISIBLE_DEVICES"].startswith("${PROOFFLOW_GPU_DEVICES")
+    # CuPy's compiled kernels persist in the worker's data volume, across containers
+    volume_dirs = [v.split(":")[1] for v in compose["services"]["worker-gpu"]["volumes"]]
+    assert any(gpu_env["CUPY_CACHE_DIR"].startswith(d + "/") for d in volume_dirs)
     assert "CUDA_VISIBLE_DEVICES" not in compose["services"]["worker-cpu"]["environment"]
 
 

@@ -26,6 +26,8 @@ def test_the_fit_recovers_the_parameters_that_made_the_timings(tmp_path, diverge
               "wall_ms": _wall(l, c, k, 0.45, divergence, 11.0, 3.3)} for l, c, k in PLANS]
     lines.append({"group": "g1", "log2": 24, "c": 16, "shifts": 1, "wall_ms": 999.0})  # old kernels: left out
     lines.append({"log2": 24, "c": 16, "ms": {"sort": 15.0}})  # a phases-only line: left out
+    lines.append({"group": "g1", "log2": 24, "c": 16, "shifts": 1, "variant": "call", "balanced": True,
+                  "g1_blocks": 5, "wall_ms": 999.0})  # the blocks experiment's kernels: left out
     path = tmp_path / "phases.jsonl"
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     got = fit_msm_cost.main([str(path), "--variant", "call", "--balanced"])["g1"]

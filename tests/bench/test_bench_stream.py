@@ -1,5 +1,7 @@
 """bench.stream's own logic (its streams are the benchmark): the union of device spans over
 the steady window, the window's bounds, the rates and the bound, the options."""
+import time
+
 import pytest
 
 from bench import stream
@@ -118,6 +120,25 @@ def test_each_run_carries_check_h2ds_flags(sqlite_url):
     assert runs[0]["h2d_flags"] == [{"partition": 3, "try_number": 1, "measured_ms": 9.0, "expected_ms": 2.0,
                                      "gbps": 0.35, "reason": "H2D 9.0 ms > 1.5 x expected 2.0 ms"}]
     assert runs[1]["h2d_flags"] == []
+    store.dispose()
+
+
+def test_the_services_one_time_phases_are_loaded_apart(sqlite_url):
+    """service_start (a stage task's) and key_upload (a prove_gpu task's), in order, for
+    the stream's runs only."""
+    from proofflow.timing import TimingStore
+    store = TimingStore(sqlite_url)
+    t = time.time()
+    row = dict(dag_id=stream.DAG, map_index=0, try_number=1, partition=0, host="h", device="cuda:0")
+    store.record_timings([
+        {**row, "run_id": "r1", "task_id": "partition.stage", "phase": "service_start", "start": t, "end": t + 20.9},
+        {**row, "run_id": "r1", "task_id": "partition.prove_gpu", "phase": "key_upload", "start": t + 21,
+         "end": t + 22.5},
+        {**row, "run_id": "r2", "task_id": "partition.stage", "phase": "service_start", "start": t + 30,
+         "end": t + 30.8},
+        {**row, "run_id": "other", "task_id": "partition.stage", "phase": "service_start", "start": t, "end": t + 5},
+        {**row, "run_id": "r1", "task_id": "partition.prove_gpu", "phase": "msm", "start": t + 23, "end": t + 23.2}])
+    assert stream.load(store, {"r1", "r2"})["once_s"] == {"service_start": [20.9, 0.8], "key_upload": [1.5]}
     store.dispose()
 
 
