@@ -8,8 +8,8 @@ then warm-up proofs and measured ones on one backend, every proof verified.
 Timed once (seconds): the backend's warm-up; the key's load (``KeyCache.get``: its tables
 memory-mapped, their digests not read again, and the circuit's constraint system mapped
 from its cache); its upload (``Backend.prepare``: the tables, with the copies the key cache
-plans for them within the device's key budget, PROOFFLOW_MSM_PRECOMPUTE, resident on the device); the partition's synthesis into the
-staging pool (page-locked on the GPU). Each proof: the prover's phases (h2d: a/b/c and the
+plans for them within the device's key budget, PROOFFLOW_MSM_PRECOMPUTE, resident on the
+device); the partition's synthesis into the staging pool (page-locked on the GPU). Each proof: the prover's phases (h2d: a/b/c and the
 witness; ntt: H; msm; assemble), each MSM apart (A, B1, B2 and L over the witness, H over
 H's coefficients), the uploads' bytes and rates, and its verification. The device phase is
 ntt + msm, as the prover service counts it (it uploads the next partition meanwhile). The

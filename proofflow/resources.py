@@ -23,9 +23,11 @@ What is checked:
   points decoded for arkworks; both with the key and constraint-system files the run
   writes to a memory-backed file system (a 2^27 key in /dev/shm is 77 GB of host memory),
   which fill after setup's peaks, while its tables are written;
+* the key budget, on the GPU backend: the key's resident bytes within PROOFFLOW_KEY_BUDGET,
+  or the prover service would refuse the key at the run's first proof, after its setup;
 * device memory, on the GPU backend: the key's tables resident on the device (with their
-  MSMs' precomputed copies, PROOFFLOW_MSM_PRECOMPUTE: by default sized from the device's
-  key budget), the NTT tables, and one proof's
+  MSMs' precomputed copies, PROOFFLOW_MSM_PRECOMPUTE: bytes, or under ``auto`` sized from
+  the device's key budget), the NTT tables, and one proof's
   working set (a/b/c, the witness, H, then each MSM's scratch under its table's plan:
   every MSM's at once with PROOFFLOW_MSM_OVERLAP), against the smallest of the devices
   this worker proves on (its total: a prover service that still holds another run's key
@@ -281,11 +283,17 @@ def check(config: dict, machine: Machine, s: Shape | None = None) -> list[str]:
         files = (f"; with the new files on memory-backed file systems ({_gib(need.host_files)}: "
                  f"{', '.join(str(d.path) for d in (machine.key, machine.cache) if d.memory)})" if need.host_files else "")
         problems.append(f"{what} of host memory ({_gib(machine.host_available)} available, MemAvailable{files})")
-    if need.device is not None and machine.device_total is not None and need.device > machine.device_total:
-        free = f", {_gib(machine.device_free)} free" if machine.device_free is not None else ""
-        problems.append(f"proving on the GPU needs about {_gib(need.device)} of device memory (the key's tables "
-                        f"{_gib(need.key_tables)} and a proof's working set; {machine.device_name or 'the GPU'} has "
-                        f"{_gib(machine.device_total)}{free})")
+    if need.device is not None and machine.device_total is not None:
+        budget = settings.key_budget_bytes(machine.device_total)
+        if need.device > machine.device_total:
+            free = f", {_gib(machine.device_free)} free" if machine.device_free is not None else ""
+            problems.append(f"proving on the GPU needs about {_gib(need.device)} of device memory (the key's tables "
+                            f"{_gib(need.key_tables)} and a proof's working set; {machine.device_name or 'the GPU'} "
+                            f"has {_gib(machine.device_total)}{free})")
+        elif need.key_tables > budget:  # the prover service would refuse the key at the run's first proof
+            problems.append(f"the proving key takes {_gib(need.key_tables)} on the device, more than the prover's key "
+                            f"budget of {_gib(budget)} (PROOFFLOW_KEY_BUDGET, of the device's "
+                            f"{_gib(machine.device_total)}): raise PROOFFLOW_KEY_BUDGET")
     return problems
 
 

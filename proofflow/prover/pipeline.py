@@ -235,9 +235,10 @@ class KeyCache:
                 total -= k.nbytes
 
     def make_resident(self, key: Key, upload: Callable, timer=None) -> list[Key]:
-        """``key``'s tables on the device (``upload(key.pk, key.plans)``, timed as ``key_upload``, the
-        evictions included), evicting least recently used resident keys to fit it; returns
-        the evicted keys. Only the thread that runs the proofs on the device may call this."""
+        """``key``'s tables on the device (``upload(key.pk, key.plans)``, timed as
+        ``key_upload``, the evictions included), evicting least recently used resident keys
+        to fit it; returns the evicted keys. Only the thread that runs the proofs on the
+        device may call this."""
         now = time.time()
         with self._lock:
             if id(key) in self._resident:

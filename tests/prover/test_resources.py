@@ -56,7 +56,8 @@ def test_log2_27_is_in_the_domain_but_refused_on_a_small_machine_naming_each_num
     assert msg.count(";") == 2, msg  # three problems, one message
 
 
-def test_a_fitting_large_run_is_accepted():
+def test_a_fitting_large_run_is_accepted(monkeypatch):
+    monkeypatch.setenv("PROOFFLOW_KEY_BUDGET", H200_2P27_KEY_BUDGET)  # the default half is short of a 2^27 key
     config = _validate(H200, log2=27, partitions=16, backend="gpu")
     need = resources.estimate(config, H200)
     # a, b_g1, b_g2 (G2), l: one point a variable (2^27 - 1 of them, l less the 3 instance ones); h: n - 1
@@ -117,11 +118,13 @@ def test_disk_is_named_where_it_lacks_and_what_is_there_needs_none():
     _validate(replace(cache_full, cs_cached=True), log2=22, backend="cpu")
 
 
-def test_unknown_figures_are_not_checked():
+def test_unknown_figures_are_not_checked(monkeypatch):
+    monkeypatch.setenv("PROOFFLOW_KEY_BUDGET", H200_2P27_KEY_BUDGET)
     blind = replace(SMALL, key=Disk(KEY, None), shared=Disk(SHM, None), cache=Disk(CACHE, None),
                     host_available=None, cs_cached=False)
     _validate(blind, log2=24, partitions=64, backend="cpu")
     _validate(H200, log2=27, partitions=1, backend="gpu")
+    monkeypatch.delenv("PROOFFLOW_KEY_BUDGET")  # an unknown device: no key budget to check either
     _validate(replace(H200, device_total=None), log2=27, partitions=1, backend="gpu")
 
 
@@ -186,6 +189,7 @@ def test_memory_backed_reads_the_longest_mount_point(tmp_path):
 # of the host's 128 available before the key; the GPU's 139.8 GiB
 N27 = 1 << 27
 H200_2P27_STAGING = 16 * GiB  # a partition's a/b/c (12 GiB) and witness (4 GiB)
+H200_2P27_KEY_BUDGET = "0.6"  # of the device's 139.8 GiB: 83.9 GiB for the key's 72.0
 
 
 def _h200_2p27(circuit: str, **changes) -> Machine:
@@ -242,6 +246,7 @@ def test_a_2p27_partition_fits_the_h200_with_its_key_resident(circuit, monkeypat
     first the plans would add, no longer fits; nor the MSMs at once (PROOFFLOW_MSM_OVERLAP)."""
     monkeypatch.setenv("PROOFFLOW_MSM_PRECOMPUTE", "0")
     monkeypatch.setenv("PROOFFLOW_MSM_OVERLAP", "0")
+    monkeypatch.setenv("PROOFFLOW_KEY_BUDGET", H200_2P27_KEY_BUDGET)
     machine = _h200_2p27(circuit, key_on_disk=True, host_available=48 * GiB,
                          shared=Disk(Path("/dev/shm/pf-staging"), 56 * GiB, fs=9, memory=True))
     config = _validate(machine, circuit=circuit, log2=27, partitions=1, backend="gpu")
@@ -262,6 +267,12 @@ def test_a_2p27_partition_fits_the_h200_with_its_key_resident(circuit, monkeypat
     monkeypatch.setenv("PROOFFLOW_MSM_OVERLAP", "1")
     assert "proving on the GPU needs about 189.3 GiB" in _refusal(machine, circuit=circuit, log2=27, partitions=1,
                                                                   backend="gpu")
+    # the default key budget, half the device, is short of the key: refused before any work
+    monkeypatch.setenv("PROOFFLOW_MSM_OVERLAP", "0")
+    monkeypatch.delenv("PROOFFLOW_KEY_BUDGET")
+    assert _refusal(machine, circuit=circuit, log2=27, partitions=1, backend="gpu") == (
+        "log2 27 does not fit this machine: the proving key takes 72.0 GiB on the device, more than the prover's key "
+        "budget of 69.9 GiB (PROOFFLOW_KEY_BUDGET, of the device's 139.8 GiB): raise PROOFFLOW_KEY_BUDGET")
 
 
 def test_the_2p27_script_sets_what_these_tests_check():
@@ -272,4 +283,5 @@ def test_the_2p27_script_sets_what_these_tests_check():
     exported = dict(re.findall(r"\b(PROOFFLOW_\w+)=(\$\(\([^)]*\)\)|\S+)", text))
     assert exported["PROOFFLOW_STAGING_BUDGET"] == f"$(({H200_2P27_STAGING >> 30} << 30))"
     assert exported["PROOFFLOW_MSM_PRECOMPUTE"] == "0" and exported["PROOFFLOW_MSM_OVERLAP"] == "0"
+    assert exported["PROOFFLOW_KEY_BUDGET"] == H200_2P27_KEY_BUDGET
     assert exported["PROOFFLOW_CACHE"].startswith("/root/") and "key=/dev/shm/pf/params/" in text
