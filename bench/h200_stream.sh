@@ -40,8 +40,10 @@
 #   (76.3% busy, stream-h100-2p22-synth2.json): a run's syntheses went two by two, each pair
 #   waiting for the scheduler to start the next, so ~2.4 ran at once of the 16 allowed; with
 #   8, 97.3% busy on the same machine (stream-h100-2p22.json).
-# Results ($OUT/stream-LABEL-2pLOG2.json + .png; LABEL h200, or h100 when the call got one), the
-# timing DB and Airflow's logs are in $OUT.
+# Results in $OUT: stream-LABEL-2pLOG2.json + .png (LABEL h200, or h100 when the call got one),
+# kernels.json, and run-2pLOG2.tar.gz: the timing DB, this call's logs and the deployment's (the
+# scheduler's, API server's, DAG processor's; the tasks' own logs stay on the machine, too
+# large to bring back); one archive, as a call brings back only so many files.
 set -euo pipefail
 L=${1:?usage: h200_stream.sh LOG2 [DURATION_S] [WARMUP_S]}; DURATION=${2:-240}; WARMUP=${3:-20}
 WARMUP_PARTS=${WARMUP_PARTS-16}
@@ -118,5 +120,10 @@ timeout -k 5 $(( left - 10 )) python3 -m bench.stream --backend gpu --log2 "$L" 
     --metadata-db "$META" --max-active $(( 4 * INFLIGHT )) --parallelism "${PARALLELISM:-32}" --timeout 120 --synth-concurrency "$SYNTH" --set PROOFFLOW_STAGING_BUDGET=$(( 32 << 30 )) --set AIRFLOW__API__WORKERS=4 \
     ${msm[@]+"${msm[@]}"} --label $LABEL --out "$OUT/stream-$LABEL-2p$L.json" --png "$OUT/stream-$LABEL-2p$L.png" 2>&1 \
     | tee "$OUT/stream.log" || true
-tar czf "$OUT/airflow-logs.tgz" -C "/tmp/pf-stream-$L" --exclude='*.db' . 2>/dev/null || true
+logs=$(cd "/tmp/pf-stream-$L" 2>/dev/null && find . -name '*.log' -not -path '*dag_id=*' | sort || true)
+(cd "$OUT" && ls timing-2p$L.db kernels.log compileall.log pytest.log setup-2p$L.log stream.log 2>/dev/null) \
+    > "$OUT/.files" || true
+{ tar cf "$OUT/run-2p$L.tar" -C "$OUT" -T "$OUT/.files" && { [ -z "$logs" ] || tar rf "$OUT/run-2p$L.tar" \
+    -C "/tmp/pf-stream-$L" $logs; } && gzip -f "$OUT/run-2p$L.tar" && (cd "$OUT" && xargs rm -f < .files); } || true
+rm -f "$OUT/.files" "$OUT"/timing-2p$L.db.*
 echo "done at $(since) s"
