@@ -1,6 +1,7 @@
 """proof_batch: on a schedule, trigger one proof_run per pending work file.
 
-Schedule: cron from PROOFFLOW_BATCH_CRON (default every 15 minutes). Work: JSON files of
+Schedule: cron from PROOFFLOW_BATCH_CRON (default every 15 minutes; ``none``: only when
+triggered). Work: JSON files of
 proof_run params in PROOFFLOW_PENDING (see proofflow/airflow/pending.py). UI and REST triggers of
 proof_run with parameters need no batch: trigger proof_run directly.
 """

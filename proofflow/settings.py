@@ -80,7 +80,8 @@ Where tasks run (CeleryExecutor; LocalExecutor and dag.test() ignore queues):
     PROOFFLOW_WORKER_NAME   the host name a worker records (proofflow.airflow.worker)
 
 The DAGs: PROOFFLOW_RETRIES (1), PROOFFLOW_SYNTH_CONCURRENCY (no limit),
-PROOFFLOW_MAX_ACTIVE_RUNS (4), PROOFFLOW_BATCH_CRON (*/15 * * * *).
+PROOFFLOW_MAX_ACTIVE_RUNS (4), PROOFFLOW_BATCH_CRON (*/15 * * * *; none: proof_batch runs
+only when triggered).
     PROOFFLOW_PRELOAD       1 (default): the scheduler, dag-processor and triggerer import the
                             tasks' modules at their start, so the processes they fork for tasks
                             and parsing inherit them (proofflow/airflow/preload.py); 0: off
@@ -385,8 +386,11 @@ def max_active_runs() -> int:
     return int(_get("PROOFFLOW_MAX_ACTIVE_RUNS") or 4)
 
 
-def batch_cron() -> str:
-    return _get("PROOFFLOW_BATCH_CRON", "*/15 * * * *")
+def batch_cron() -> str | None:
+    """proof_batch's schedule: a cron expression, or None for ``none`` (runs only when
+    triggered: from the UI, the REST API or a scheduler outside Airflow)."""
+    raw = (_get("PROOFFLOW_BATCH_CRON") or "*/15 * * * *").strip()
+    return None if raw.lower() == "none" else raw
 
 
 def airflow(name: str) -> str | None:

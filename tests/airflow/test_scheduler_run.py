@@ -68,6 +68,9 @@ def test_scheduler_rest_trigger_pool_mutex_and_sigkill_retry(tmp_path, pg_new_da
         **stack.api_connection_env(f"http://127.0.0.1:{port}"),  # prove_gpu reads its queued time there
         # the first partition to write its a/b/c into its segment dies before it is ready (SIGKILL)
         PROOFFLOW_FAULT=f"kill:synthesize.segment:{marker}",
+        # proof_batch runs only when the test triggers it: a cron run at its first parse could
+        # claim the pending work early and its proof_run's synthesis take the fault
+        PROOFFLOW_BATCH_CRON="none",
     )
     assert stack.proofflow_setup(env, gpu_slots=1)["slots"] == 1
 
