@@ -7,7 +7,8 @@
 # (proofflow.egg-info is what `pip install -e .` leaves in the tree: its entry point is how
 # Airflow finds proofflow's plugin, whose listener preloads the tasks' modules in the scheduler;
 # also carry .kernels.tar.xz from bench/gpu_kernels.sh, if built; PROOFFLOW_CURVE_VARIANT,
-# PROOFFLOW_MSM_BALANCED, _PRECOMPUTE and _OVERLAP set for the script reach the deployment)
+# PROOFFLOW_MSM_BALANCED, _PRECOMPUTE, _OVERLAP and AIRFLOW__SCHEDULER__* set for the script
+# reach the deployment)
 # LOG2 22 or 24. 1. installs the wheels into /tmp/site; 2. builds the GPU kernels into the
 # kernel cache while the GPU setup makes the size's proving key (kept in /dev/shm: a call
 # that follows within the machine's idle time finds both there and skips them); 3. runs
@@ -107,13 +108,18 @@ left=$(( ${CALL_S:-570} - $(since) ))
 dur=$(( left - 110 )); [ "$dur" -gt "$DURATION" ] && dur=$DURATION
 warm=${WARMUP_PARTS:+the first $WARMUP_PARTS partitions on the device}
 echo "streaming 2^$L for $dur s (warm-up: ${warm:-$WARMUP s}), $left s of the call left"
-# the caller's MSM settings (e.g. PROOFFLOW_CURVE_VARIANT=call), for the deployment, which
-# inherits no PROOFFLOW_* variable
+# the caller's MSM settings (e.g. PROOFFLOW_CURVE_VARIANT=call) and scheduler settings, for
+# the deployment, which inherits no PROOFFLOW_* or AIRFLOW_* variable. The scheduler's: the
+# streams at 2^22 topped out near 236 syntheses a minute, ~16-19 task starts a second, and
+# each scheduler loop queues at most [scheduler] max_tis_per_query task instances (16 by
+# default; 0: the executor's parallelism), so AIRFLOW__SCHEDULER__MAX_TIS_PER_QUERY=0 is the
+# next thing to try where the device waits for partitions (PROOFFLOW_MSM_PRECOMPUTE=auto)
 msm=()
-for v in PROOFFLOW_CURVE_VARIANT PROOFFLOW_MSM_BALANCED PROOFFLOW_MSM_PRECOMPUTE PROOFFLOW_MSM_OVERLAP; do
+for v in PROOFFLOW_CURVE_VARIANT PROOFFLOW_MSM_BALANCED PROOFFLOW_MSM_PRECOMPUTE PROOFFLOW_MSM_OVERLAP \
+        $(compgen -v AIRFLOW__SCHEDULER__ || true); do
     if [ -n "${!v:-}" ]; then msm+=(--set "$v=${!v}"); fi
 done
-echo "MSM settings: ${msm[*]:-defaults}"
+echo "MSM and scheduler settings: ${msm[*]:-defaults}"
 timeout -k 5 $(( left - 10 )) python3 -m bench.stream --backend gpu --log2 "$L" --partitions $PARTS \
     --in-flight $INFLIGHT --duration "$dur" --warmup-s "$WARMUP" ${WARMUP_PARTS:+--warmup "$WARMUP_PARTS"} --params-cache "$KEYS" --depth "$DEPTH" \
     --scratch /dev/shm/pf-scratch --work "/tmp/pf-stream-$L" --timing-db "sqlite:///$OUT/timing-2p$L.db" \
