@@ -114,17 +114,17 @@ echo "streaming 2^$L for $dur s (warm-up: ${warm:-$WARMUP s}), $left s of the ca
 # each scheduler loop queues at most [scheduler] max_tis_per_query task instances (16 by
 # default; 0: the executor's parallelism), so AIRFLOW__SCHEDULER__MAX_TIS_PER_QUERY=0 is the
 # next thing to try where the device waits for partitions (PROOFFLOW_MSM_PRECOMPUTE=auto)
-msm=()
+sets=()
 for v in PROOFFLOW_CURVE_VARIANT PROOFFLOW_MSM_BALANCED PROOFFLOW_MSM_PRECOMPUTE PROOFFLOW_MSM_OVERLAP \
         $(compgen -v AIRFLOW__SCHEDULER__ || true); do
-    if [ -n "${!v:-}" ]; then msm+=(--set "$v=${!v}"); fi
+    if [ -n "${!v:-}" ]; then sets+=(--set "$v=${!v}"); fi
 done
-echo "MSM and scheduler settings: ${msm[*]:-defaults}"
+echo "MSM and scheduler settings: ${sets[*]:-defaults}"
 timeout -k 5 $(( left - 10 )) python3 -m bench.stream --backend gpu --log2 "$L" --partitions $PARTS \
     --in-flight $INFLIGHT --duration "$dur" --warmup-s "$WARMUP" ${WARMUP_PARTS:+--warmup "$WARMUP_PARTS"} --params-cache "$KEYS" --depth "$DEPTH" \
     --scratch /dev/shm/pf-scratch --work "/tmp/pf-stream-$L" --timing-db "sqlite:///$OUT/timing-2p$L.db" \
     --metadata-db "$META" --max-active $(( 4 * INFLIGHT )) --parallelism "${PARALLELISM:-32}" --timeout 120 --synth-concurrency "$SYNTH" --set PROOFFLOW_STAGING_BUDGET=$(( 32 << 30 )) --set AIRFLOW__API__WORKERS=4 \
-    ${msm[@]+"${msm[@]}"} --label $LABEL --out "$OUT/stream-$LABEL-2p$L.json" --png "$OUT/stream-$LABEL-2p$L.png" 2>&1 \
+    ${sets[@]+"${sets[@]}"} --label $LABEL --out "$OUT/stream-$LABEL-2p$L.json" --png "$OUT/stream-$LABEL-2p$L.png" 2>&1 \
     | tee "$OUT/stream.log" || true
 logs=$(cd "/tmp/pf-stream-$L" 2>/dev/null && find . -name '*.log' -not -path '*dag_id=*' | sort || true)
 (cd "$OUT" && ls timing-2p$L.db kernels.log compileall.log pytest.log setup-2p$L.log stream.log 2>/dev/null) \
