@@ -34,16 +34,35 @@ def configure_env() -> dict:
     return env
 
 
+def _schema_revision(url: str) -> str | None:
+    """The Alembic revision Airflow's migrations left in the metadata DB at ``url``; None
+    when it has none (a new or recreated database) or cannot be read."""
+    from sqlalchemy import create_engine, exc, text
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+    except exc.SQLAlchemyError:
+        return None
+    finally:
+        engine.dispose()
+
+
 def migrate_metadata_db(log_path: Path | None = None) -> None:
     """``airflow db migrate`` (a subprocess: it configures logging its own way). Skipped
-    when this home was already migrated by this Airflow version."""
+    when this home's marker says this Airflow version migrated this database and the
+    database still holds the revision it left: a database dropped and created again under
+    the same URL is migrated again."""
     import importlib.metadata
     version = importlib.metadata.version("apache-airflow-core")
     from airflow.configuration import AIRFLOW_HOME, conf
     marker = Path(AIRFLOW_HOME) / ".proofflow-db-migrated"
-    stamp = f"{version} {conf.get('database', 'sql_alchemy_conn')}"
-    if marker.exists() and marker.read_text() == stamp:
-        return
+    url = conf.get("database", "sql_alchemy_conn")
+    stamp = f"{version} {url}"
+    if marker.exists():
+        revision = _schema_revision(url)
+        if revision and marker.read_text() == f"{stamp} {revision}":
+            return
     log = open(log_path, "ab") if log_path else subprocess.DEVNULL
     try:
         proc = subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], stdout=log, stderr=log)
@@ -53,7 +72,7 @@ def migrate_metadata_db(log_path: Path | None = None) -> None:
     if proc.returncode != 0:
         raise RuntimeError(f"`airflow db migrate` failed (exit {proc.returncode})"
                            + (f": see {log_path}" if log_path else ""))
-    marker.write_text(stamp)
+    marker.write_text(f"{stamp} {_schema_revision(url)}")
 
 
 def default_slots() -> int:
