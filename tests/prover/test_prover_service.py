@@ -128,6 +128,25 @@ def test_stop_removes_the_socket_and_least_busy_picks_an_idle_device(service):
         service.status()
 
 
+def test_a_stopping_service_gives_idle_staging_segments_back(service, mimc8_key_dir):
+    from proofflow.prover.shared_staging import SharedStaging
+    staging = SharedStaging.from_settings()
+    service.ensure_running()
+    proved, n, _ = _partition(0)
+    service.prove(_job(mimc8_key_dir, proved, n))
+    kept, _, _ = _partition(1)  # still leased when the service stops: it stays
+    staging.release(proved)  # the partition's proof is out: its segment goes idle, kept for reuse
+    assert staging.stats()["idle"] > 0
+    service.stop()
+    for _ in range(200):
+        if staging.stats()["idle"] == 0:
+            break
+        threading.Event().wait(0.05)
+    stats = staging.stats()
+    assert stats["idle"] == 0 and stats["leases"] == 1 and stats["leased"] > 0
+    assert staging.lookup(kept)[0].state == "ready"
+
+
 def test_keys_beyond_the_key_budget_are_evicted_and_every_job_succeeds(tmp_path, monkeypatch, mimc8_key_dir):
     """Two keys, a budget that holds one: jobs alternating between them all prove, each
     upload evicting the other key; status and the log say so."""

@@ -197,3 +197,17 @@ def test_idle_segments_go_back_to_the_host_after_their_ttl(tmp_path):
     time.sleep(0.4)
     staging.release_owned("d/other/")  # a run's cleanup reclaims too
     assert staging.stats()["idle"] == 0 and list((staging.root / "idle").iterdir()) == []
+
+
+def test_drop_idle_frees_idle_segments_and_keeps_leased_ones(staging):
+    a, b = _write(staging, "d/r/p0000"), _write(staging, "d/r/p0001")
+    staging.release(a.id)
+    idle = staging.stats()["idle"]
+    assert idle > 0
+    assert staging.drop_idle() == idle
+    stats = staging.stats()
+    assert stats["idle"] == 0 and stats["leases"] == 1 and list((staging.root / "idle").iterdir()) == []
+    seg = staging.open(b)  # the leased segment is intact
+    assert int(seg.abc[0][0, 0]) == 7
+    seg.close()
+    assert staging.drop_idle() == 0

@@ -23,7 +23,8 @@ Threads:
   (PROOFFLOW_KEY_BUDGET); ``status`` lists the resident keys and counts the evictions.
 
 Every step is a span (epoch seconds) in the reply, so the caller records where the time went.
-The service stops after ``idle_s`` seconds without a job, on a ``stop`` request, or on SIGTERM.
+The service stops after ``idle_s`` seconds without a job, on a ``stop`` request, or on SIGTERM,
+and gives the idle staging segments back to the host as it stops.
 
 Failures stay per job: a bad job (fields, files, a witness that does not satisfy the circuit)
 is refused as ``errors.InputError``; every proof is verified before it is returned; a device running
@@ -174,9 +175,9 @@ class ProverService:
         if self.keys.budget is None:
             self.keys.budget = settings.key_budget_bytes(self._memory_bytes())
         log.info("proving keys stay resident within %d bytes (PROOFFLOW_KEY_BUDGET)", self.keys.budget)
-        staging = SharedStaging.from_settings()
-        self.segments = {"pinned": pipeline.MappedSegments(staging, pin=self.backend_name == "gpu"),
-                         "pageable": pipeline.MappedSegments(staging, pin=False)}
+        self.staging = SharedStaging.from_settings()
+        self.segments = {"pinned": pipeline.MappedSegments(self.staging, pin=self.backend_name == "gpu"),
+                         "pageable": pipeline.MappedSegments(self.staging, pin=False)}
         threading.Thread(target=self._upload_loop, name="proofflow-upload", daemon=True).start()
         threading.Thread(target=self._device_loop, name="proofflow-device", daemon=True).start()
 
@@ -439,6 +440,9 @@ class ProverService:
             while self._active and time.time() < deadline:  # let running jobs reply
                 time.sleep(0.05)
             self._uploads.put(None)
+            # idle segments are kept for this service's mappings of them; without it they only
+            # hold host memory (32 GiB stayed in /dev/shm after a stream had stopped)
+            log.info("gave back %d bytes of idle staging segments", self.staging.drop_idle())
 
 
 def main(argv=None) -> int:
