@@ -189,7 +189,7 @@ def bench_prove(circuit, root: Path) -> dict:
     d = root / f"key-{log2}"
     pipeline.ensure_key(d, circuit.name, log2, 1, backend="cpu")  # made by an earlier process ("key") when run by main
     n = circuit.domain_size
-    pool = StagingPool(pipeline.abc_bytes(n) * 2, pinned=False)
+    pool = StagingPool(pipeline.segment_bytes(n, circuit.num_variables) * 2, pinned=False)
     with PeakAnon() as mem:
         t0 = time.perf_counter()
         key = pipeline.Key(ProvingKey.load(d, verify_digests=False), circuit.constraint_system)

@@ -40,7 +40,7 @@ def bench_size(log2: int, repeats: int, baseline: bool) -> dict:
     from proofflow.prover.staging import StagingPool
     circuit = MimcChain(log2)
     n = circuit.domain_size
-    pool = StagingPool(StagingPool.block_size(pipeline.abc_bytes(n)), pinned=False)
+    pool = StagingPool(StagingPool.block_size(pipeline.segment_bytes(n, circuit.num_variables)), pinned=False)
     t0 = time.perf_counter()
     circuit.round_constants  # noqa: B018 - the cached constants, mapped (or derived once per machine)
     out = {"log2": log2, "constraints": circuit.num_constraints, "constants_s": round(time.perf_counter() - t0, 3)}

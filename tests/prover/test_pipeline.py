@@ -12,7 +12,7 @@ from proofflow.prover.staging import StagingPool
 
 def _pool(circuit):
     n = pipeline.Key(None, circuit.constraint_system).domain_size
-    return StagingPool(StagingPool.block_size(pipeline.abc_bytes(n)), pinned=False)
+    return StagingPool(StagingPool.block_size(pipeline.segment_bytes(n, circuit.num_variables)), pinned=False)
 
 
 def test_partitions_synthesized_into_the_pool_verify(pk10, mimc10, tmp_path):
@@ -40,6 +40,19 @@ def test_buffer_is_released_when_synthesis_fails(pk10, mimc10, monkeypatch):
     with pytest.raises(pipeline.InputError, match="does not satisfy the circuit: witness does not satisfy"):
         pipeline.synthesize(mimc10, 1, 0, pool)
     assert pool.stats()["in_use"] == 0
+
+
+def test_the_witness_is_staged_behind_abc_in_the_same_buffer(mimc10):
+    """Laid out as a shared segment, so a pinned pool's buffer page-locks the witness too."""
+    import numpy as np
+    pool = _pool(mimc10)
+    with pipeline.synthesize(mimc10, 1, 0, pool) as staged:
+        n, nv = mimc10.domain_size, mimc10.num_variables
+        words = staged.buffer.view(np.uint64, ((3 * n + nv) * 4,))
+        assert np.shares_memory(staged.witness, words[3 * n * 4:]) and staged.witness.shape == (nv, 4)
+        assert np.array_equal(staged.witness, mimc10.instance(1, 0).witness)
+        for k, v in enumerate(staged.abc):
+            assert np.shares_memory(v, words[k * n * 4:(k + 1) * n * 4])
 
 
 def test_cpu_staging_is_pageable_and_recorded_so(pk10, mimc10):
