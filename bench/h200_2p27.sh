@@ -1,20 +1,17 @@
 #!/usr/bin/env bash
 # Issue #20 item 5 on the H200: a 2^27 partition of each family, mimc (dense) and bits
 # (bit-heavy), proved with its key resident on the device, each phase reported (bench.partition;
-# targets: a median device phase <= 7 s for mimc, <= 2 s for bits). One key at a time, in five
+# targets: a median device phase <= 7 s for mimc, <= 2 s for bits). One key at a time, in three
 # device calls made back to back (the machine stays warm 30 s between calls, and /root and
 # /dev/shm with it); each call runs one or more steps (MODE CIRCUIT pairs), and a call being at
 # most 600 s, its steps stop their work at 570 s from its start. .whl/ carried
-# (bash bench/gpu_wheels.sh):
-#   1. bash bench/h200_2p27.sh cs mimc        kernels built, mimc's constraint system cached on disk   ~4-5 min
-#   2. bash bench/h200_2p27.sh setup mimc     the key, set up on the GPU, into /dev/shm                ~4-5 min
-#   3. bash bench/h200_2p27.sh run mimc clean mimc cs bits
-#                                             4 proofs (1 warm-up); bits' constraint system            ~2 + 2 min
-#   4. bash bench/h200_2p27.sh setup bits                                                              ~4-5 min
-#   5. bash bench/h200_2p27.sh run bits       6 proofs (1 warm-up)                                     ~1.5 min
-# Setup at 2^26 took 217 s with the constraint system's first build in it; doubled, 2^27 would
-# leave too little of a call, so the build (a 2^24 MiMC chain's: 27 s on the 2-core CI machine,
-# bits' 11 s; linear) is a call of its own. Neither is resumable: a call cut at 570 s is lost.
+# (bash bench/gpu_wheels.sh). Measured on the H200 on 2026-12-05 (bench/results/h200-2026-12-05d):
+#   1. bash bench/h200_2p27.sh cs bits setup bits                kernels, cs 53 s, setup 263 s
+#   2. bash bench/h200_2p27.sh run bits clean bits cs mimc       1 + 5 proofs 72 s, clean 9 s, cs 99 s
+#   3. bash bench/h200_2p27.sh setup mimc run mimc               setup 304 s, 1 + 3 proofs 76 s
+# Neither step is resumable: a call cut at 570 s is lost. Before step 3 /dev/shm must be free
+# of other work's files (a stream's staging segments, say): setup's check wants 100 GiB of
+# MemAvailable.
 # Results in $OUT: partition-h200-<circuit>-2p27.json and the logs.
 #
 # Memory at 2^27 (n = 2^27 points; proofflow/resources.py checks each step before it starts:
