@@ -41,13 +41,18 @@
 #   (76.3% busy, stream-h100-2p22-synth2.json): a run's syntheses went two by two, each pair
 #   waiting for the scheduler to start the next, so ~2.4 ran at once of the 16 allowed; with
 #   8, 97.3% busy on the same machine (stream-h100-2p22.json).
-# Results in $OUT: stream-LABEL-2pLOG2.json + .png (LABEL h200, or h100 when the call got one),
-# kernels.json, and run-2pLOG2.tar.gz: the timing DB, this call's logs and the deployment's (the
+# Two streams fit one call at 150 s of feeding each, each with its own settings, the key and
+# kernels made once by the first (TAG keeps their files apart), e.g. auto copies against none:
+#   PROOFFLOW_MSM_PRECOMPUTE=auto CALL_S=285 TAG=-auto bash bench/h200_stream.sh 22 150;
+#   CALL_S=285 TAG=-plain bash bench/h200_stream.sh 22 150
+# Results in $OUT: stream-LABEL-2pLOG2TAG.json + .png (LABEL h200, or h100 when the call got one),
+# kernels.json, and run-2pLOG2TAG.tar.gz: the timing DB, this call's logs and the deployment's (the
 # scheduler's, API server's, DAG processor's; the tasks' own logs stay on the machine, too
 # large to bring back); one archive, as a call brings back only so many files.
 set -euo pipefail
 L=${1:?usage: h200_stream.sh LOG2 [DURATION_S] [WARMUP_S]}; DURATION=${2:-240}; WARMUP=${3:-20}
 WARMUP_PARTS=${WARMUP_PARTS-16}
+TAG=${TAG:-}  # appended to the result files' names: two streams in one call keep both
 case $L in 22|24) ;; *) echo "LOG2 must be 22 or 24" >&2; exit 2 ;; esac
 # the feeding's shape, overridable for a call that tries another: partitions a run, runs in
 # flight, the pool's slots. A pool slot cycles through a prove_gpu task's start-up and
@@ -124,12 +129,12 @@ timeout -k 5 $(( left - 10 )) python3 -m bench.stream --backend gpu --log2 "$L" 
     --in-flight $INFLIGHT --duration "$dur" --warmup-s "$WARMUP" ${WARMUP_PARTS:+--warmup "$WARMUP_PARTS"} --params-cache "$KEYS" --depth "$DEPTH" \
     --scratch /dev/shm/pf-scratch --work "/tmp/pf-stream-$L" --timing-db "sqlite:///$OUT/timing-2p$L.db" \
     --metadata-db "$META" --max-active $(( 4 * INFLIGHT )) --parallelism "${PARALLELISM:-32}" --timeout 120 --synth-concurrency "$SYNTH" --set PROOFFLOW_STAGING_BUDGET=$(( 32 << 30 )) --set AIRFLOW__API__WORKERS=4 \
-    ${sets[@]+"${sets[@]}"} --label $LABEL --out "$OUT/stream-$LABEL-2p$L.json" --png "$OUT/stream-$LABEL-2p$L.png" 2>&1 \
-    | tee "$OUT/stream.log" || true
+    ${sets[@]+"${sets[@]}"} --label $LABEL --out "$OUT/stream-$LABEL-2p$L$TAG.json" --png "$OUT/stream-$LABEL-2p$L$TAG.png" 2>&1 \
+    | tee "$OUT/stream$TAG.log" || true
 logs=$(cd "/tmp/pf-stream-$L" 2>/dev/null && find . -name '*.log' -not -path '*dag_id=*' | sort || true)
-(cd "$OUT" && ls timing-2p$L.db kernels.log compileall.log pytest.log setup-2p$L.log stream.log 2>/dev/null) \
+(cd "$OUT" && ls timing-2p$L.db kernels.log compileall.log pytest.log setup-2p$L.log stream$TAG.log 2>/dev/null) \
     > "$OUT/.files" || true
-{ tar cf "$OUT/run-2p$L.tar" -C "$OUT" -T "$OUT/.files" && { [ -z "$logs" ] || tar rf "$OUT/run-2p$L.tar" \
-    -C "/tmp/pf-stream-$L" $logs; } && gzip -f "$OUT/run-2p$L.tar" && (cd "$OUT" && xargs rm -f < .files); } || true
+{ tar cf "$OUT/run-2p$L$TAG.tar" -C "$OUT" -T "$OUT/.files" && { [ -z "$logs" ] || tar rf "$OUT/run-2p$L$TAG.tar" \
+    -C "/tmp/pf-stream-$L" $logs; } && gzip -f "$OUT/run-2p$L$TAG.tar" && (cd "$OUT" && xargs rm -f < .files); } || true
 rm -f "$OUT/.files" "$OUT"/timing-2p$L.db.*
 echo "done at $(since) s"
