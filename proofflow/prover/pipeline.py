@@ -576,6 +576,11 @@ class MappedSegments:
                 self._unmap(entry)
             self._maps.clear()
 
+    def inodes(self) -> set[tuple[int, int]]:
+        """The (device, inode) of each segment file mapped here."""
+        with self._lock:
+            return set(self._maps)
+
     def stats(self) -> dict:
         with self._lock:
             return {"mapped": len(self._maps), "mapped_bytes": sum(e["mapping"].size for e in self._maps.values()),

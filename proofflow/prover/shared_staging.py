@@ -21,8 +21,8 @@ replaces its previous segment, as a re-run synthesis replaces its output.
 Leases end by ``release`` (the proof is out), ``release_owned`` (a run's cleanup), or
 ``reclaim``: a segment whose writer died before it was ready (a killed synthesize task), or
 one older than the lease TTL. Idle segments go back to the host after ``idle_ttl_s`` unused
-(``reclaim`` runs at every lease and at a run's cleanup), and all of them when the prover
-service stops (``drop_idle``), so staging memory does not stay held between batches.
+(``reclaim`` runs at every lease and at a run's cleanup), and a prover service that stops
+drops those it mapped (``drop_idle``), so staging memory does not stay held between batches.
 """
 from __future__ import annotations
 
@@ -346,15 +346,18 @@ class SharedStaging:
             self._reclaim_locked()
             return len(mine)
 
-    def drop_idle(self) -> int:
-        """Remove every idle segment now (a prover service that stops: the mappings and
-        registrations their reuse saves go with it) and return the bytes given back to the
-        host. Leased segments stay."""
+    def drop_idle(self, inodes: set[tuple[int, int]] | None = None) -> int:
+        """Remove the idle segments now, those of ``inodes`` ((device, inode) pairs) or all
+        (None), and return the bytes given back to the host. A prover service that stops
+        drops those it mapped: the mapping and page-locking that their reuse saves go with
+        it, while another device's service keeps its own. Leased segments stay."""
         with self._locked():
             freed = 0
             for p in self._idle():
-                freed += p.stat().st_size
-                p.unlink(missing_ok=True)
+                st = p.stat()
+                if inodes is None or (st.st_dev, st.st_ino) in inodes:
+                    freed += st.st_size
+                    p.unlink(missing_ok=True)
             return freed
 
     def held_bytes(self) -> int:

@@ -211,3 +211,14 @@ def test_drop_idle_frees_idle_segments_and_keeps_leased_ones(staging):
     assert int(seg.abc[0][0, 0]) == 7
     seg.close()
     assert staging.drop_idle() == 0
+
+
+def test_drop_idle_of_some_inodes_keeps_the_others(staging):
+    a, b = _write(staging, "d/r/p0000"), _write(staging, "d/r/p0001")
+    st = (staging.root / f"{a.id}.seg").stat()
+    staging.release(a.id)
+    staging.release(b.id)
+    both = staging.stats()["idle"]
+    assert staging.drop_idle({(st.st_dev, st.st_ino)}) == st.st_size  # a's file, renamed into idle/
+    assert staging.stats()["idle"] == both - st.st_size
+    assert staging.drop_idle(set()) == 0 and staging.stats()["idle"] == both - st.st_size

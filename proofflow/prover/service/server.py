@@ -24,7 +24,7 @@ Threads:
 
 Every step is a span (epoch seconds) in the reply, so the caller records where the time went.
 The service stops after ``idle_s`` seconds without a job, on a ``stop`` request, or on SIGTERM,
-and gives the idle staging segments back to the host as it stops.
+and gives the idle staging segments it mapped back to the host as it stops.
 
 Failures stay per job: a bad job (fields, files, a witness that does not satisfy the circuit)
 is refused as ``errors.InputError``; every proof is verified before it is returned; a device running
@@ -442,7 +442,8 @@ class ProverService:
             self._uploads.put(None)
             # idle segments are kept for this service's mappings of them; without it they only
             # hold host memory (32 GiB stayed in /dev/shm after a stream had stopped)
-            log.info("gave back %d bytes of idle staging segments", self.staging.drop_idle())
+            mapped = set().union(*(m.inodes() for m in self.segments.values()))
+            log.info("gave back %d bytes of idle staging segments", self.staging.drop_idle(mapped))
 
 
 def main(argv=None) -> int:
