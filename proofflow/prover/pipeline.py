@@ -43,7 +43,7 @@ from proofflow.prover import device, faults
 from proofflow.prover.device import pippenger
 from proofflow.prover.errors import InputError
 from proofflow.prover.r1cs import ConstraintSystem, UnsatisfiedConstraint
-from proofflow.prover.shared_staging import Lease, Mapping, SegmentError, SharedStaging, segment_bytes
+from proofflow.prover.shared_staging import Lease, Mapping, SegmentError, SharedStaging, segment_bytes, segment_views
 from proofflow.prover.staging import Buffer, StagingPool
 from proofflow.prover.timing import PhaseTimer
 
@@ -407,13 +407,13 @@ def synthesize(circuit: Circuit, seed: int, partition: int, pool: StagingPool, t
     the pool on any failure."""
     timer = _timer(timer)
     n, nv = circuit.domain_size, circuit.num_variables
-    buf = _acquire(pool, segment_bytes(n, nv), timer, timeout)
+    nbytes = segment_bytes(n, nv)
+    buf = _acquire(pool, nbytes, timer, timeout)
     try:
-        words = buf.view(np.uint64, ((3 * n + nv) * 4,))
-        block, witness = words[:3 * n * 4].reshape(3, n, 4), words[3 * n * 4:].reshape(nv, 4)
+        out, witness = segment_views(buf.view(np.uint64, (nbytes // 8,)), n, nv)
         with timer.phase("synthesis"):
             inst = _instance(circuit, seed, partition, input)
-            abc = _witness_map(circuit, inst, (block[0], block[1], block[2]), input, partition)
+            abc = _witness_map(circuit, inst, out, input, partition)
             np.copyto(witness, inst.witness)
     except BaseException:
         buf.release()

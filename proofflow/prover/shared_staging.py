@@ -59,6 +59,13 @@ def segment_bytes(n: int, num_variables: int) -> int:
     return (3 * n + num_variables) * FR_BYTES
 
 
+def segment_views(words: np.ndarray, n: int, num_variables: int) -> tuple[tuple, np.ndarray]:
+    """(a, b, c) and the witness over ``words`` (uint64, covering ``segment_bytes`` or more)
+    in a segment's layout: a/b/c as one (3, n, 4) Fr block, then the witness."""
+    block = words[:3 * n * 4].reshape(3, n, 4)
+    return (block[0], block[1], block[2]), words[3 * n * 4:(3 * n + num_variables) * 4].reshape(num_variables, 4)
+
+
 def _capacity(nbytes: int) -> int:
     return max(_ALIGN, -(-nbytes // _ALIGN) * _ALIGN)
 
@@ -118,9 +125,7 @@ class Mapping:
         """(a, b, c) and the witness of ``lease`` over this mapping."""
         if self.size < lease.nbytes:
             raise SegmentError(f"segment {self.path}: {self.size} bytes, its lease needs {lease.nbytes}")
-        n, nv = lease.n, lease.num_variables
-        block = self.words[:3 * n * 4].reshape(3, n, 4)
-        return (block[0], block[1], block[2]), self.words[3 * n * 4:(3 * n + nv) * 4].reshape(nv, 4)
+        return segment_views(self.words, lease.n, lease.num_variables)
 
     def close(self) -> None:
         self.words = None
