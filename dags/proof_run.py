@@ -18,7 +18,7 @@ import datetime as dt
 from airflow.sdk import DAG, task_group
 
 from proofflow import settings
-from proofflow.airflow.notifiers.run_state import RunStateNotifier
+from proofflow.airflow.notifications.run_state import RunStateNotifier
 from proofflow.airflow.operators.check_h2d import CheckH2DOperator
 from proofflow.airflow.operators.proof import (CleanupScratchOperator, FinalizePartitionOperator, FinalizeRunOperator,
                                                PrepareScratchOperator, ProveGpuOperator, SetupOperator, StageOperator,

@@ -6,7 +6,7 @@ Layers, each importable on its own:
                         CuPy/NVRTC touch (kernels, pinned memory, device copies)
     proofflow.timing    the timing store, its views and migrations, reports, calibration and
                         the H2D check (no Airflow)
-    proofflow.airflow   the Airflow provider: hooks, operators, notifiers, plugins, params
+    proofflow.airflow   the Airflow provider: hooks, operators, notifications, plugins, params
     proofflow.settings  every environment variable proofflow reads
     proofflow.spec      the parameter domains (circuits, sizes, backends, staging)
 """

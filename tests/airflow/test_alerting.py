@@ -5,7 +5,7 @@ import uuid
 
 import pytest
 
-from proofflow.airflow.notifiers.alerts import H2DEmailNotifier, H2DWebhookNotifier, alert_payload
+from proofflow.airflow.notifications.alerts import H2DEmailNotifier, H2DWebhookNotifier, alert_payload
 from proofflow.timing.h2d_check import H2DCheckConfig, check_run
 from proofflow.timing import TimingStore
 from h2d_fixtures import NB, add_run

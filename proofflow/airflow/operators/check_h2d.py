@@ -3,7 +3,7 @@ are verified and published before it runs, so a failed check never loses a proof
 
 It validates the run's H2D transfers and timing rows (``proofflow.timing.h2d_check``), writes
 the flags and GX's result, and fails (no retry: the data would not change) when anything is
-flagged; its ``on_failure_callback`` (by default ``proofflow.airflow.notifiers.alerts.default_notifiers()``:
+flagged; its ``on_failure_callback`` (by default ``proofflow.airflow.notifications.alerts.default_notifiers()``:
 email + webhook, each configured by an Airflow connection) sends the alert.
 """
 from __future__ import annotations
@@ -45,7 +45,7 @@ class CheckH2DOperator(BaseOperator):
     def __init__(self, *, tol=None, tol_low=None, floor_gbps=None, floor_fraction=None, slack_ms=None,
                  require_pinned=None, auto_calibrate=None, notifiers=None, **kwargs):
         if notifiers is None:
-            from proofflow.airflow.notifiers.alerts import default_notifiers
+            from proofflow.airflow.notifications.alerts import default_notifiers
             notifiers = default_notifiers()
         if notifiers:
             kwargs.setdefault("on_failure_callback", notifiers)

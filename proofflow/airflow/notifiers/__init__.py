@@ -1,1 +1,0 @@
-"""Notifiers: the run state in the timing store, and the H2D alerts by email and webhook."""
