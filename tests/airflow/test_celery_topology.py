@@ -1,7 +1,7 @@
 """The deployment's topology run natively (no Docker engine): api-server, scheduler and
 dag-processor with the CeleryExecutor, a CPU worker (queue cpu), a GPU worker (queue gpu) and
 the GPU host's staging receiver, each started with its command from
-proofflow/airflow/topology.py (the table docker-compose.yml is checked against), on a fresh
+tests/helpers/topology.py (the table docker-compose.yml is checked against), on a fresh
 Postgres metadata DB and timing DB and the local Redis as broker. The two workers stand for
 two hosts: each has its own shared staging, and the CPU worker's syntheses stream into the
 GPU host's through the receiver.

@@ -1,5 +1,5 @@
 """docker-compose.yml, checked without a Docker engine: its services, their commands against
-the topology the native test runs (proofflow/airflow/topology.py), the GPU reservation, health
+the topology the native test runs (tests/helpers/topology.py), the GPU reservation, health
 checks, pinned images, no committed secret; and ``docker compose config`` where a compose
 client is installed (it needs no daemon)."""
 import json
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from proofflow.airflow import topology
+import topology
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVICES = {"postgres", "redis", "airflow-init", "api-server", "scheduler", "dag-processor", "triggerer",

@@ -1,5 +1,5 @@
 """A proofflow deployment run natively, without Docker: the processes of the deployment's
-topology (``proofflow/airflow/topology.py``, the commands docker-compose.yml runs) as subprocesses
+topology (``tests/helpers/topology.py``, the commands docker-compose.yml runs) as subprocesses
 of one home, the REST API they serve, and their shutdown.
 
 The test suite's real-scheduler tests and the pipeline benchmark run Airflow through this,
@@ -20,8 +20,9 @@ import sys
 import time
 from pathlib import Path
 
-from proofflow.airflow import topology
 from proofflow.airflow.hooks.api import AirflowApi, AirflowApiError
+
+from tests.helpers import topology  # by its package path: bench imports this module as tests.helpers.local_stack
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

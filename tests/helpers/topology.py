@@ -1,6 +1,6 @@
 """The processes of a proofflow deployment, in one table for both ways of running them:
-docker-compose.yml's service commands (tests/test_compose.py holds the file to this table)
-and the native test of the same topology (tests/test_celery_topology.py starts these
+docker-compose.yml's service commands (tests/airflow/test_compose.py holds the file to this table)
+and the native test of the same topology (tests/airflow/test_celery_topology.py starts these
 commands as subprocesses), so the two cannot drift apart.
 
 Arguments use compose's interpolation syntax (``${VAR}``, ``${VAR:-default}``); ``command``
