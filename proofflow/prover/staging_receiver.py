@@ -22,7 +22,6 @@ import logging
 import socket
 import socketserver
 import sys
-import threading
 import time
 
 import numpy as np
@@ -125,13 +124,6 @@ class Receiver(socketserver.ThreadingTCPServer):
         if not isinstance(timeout, (int, float)) or timeout < 0:
             raise ValueError(f"timeout must be a non-negative number, got {timeout!r}")
         return self.staging.lease(head["holder"], head["n"], head["num_variables"], timeout)
-
-
-def serve(listen: str, staging: SharedStaging, token: str | None) -> Receiver:
-    """A receiver bound to ``listen`` (HOST:PORT; port 0 picks one), serving in a thread."""
-    server = Receiver(parse_endpoint(listen), staging, token)
-    threading.Thread(target=server.serve_forever, name="proofflow-staging-receiver", daemon=True).start()
-    return server
 
 
 # -- the sender (on the synthesizing host) ----------------------------------------------------

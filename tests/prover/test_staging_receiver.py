@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
 import time
 
 import numpy as np
@@ -13,7 +14,7 @@ import pytest
 from proofflow.prover import pipeline
 from proofflow.prover.circuits import get_circuit
 from proofflow.prover.shared_staging import SharedStaging
-from proofflow.prover.staging_receiver import Receiver, StreamError, parse_endpoint, send, serve
+from proofflow.prover.staging_receiver import Receiver, StreamError, parse_endpoint, send
 
 TOKEN = "s3cret"
 
@@ -21,7 +22,8 @@ TOKEN = "s3cret"
 @pytest.fixture
 def gpu_host(tmp_path):
     staging = SharedStaging(tmp_path / "gpu-host-shm", 64 << 20)
-    server = serve("127.0.0.1:0", staging, TOKEN)
+    server = Receiver(parse_endpoint("127.0.0.1:0"), staging, TOKEN)
+    threading.Thread(target=server.serve_forever, name="staging-receiver", daemon=True).start()
     yield staging, f"127.0.0.1:{server.server_address[1]}", server
     server.shutdown()
     server.server_close()
