@@ -3,9 +3,10 @@
 Order (``proofflow.timing.store.resolve_url``): env ``PROOFFLOW_DB_URL``; else the Airflow
 connection ``proofflow_timing`` (inside a task read through the task SDK, i.e. from the API
 server; in the API server itself from its secrets backends and metadata DB); else SQLite
-under ``$PROOFFLOW_HOME``. The connection may be of type ``postgres`` (host, port, login,
-password, schema = database), ``sqlite`` (host = file path), or any type with
-``extra = {"url": "<sqlalchemy url>"}``.
+under ``$PROOFFLOW_HOME``. The connection may be of type ``proofflow_timing`` (this hook's,
+registered by the provider: its form is in ``proofflow.airflow.get_provider_info``) or
+``postgres`` (host, port, login, password, schema = database: a PostgreSQL store), ``sqlite``
+(host = file path), or any type with ``extra = {"url": "<sqlalchemy url>"}``.
 """
 from __future__ import annotations
 
@@ -23,18 +24,22 @@ def url_from_connection(conn) -> str:
     if extra.get("url"):
         return extra["url"]
     ctype = (conn.conn_type or "").lower()
-    if ctype in ("postgres", "postgresql"):
+    if ctype in ("postgres", "postgresql", TimingStoreHook.conn_type):
         from sqlalchemy.engine import URL
         return URL.create("postgresql+psycopg2", username=conn.login or None, password=conn.password or None,
                           host=conn.host or None, port=conn.port or None,
                           database=conn.schema or None).render_as_string(hide_password=False)
     if ctype == "sqlite":
         return f"sqlite:///{conn.host}"
-    raise ValueError(f"connection {conn.conn_id!r} of type {conn.conn_type!r} cannot name a timing store: "
-                     "use type postgres or sqlite, or put a SQLAlchemy URL in its extra as {\"url\": ...}")
+    raise ValueError(f"connection {conn.conn_id!r} of type {conn.conn_type!r} cannot name a timing store: use type "
+                     f"{TimingStoreHook.conn_type}, postgres or sqlite, or put a SQLAlchemy URL in its extra as "
+                     '{"url": ...}')
 
 
 class TimingStoreHook(BaseHook):
+    """The timing store of one Airflow connection; Airflow maps connection type
+    ``proofflow_timing`` to this hook (``Connection.get_hook``)."""
+
     conn_name_attr = "proofflow_conn_id"
     default_conn_name = settings.TIMING_CONN_ID
     conn_type = "proofflow_timing"
