@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from bench import _env
+from proofflow.phases import Phase
 
 TARGETS_S = {"bits": 2.0, "mimc": 7.0}  # the median device phase of a 2^27 partition, issue #20 item 5
 TARGET_LOG2 = 27
@@ -105,7 +106,7 @@ def prove_once(key, staged, backend) -> dict:
     with timed_msms(backend, key.pk, msms):
         pending = pipeline.prove_device(key, staged, backend, timer, transfers)
     proof = pending.finish(timer)
-    with timer.phase("verify"):
+    with timer.phase(Phase.VERIFY):
         verified = verifier.verify(key.pk.vk, staged.public_inputs, proof)
     seconds = timer.totals()
     seconds["device"] = seconds["ntt"] + seconds["msm"]
@@ -188,7 +189,7 @@ def run(args) -> dict:
         _env.write(args.out, result)
 
     _say(f"partition: {args.circuit} 2^{args.log2} on the {config['backend']} backend, key {args.key}")
-    with timer.phase("warm_up"):
+    with timer.phase(Phase.WARM_UP):
         backend.warm_up()
     # as a prover service keeps keys: within the device's key budget, with MSM copies on the GPU
     keys = pipeline.KeyCache(settings.key_budget_bytes(device.memory_bytes()) if gpu else None, copies=gpu)

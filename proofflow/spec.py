@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from enum import StrEnum
 from pathlib import Path
 
 from proofflow import settings
@@ -14,7 +15,29 @@ CIRCUITS = ("mimc", "bits")
 MIN_LOG2, MAX_LOG2 = 8, 27  # up to 2^27 where the machine has room (proofflow.resources)
 MIN_PARTITIONS, MAX_PARTITIONS = 1, 64
 BACKENDS = ("auto", "cpu", "gpu")
-STAGING = ("pinned", "pageable")
+
+
+class MemoryKind(StrEnum):
+    """The host memory a partition's a/b/c and witness live in, from the trigger form to the
+    timing rows."""
+    PINNED = "pinned"  # page-locked: the device copies it by DMA at line rate
+    PAGEABLE = "pageable"  # the driver stages every copy through a bounce buffer
+    MIXED = "mixed"  # a transfer summed over buffers of both kinds (the timing store only)
+
+    @classmethod
+    def choices(cls) -> tuple[str, ...]:
+        """What a run may ask for."""
+        return (cls.PINNED.value, cls.PAGEABLE.value)
+
+    @classmethod
+    def effective(cls, requested, backend: str) -> "MemoryKind":
+        """What memory a request really gets: page-locked only where a GPU pins it (the CPU
+        backend has no page-locked memory, so a request for it is pageable there)."""
+        kind = cls(requested)
+        return kind if backend == "gpu" else cls.PAGEABLE
+
+
+STAGING = MemoryKind.choices()
 MAX_SEED = (1 << 63) - 1  # the timing store keeps it in a 64-bit column
 
 DEFAULTS = {"circuit": "mimc", "log2": 10, "partitions": 4, "backend": "auto", "staging": "pinned", "seed": 0,
@@ -113,11 +136,10 @@ def resolve_backend(backend: str, gpu_available) -> str:
     return "cpu"
 
 
-def resolve_staging(staging: str, backend: str) -> str:
-    """The host memory a/b/c really land in: page-locked only where a GPU pins it (the CPU
-    backend has no pinned memory, so a 'pinned' request is pageable there, and recorded so)."""
+def resolve_staging(staging: str, backend: str) -> MemoryKind:
+    """The host memory a/b/c really land in (``MemoryKind.effective``), recorded so."""
     check_choice("staging", staging, STAGING)
-    return staging if backend == "gpu" else "pageable"
+    return MemoryKind.effective(staging, backend)
 
 
 def validate_params(params: dict, gpu_available, machine=None) -> dict:

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from proofflow.spec import BACKENDS, CIRCUITS, MAX_LOG2, MIN_LOG2, STAGING, resolve_staging
+from proofflow.phases import Phase
 
 EXIT_OK, EXIT_INVALID, EXIT_BAD_INPUT = 0, 1, 2
 STAGING_HELP = ("memory synthesis writes a/b/c into: pinned (page-locked, full-rate uploads; the default) or "
@@ -162,13 +163,13 @@ def cmd_demo(args) -> int:
         out = Path(args.out) if args.out else Path(tmp) / "proofs"
         _say(f"demo: {circuit.name} 2^{circuit.log2} ({circuit.constraint_system.num_constraints} constraints), "
              f"{args.partitions} partition(s), backend {backend.name}")
-        with timer.phase("setup"):
+        with timer.phase(Phase.SETUP):
             pk = generator.setup(circuit, args.seed, progress=_setup_progress if args.log2 >= 14 else None,
                                  backend=backend)
         timers = pipeline.prove_partitions(
             _key(pk, circuit), circuit, args.partitions, args.seed, out, backend,
             _staging_pool(args.staging, backend), lambda i, _t: _say(f"  partition {i + 1}/{args.partitions} proved"))
-        with timer.phase("verify"):
+        with timer.phase(Phase.VERIFY):
             results = verify_bundle(out)
     per_phase: dict[str, list[float]] = {}
     for t in timers:

@@ -41,11 +41,12 @@ from proofflow.prover.groth16 import r1cs_to_qap, verifier
 from proofflow.prover.groth16.data_structures import PK_TABLES, KeyFormatError, Proof, ProvingKey, VerifyingKey
 from proofflow.prover import device, faults
 from proofflow.prover.device import pippenger
-from proofflow.prover.errors import InputError
+from proofflow.prover.errors import ErrorType, InputError
 from proofflow.prover.r1cs import ConstraintSystem, UnsatisfiedConstraint
 from proofflow.prover.shared_staging import Lease, Mapping, SegmentError, SharedStaging, segment_bytes, segment_views
 from proofflow.prover.staging import Buffer, StagingPool
 from proofflow.prover.timing import PhaseTimer
+from proofflow.phases import Phase
 
 FR_BYTES = 32
 
@@ -87,7 +88,7 @@ def ensure_key(directory: Path, circuit: str, log2: int, seed: int, backend="aut
     timer = _timer(timer)
     directory = Path(directory)
     if circuit not in spec.CIRCUITS:
-        with timer.phase("load_cached"):
+        with timer.phase(Phase.LOAD_CACHED):
             try:
                 ProvingKey.load(directory)
             except KeyFormatError as exc:
@@ -95,13 +96,13 @@ def ensure_key(directory: Path, circuit: str, log2: int, seed: int, backend="aut
                                  "again with `proofflow circuit add --replace`") from None
         return True
     directory.parent.mkdir(parents=True, exist_ok=True)
-    with timer.phase("lock_wait"):
+    with timer.phase(Phase.LOCK_WAIT):
         lock = _flock(directory.parent / f".{directory.name}.lock")
     try:
         for stale in files.stale_dirs(directory):  # left by a setup killed mid-save (we hold the lock)
             files.remove_tree(stale)
         if (directory / "params.json").exists():
-            with timer.phase("load_cached"):
+            with timer.phase(Phase.LOAD_CACHED):
                 try:
                     pk = ProvingKey.load(directory)
                     if (pk.circuit, pk.log2) == (circuit, log2):
@@ -112,16 +113,16 @@ def ensure_key(directory: Path, circuit: str, log2: int, seed: int, backend="aut
         if _uses_gpu(backend):
             path = settings.setup_lock_path()
             path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            with timer.phase("setup_lock_wait"):
+            with timer.phase(Phase.SETUP_LOCK_WAIT):
                 device_lock = _flock(path)
         try:
             with files.atomic_dir(directory) as tmp:
-                with timer.phase("setup"):  # each table written straight into its file as it is computed
+                with timer.phase(Phase.SETUP):  # each table written straight into its file as it is computed
                     pk = generator.setup(get_circuit(circuit, log2), seed, backend=backend, directory=tmp)
                 if device_lock is not None:  # the device is free once the tables are computed
                     device_lock.close()
                     device_lock = None
-                with timer.phase("save"):  # vk.json, params.json last; the directory renamed into place on exit
+                with timer.phase(Phase.SAVE):  # vk.json, params.json last; the directory renamed into place on exit
                     pk.save(tmp)
         finally:
             if device_lock is not None:
@@ -207,7 +208,7 @@ class KeyCache:
             if hit and hit[0] == fp:
                 self._keys.move_to_end(str(d))
                 return hit[1]
-            with _timer(timer).phase("key_load"):
+            with _timer(timer).phase(Phase.KEY_LOAD):
                 try:
                     pk = ProvingKey.load(d, verify_digests=False)
                 except KeyFormatError as exc:
@@ -260,7 +261,7 @@ class KeyCache:
                     used -= k.nbytes
             for k in victims:
                 del self._resident[id(k)]
-        with _timer(timer).phase("key_upload"):
+        with _timer(timer).phase(Phase.KEY_UPLOAD):
             for k in victims:
                 drop_resident(k)
                 log.info("evicted proving key %s (%d bytes, last used %.1f s ago) to fit %s (%d bytes) in the key "
@@ -369,7 +370,7 @@ def abc_bytes(n: int) -> int:
 
 
 def _acquire(pool: StagingPool, nbytes: int, timer, timeout: float | None) -> Buffer:
-    with _timer(timer).phase("staging_wait"):
+    with _timer(timer).phase(Phase.STAGING_WAIT):
         try:
             return pool.acquire(nbytes, timeout=settings.staging_timeout_s() if timeout is None else timeout)
         except ValueError as exc:  # can never fit: no retry would help
@@ -411,7 +412,7 @@ def synthesize(circuit: Circuit, seed: int, partition: int, pool: StagingPool, t
     buf = _acquire(pool, nbytes, timer, timeout)
     try:
         out, witness = segment_views(buf.view(np.uint64, (nbytes // 8,)), n, nv)
-        with timer.phase("synthesis"):
+        with timer.phase(Phase.SYNTHESIS):
             inst = _instance(circuit, seed, partition, input)
             abc = _witness_map(circuit, inst, out, input, partition)
             np.copyto(witness, inst.witness)
@@ -429,17 +430,17 @@ def synthesize_shared(circuit: Circuit, seed: int, partition: int, staging: Shar
     witness that violates a constraint is an InputError naming the first one; the lease
     ends on any failure (and is reclaimed if this process dies before it is ready)."""
     timer = _timer(timer)
-    with timer.phase("synthesis"):
+    with timer.phase(Phase.SYNTHESIS):
         inst = _instance(circuit, seed, partition, input)
     n, nv = circuit.domain_size, len(inst.witness)
-    with timer.phase("staging_wait"):
+    with timer.phase(Phase.STAGING_WAIT):
         try:
             lease = staging.lease(holder, n, nv, settings.staging_timeout_s() if timeout is None else timeout)
         except ValueError as exc:  # can never fit: no retry would help
             raise InputError(f"{exc} (PROOFFLOW_STAGING_BUDGET)") from None
     seg = staging.open(lease, writer=True)
     try:
-        with timer.phase("witness_map"):
+        with timer.phase(Phase.WITNESS_MAP):
             _witness_map(circuit, inst, seg.abc, input, partition)
             np.copyto(seg.witness, inst.witness)
             faults.point("synthesize.segment")  # a writer killed here leaves a lease to reclaim
@@ -465,11 +466,11 @@ def synthesize_remote(circuit: Circuit, seed: int, partition: int, endpoint: str
     with synthesize(circuit, seed, partition, staging_pool(pinned=False), timer, timeout, input) as staged:
         block = staged.buffer.view(np.uint64, (3, circuit.domain_size, 4))
         t0 = time.time()
-        with timer.phase("stream"):
+        with timer.phase(Phase.STREAM):
             try:
                 reply = send(endpoint, token, holder, block, staged.witness, timeout)
             except StreamError as exc:
-                if exc.error_type == "ValueError":  # refused as malformed or over the budget: no retry helps
+                if exc.error_type is ErrorType.REFUSED:  # malformed or over the budget: no retry helps
                     raise InputError(str(exc)) from None
                 raise
         n, nv = circuit.domain_size, len(staged.witness)
@@ -520,7 +521,7 @@ class MappedSegments:
         device's critical path. Returns the lease, whether it was mapped before, and the
         seconds the pinning took."""
         t0 = time.time()
-        with _timer(timer).phase("register"):
+        with _timer(timer).phase(Phase.REGISTER):
             with self.get(lease_id, holder) as staged:
                 held = staged.mapping
         return {"segment": lease_id, "n": held.lease.n, "bytes": abc_bytes(held.lease.n), "pinned": held.pinned,
@@ -591,7 +592,7 @@ class MappedSegments:
 def upload(staged: Staged, backend: Backend, timer=None) -> list:
     """A partition's a/b/c and witness copied to the device (phase h2d), ahead of
     ``prove_device``; the transfers record the memory kind they really came from."""
-    with _timer(timer).phase("h2d"):
+    with _timer(timer).phase(Phase.H2D):
         return groth16_prover.upload(backend, staged.abc, staged.witness, staged.memory_kind)
 
 
@@ -671,7 +672,7 @@ def complete_bundle(bundle_dir, circuit: str, log2: int, vk: VerifyingKey,
     timer = _timer(timer)
     for tmp in files.stale_temporaries(bundle_dir):
         tmp.unlink(missing_ok=True)
-    with timer.phase("manifest"):
+    with timer.phase(Phase.MANIFEST):
         bundle.write_manifest(bundle_dir, circuit, log2, vk, entries, snarkjs)
-    with timer.phase("verify"):
+    with timer.phase(Phase.VERIFY):
         return bundle.verify_bundle(bundle_dir)

@@ -27,7 +27,7 @@ import time
 import numpy as np
 
 from proofflow.prover.shared_staging import SegmentError, SharedStaging, segment_bytes
-from proofflow.prover.staging import StagingTimeout
+from proofflow.prover.errors import ErrorType, StagingTimeout, error_reply
 
 log = logging.getLogger("proofflow.staging")
 MAX_HEADER = 4096
@@ -35,11 +35,11 @@ _CHUNK = 8 << 20
 
 
 class StreamError(RuntimeError):
-    """The receiver refused a partition or the stream broke (``error_type`` names why)."""
+    """The receiver refused a partition or the stream broke (``error_type`` says why)."""
 
-    def __init__(self, message: str, error_type: str = "StreamError"):
+    def __init__(self, message: str, error_type: ErrorType = ErrorType.INTERNAL):
         super().__init__(message)
-        self.error_type = error_type
+        self.error_type = ErrorType(error_type)
 
 
 def parse_endpoint(endpoint: str) -> tuple[str, int]:
@@ -72,7 +72,7 @@ class _Handler(socketserver.StreamRequestHandler):
             head = _read_line(self.rfile)
             lease = server.accept(head)
         except (ValueError, SegmentError, StagingTimeout) as exc:
-            _send_line(self.wfile, {"ok": False, "error": str(exc), "error_type": type(exc).__name__})
+            _send_line(self.wfile, error_reply(exc))
             return
         _send_line(self.wfile, {"ok": True, "segment": lease.id})
         t0 = time.time()
@@ -137,7 +137,7 @@ def send(endpoint: str, token: str | None, holder: str, abc: np.ndarray, witness
     try:
         s = socket.create_connection((host, port), timeout=30)
     except OSError as exc:
-        raise StreamError(f"no staging receiver at {endpoint}: {exc}", "ReceiverUnavailable") from None
+        raise StreamError(f"no staging receiver at {endpoint}: {exc}", ErrorType.UNAVAILABLE) from None
     with s:
         s.settimeout(timeout + 30)
         f = s.makefile("rwb")
@@ -147,7 +147,7 @@ def send(endpoint: str, token: str | None, holder: str, abc: np.ndarray, witness
             reply = _read_line(f)
             if not reply.get("ok"):
                 raise StreamError(f"the staging receiver at {endpoint} refused the partition: {reply.get('error')}",
-                                  reply.get("error_type", "StreamError"))
+                                  ErrorType.named(reply.get("error_type")))
             s.settimeout(300)
             for block in (abc, witness):
                 f.write(memoryview(np.ascontiguousarray(block)).cast("B"))

@@ -15,11 +15,11 @@ from __future__ import annotations
 import json
 import sys
 
-DEVICE_PHASES = ("h2d", "ntt", "msm", "d2h")
+from proofflow.phases import DEVICE_PHASES, Phase
 TASK_COLORS = {"synthesize": "#8ab4f8", "stage": "#fdd663", "prove_gpu": "#81c995", "finalize_partition": "#c58af9",
                "validate": "#dadce0", "setup": "#bdc1c6", "prepare_scratch": "#dadce0", "finalize_run": "#f28b82",
                "cleanup_scratch": "#e8eaed", "check_h2d": "#fcad70"}
-PHASE_COLORS = {"h2d": "#d93025", "ntt": "#1a73e8", "msm": "#188038", "d2h": "#f9ab00"}
+PHASE_COLORS = {Phase.H2D: "#d93025", Phase.NTT: "#1a73e8", Phase.MSM: "#188038", Phase.D2H: "#f9ab00"}
 KIND_COLORS = {"pinned": "#1a73e8", "pageable": "#d93025"}
 
 
@@ -190,7 +190,7 @@ def device_lanes(rows: list[dict]) -> list[str]:
 def _draw_run(rep: dict, ax_gantt, ax_gpu, label: str) -> None:
     rows = rep["timings"]
     t0 = min(_epoch(r["start"]) for r in rows)
-    tasks = [r for r in rows if r["phase"] == "task"]
+    tasks = [r for r in rows if r["phase"] == Phase.TASK]
     lanes: list[tuple] = []
     for r in sorted(tasks, key=lambda r: (r["partition"] is not None, r["partition"] or 0, _epoch(r["start"]))):
         key = ("run",) if r["partition"] is None else ("partition", r["partition"])

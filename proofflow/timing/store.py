@@ -49,7 +49,7 @@ log = logging.getLogger(__name__)
 
 INT64 = (-(1 << 63), (1 << 63) - 1)
 INT32 = (-(1 << 31), (1 << 31) - 1)
-MEMORY_KINDS = (*spec.STAGING, "mixed")  # "mixed": a transfer summed over memories of both kinds
+MEMORY_KINDS = tuple(k.value for k in spec.MemoryKind)
 RUN_STATES = ("running", "success", "failed")
 # Beyond the column types, what a value of the proof-run tables must also satisfy: a
 # minimum, or the allowed strings.

@@ -31,9 +31,9 @@ with window functions, so Postgres and SQLite give the same figures.
 """
 from __future__ import annotations
 
-# prove_gpu's own phases: waits, one-time costs, device work, finishing
-PROVE_PHASES = ("('pool_wait', 'queue_wait', 'service_start', 'key_load', 'staging_wait', 'prefetch', 'mutex_wait', "
-                "'key_upload', 'load_key', 'load', 'h2d', 'ntt', 'msm', 'd2h', 'msm_g2_wait', 'assemble', 'finalize')")
+from proofflow import phases
+
+PROVE_PHASES = phases.sql_list(phases.PROVE_PHASES)
 
 PHASE_SPANS = """CREATE VIEW phase_spans AS
 SELECT run_id, dag_id, task_id, map_index, try_number, partition, phase, host, device,
@@ -42,10 +42,8 @@ FROM task_timings
 WHERE task_id LIKE '%prove_gpu'
   AND phase IN PROVE_PHASES""".replace("PROVE_PHASES", PROVE_PHASES)
 
-GPU_PHASES = "('h2d', 'ntt', 'msm', 'd2h')"
-# the kernels alone: what a utilization counter such as nvidia-smi's sees; a slow (pageable)
-# copy keeps the device "busy" with a transfer in flight but leaves its SMs idle
-KERNEL_PHASES = "('ntt', 'msm')"
+GPU_PHASES = phases.sql_list(phases.DEVICE_PHASES)
+KERNEL_PHASES = phases.sql_list(phases.KERNEL_PHASES)
 
 RUN_SUMMARY = """CREATE VIEW run_summary AS
 WITH span AS (

@@ -61,6 +61,8 @@ def test_a_registered_circuit_through_the_prover_service_on_the_gpu(chain, tmp_p
     from proofflow.prover.device.backend import GpuBackend
     from proofflow.prover.groth16.data_structures import Proof
     from proofflow.prover.service.client import ServiceClient
+    from proofflow.prover.service.protocol import ProveJob, StageJob
+    from proofflow.spec import MemoryKind
     for var, sub in (("PROOFFLOW_HOME", "home"), ("PROOFFLOW_RUNTIME", "rt")):
         monkeypatch.setenv(var, str(tmp_path / sub))
     setup.write_test_zkey(read_r1cs(chain / "chain.r1cs"), 9, tmp_path / "chain.zkey", GpuBackend())
@@ -71,12 +73,12 @@ def test_a_registered_circuit_through_the_prover_service_on_the_gpu(chain, tmp_p
     client = ServiceClient("gpu", 0, idle_s=60)
     try:
         client.ensure_running()
-        assert client.stage({"segment": out["segment"], "staging": "pinned"})["pinned"]
-        reply = client.prove({"params_dir": str(registry.key_dir("chain")), "circuit": "chain", "log2": info["log2"],
-                              "segment": out["segment"], "n": out["n"], "staging": "pinned"})
+        assert client.stage(StageJob(out["segment"], MemoryKind.PINNED))["pinned"]
+        reply = client.prove(ProveJob(str(registry.key_dir("chain")), "chain", info["log2"], out["segment"], out["n"],
+                                      MemoryKind.PINNED))
     finally:
         client.stop()
     vk = read_verification_key(registry.circuit_dir("chain") / "verification_key.json")
     public = [int(x, 16) for x in out["public_inputs"]]
-    assert reply["transfers"]["h2d"][2] == "pinned" and reply["device"] == "cuda:0"
-    assert verify(vk, public, Proof.from_bytes(bytes.fromhex(reply["proof"])))
+    assert reply.transfers["h2d"].kind == "pinned" and reply.device == "cuda:0"
+    assert verify(vk, public, Proof.from_bytes(reply.proof))

@@ -143,6 +143,8 @@ def test_the_service_proves_with_overlapped_msms(tmp_path, monkeypatch):
     from proofflow.prover.groth16 import generator, verifier
     from proofflow.prover.groth16.data_structures import Proof
     from proofflow.prover.service.client import ServiceClient
+    from proofflow.prover.service.protocol import ProveJob, StageJob
+    from proofflow.spec import MemoryKind
     log2 = 10
     key_dir = tmp_path / f"mimc-{log2}"
     circuit = get_circuit("mimc", log2)
@@ -157,12 +159,12 @@ def test_the_service_proves_with_overlapped_msms(tmp_path, monkeypatch):
         for i in range(2):
             holder = f"t/r/p{i:04d}"
             out = pipeline.synthesize_shared(circuit, 5, i, staging, holder)
-            client.stage({"segment": out["segment"], "staging": "pinned", "holder": holder})
-            reply = client.prove({"params_dir": str(key_dir), "circuit": "mimc", "log2": log2, "holder": holder,
-                                  "segment": out["segment"], "n": out["n"], "staging": "pinned"})
+            client.stage(StageJob(out["segment"], MemoryKind.PINNED, holder))
+            reply = client.prove(ProveJob(str(key_dir), "mimc", log2, out["segment"], out["n"], MemoryKind.PINNED,
+                                          holder))
             public = [int(x, 16) for x in out["public_inputs"]]
-            assert verifier.verify(pk.vk, public, Proof.from_bytes(bytes.fromhex(reply["proof"])))
-            assert "msm" in {p for p, _, _ in reply["spans"]}
+            assert verifier.verify(pk.vk, public, Proof.from_bytes(reply.proof))
+            assert "msm" in {s.phase for s in reply.spans}
             staging.release(out["segment"])
     finally:
         client.stop()

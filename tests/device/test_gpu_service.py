@@ -32,6 +32,8 @@ def test_service_on_the_gpu_uploads_from_the_staging_asked_for(key_dir, tmp_path
     from proofflow.prover.groth16 import verifier
     from proofflow.prover.groth16.data_structures import Proof, VerifyingKey
     from proofflow.prover.service.client import ServiceClient
+    from proofflow.prover.service.protocol import ProveJob, StageJob
+    from proofflow.spec import MemoryKind
     monkeypatch.setenv("PROOFFLOW_RUNTIME", str(tmp_path / "rt"))
     circuit = get_circuit("mimc", LOG2)
     vk = VerifyingKey.load(key_dir / "vk.json")
@@ -42,19 +44,19 @@ def test_service_on_the_gpu_uploads_from_the_staging_asked_for(key_dir, tmp_path
         for i, kind in enumerate(("pinned", "pageable", "pinned", "pinned")):
             holder = f"t/r/p{i:04d}"
             out = pipeline.synthesize_shared(circuit, 5, i, staging, holder)
-            staged = client.stage({"segment": out["segment"], "staging": kind, "holder": holder})
+            staged = client.stage(StageJob(out["segment"], MemoryKind(kind), holder))
             assert staged["pinned"] == (kind == "pinned")
             # released segments are leased again in place: the third pinned partition's was pinned before
             assert staged["cached"] == (i == 3), (i, staged)
-            reply = client.prove({"params_dir": str(key_dir), "circuit": "mimc", "log2": LOG2, "holder": holder,
-                                  "segment": out["segment"], "n": out["n"], "staging": kind})
+            reply = client.prove(ProveJob(str(key_dir), "mimc", LOG2, out["segment"], out["n"], MemoryKind(kind),
+                                          holder))
             public = [int(x, 16) for x in out["public_inputs"]]
-            assert verifier.verify(vk, public, Proof.from_bytes(bytes.fromhex(reply["proof"])))
-            assert reply["device"] == "cuda:0"
+            assert verifier.verify(vk, public, Proof.from_bytes(reply.proof))
+            assert reply.device == "cuda:0"
             for direction in ("h2d", "h2d_witness"):
-                nbytes, ms, got = reply["transfers"][direction]
-                assert got == kind and ms > 0, (direction, reply["transfers"])
-            phases = {p for p, _, _ in reply["spans"]}
+                t = reply.transfers[direction]
+                assert t.kind == kind and t.ms > 0, (direction, reply.transfers)
+            phases = {s.phase for s in reply.spans}
             assert {"prefetch", "mutex_wait", "h2d", "ntt", "msm", "assemble"} <= phases
             assert ("key_upload" in phases) == (i == 0), "the key's tables go to the device once"
             if i != 1:

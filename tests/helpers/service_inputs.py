@@ -31,14 +31,26 @@ def partition(partition: int, log2: int = LOG2, seed: int = 11):
     return out["segment"], out["n"], [int(x, 16) for x in out["public_inputs"]]
 
 
-def job(key_dir: Path, segment: str, n: int, log2: int = LOG2, partition: int | None = None, **extra) -> dict:
-    """A job for ``segment`` (its holder checked when ``partition`` is given)."""
-    return {"params_dir": str(key_dir), "circuit": "mimc", "log2": log2, "segment": segment, "n": n,
-            "staging": "pinned", **({"holder": holder(partition)} if partition is not None else {}), **extra}
+def job(key_dir: Path, segment: str, n: int, log2: int = LOG2, partition: int | None = None, **extra):
+    """A ProveJob for ``segment`` (its holder checked when ``partition`` is given)."""
+    from proofflow.prover.service.protocol import ProveJob
+    from proofflow.spec import MemoryKind
+    return ProveJob(str(key_dir), "mimc", log2, segment, n, MemoryKind.PINNED,
+                    holder(partition) if partition is not None else None, **extra)
 
 
-def verifies(key_dir: Path, reply: dict, public) -> bool:
+def raw_prove(client, job: dict) -> dict:
+    """Send a prove request as written (a malformed one too): the service must refuse it."""
+    return client._request({"op": "prove", "job": job}, 60)
+
+
+def spans(reply) -> dict:
+    """A ProveReply's spans by phase."""
+    return {s.phase: (s.start, s.end) for s in reply.spans}
+
+
+def verifies(key_dir: Path, reply, public) -> bool:
     from proofflow.prover.groth16 import verifier
     from proofflow.prover.groth16.data_structures import Proof, VerifyingKey
     vk = VerifyingKey.load(Path(key_dir) / "vk.json")
-    return verifier.verify(vk, public, Proof.from_bytes(bytes.fromhex(reply["proof"])))
+    return verifier.verify(vk, public, Proof.from_bytes(reply.proof))

@@ -1,6 +1,7 @@
 """The prover service on the CPU backend: real proofs through the socket, one device phase
 at a time, the stand-in's phase length, bad jobs refused with the service still serving,
 one service for concurrent first callers."""
+import dataclasses
 import threading
 
 import pytest
@@ -8,6 +9,8 @@ import pytest
 from proofflow.prover.service.client import ServiceClient, ServiceError, least_busy
 from service_inputs import job as _job
 from service_inputs import partition as _partition
+from service_inputs import raw_prove as _raw_prove
+from service_inputs import spans as _spans
 from service_inputs import verifies as _verifies
 
 
@@ -17,10 +20,6 @@ def service(tmp_path, monkeypatch):
     client = ServiceClient("cpu", 0, idle_s=60)
     yield client
     client.stop()
-
-
-def _spans(reply) -> dict:
-    return {p: (s, e) for p, s, e in reply["spans"]}
 
 
 def test_proofs_through_the_service_verify_and_report_their_phases(service, mimc8_key_dir, tmp_path):
@@ -35,9 +34,9 @@ def test_proofs_through_the_service_verify_and_report_their_phases(service, mimc
     # the upload runs while the job waits for the device: it can overlap another job's kernels
     assert sp["prefetch"][1] <= sp["mutex_wait"][0] + 1e-6 <= sp["h2d"][0] + 2e-6
     assert sp["h2d"][1] <= sp["mutex_wait"][1] + 1e-6 <= sp["ntt"][0] + 2e-6 and sp["ntt"][1] <= sp["msm"][0] + 1e-6
-    nbytes, ms, kind = first["transfers"]["h2d"]
-    assert nbytes == 3 * n * 32 and ms > 0 and kind == "pageable"  # the CPU backend pins nothing: recorded so
-    assert first["device"] == "cpu"
+    h2d = first.transfers["h2d"]
+    assert h2d.nbytes == 3 * n * 32 and h2d.ms > 0 and h2d.kind == "pageable"  # the CPU backend pins nothing: recorded so
+    assert first.device == "cpu"
     # a second job of the same key reuses it: no key_load, and another proof
     d1, _, public1 = _partition(1)
     second = service.prove(_job(mimc8_key_dir, d1, n))
@@ -83,15 +82,15 @@ def test_bad_jobs_are_refused_and_the_service_keeps_serving(service, mimc8_key_d
     service.ensure_running()
     d, n, public = _partition(0)
     with pytest.raises(ServiceError, match="segment"):
-        service.prove({**_job(mimc8_key_dir, d, n), "segment": 7})
+        _raw_prove(service, {**_job(mimc8_key_dir, d, n).to_wire(), "segment": 7})
     with pytest.raises(ServiceError, match="circuit's domain"):
         service.prove(_job(mimc8_key_dir, d, n // 2))  # a/b/c of the wrong size
     with pytest.raises(ServiceError, match="belongs to test/run/p0000, not test/run/p0001"):
         service.prove(_job(mimc8_key_dir, d, n, partition=1))  # another partition's segment
     with pytest.raises(ServiceError, match="no proving key"):
-        service.prove({**_job(mimc8_key_dir, d, n), "params_dir": str(tmp_path / "nowhere")})
+        service.prove(dataclasses.replace(_job(mimc8_key_dir, d, n), params_dir=str(tmp_path / "nowhere")))
     with pytest.raises(ServiceError, match="standin_s"):
-        service.prove(_job(mimc8_key_dir, d, n, standin_s=-1))
+        _raw_prove(service, {**_job(mimc8_key_dir, d, n).to_wire(), "standin_s": -1})
     assert _verifies(mimc8_key_dir, service.prove(_job(mimc8_key_dir, d, n)), public)
     st = service.status()
     assert st["jobs_failed"] == 5 and st["jobs_done"] == 1 and st["queued"] == 0
@@ -170,8 +169,8 @@ def test_keys_beyond_the_key_budget_are_evicted_and_every_job_succeeds(tmp_path,
         third = client.prove(_job(mimc8_key_dir, d, n))
         assert _verifies(mimc8_key_dir, first, public) and _verifies(other, second, public)
         assert _verifies(mimc8_key_dir, third, public)
-        assert first["evicted_keys"] == [] and second["evicted_keys"] == [str(mimc8_key_dir)]
-        assert third["evicted_keys"] == [str(other)]
+        assert first.evicted_keys == () and second.evicted_keys == (str(mimc8_key_dir),)
+        assert third.evicted_keys == (str(other),)
         assert all("key_upload" in _spans(r) for r in (first, second, third))
         st = client.status()
         assert st["jobs_done"] == 3 and st["key_budget_bytes"] == one + one // 2

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import reliability_figures as figures
-from service_inputs import LOG2, job, make_key, partition, verifies
+from service_inputs import LOG2, job, make_key, partition, raw_prove, verifies
 
 pytestmark = pytest.mark.reliability
 
@@ -514,7 +514,7 @@ def _tamper(s, mutate) -> dict:
     lease, seg, meta = _segments(staging)[0]
     s["restore"] = {p: p.read_bytes() for p in (seg, meta)}
     mutate(seg, lease)
-    return job(s["key"], lease.id, s["n"], partition=0)
+    return job(s["key"], lease.id, s["n"], partition=0).to_wire()
 
 
 @pytest.mark.parametrize("case", list(RAW_CASES))
@@ -530,11 +530,11 @@ def test_service_refuses_malformed_messages(case, svc):
 def test_service_refuses_bad_jobs_and_keeps_serving(case, svc, files):
     from proofflow.prover.service.client import ServiceError
     client = svc["client"]
-    good = job(files["key"], svc["d"], svc["n"])
+    good = job(files["key"], svc["d"], svc["n"]).to_wire()
     make, msg = JOB_CASES[case]
     try:
         with pytest.raises(ServiceError) as err:
-            client.prove(make(good, svc))
+            raw_prove(client, make(good, svc))
     finally:
         for path, data in svc.pop("restore", {}).items():
             path.write_bytes(data)

@@ -329,7 +329,7 @@ def test_out_of_memory_fails_one_job_frees_the_pools_and_the_retry_succeeds(back
         assert after["device_pool_bytes"] < before["device_pool_bytes"]
     retry = client.prove(job(mimc8_key_dir, d, n))
     assert verifies(mimc8_key_dir, retry, public)
-    assert "key_upload" in {p for p, _, _ in retry["spans"]}, "the key's device tables were given back"
+    assert "key_upload" in {s.phase for s in retry.spans}, "the key's device tables were given back"
     assert client.status()["jobs_done"] == 2
     figures.add("faults injected: device out of memory (dedicated test)")
 
@@ -384,7 +384,7 @@ def test_dead_callers_jobs_are_dropped(mimc8_key_dir, tmp_path, service_env):
             break
         time.sleep(0.02)
     callers = [subprocess.Popen([sys.executable, "-c", _DEAD_CALLER, str(client.path), json.dumps(
-        {"op": "prove", "job": job(mimc8_key_dir, d, n)})]) for _ in range(2)]
+        {"op": "prove", "job": job(mimc8_key_dir, d, n).to_wire()})]) for _ in range(2)]
     for _ in range(300):
         st = client.status()
         if st["queued"] == 2:

@@ -21,8 +21,10 @@ from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
 from proofflow import settings, spec
+from proofflow.spec import MemoryKind
 from proofflow.airflow.hooks.timing import TimingStoreHook
 from proofflow.airflow.operators.recorder import Recorder
+from proofflow.phases import Phase
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +80,7 @@ class ProofflowOperator(BaseOperator):
             where = f"partition {part}: " if part is not None else ""
             raise AirflowFailException(f"{where}{exc}") from None
         finally:
-            rec.add("task", t0, time.time())
+            rec.add(Phase.TASK, t0, time.time())
             try:
                 rec.flush(_store())
             except Exception:
@@ -109,7 +111,7 @@ class ValidateOperator(ProofflowOperator):
         from proofflow import resources
         from proofflow.prover import device
         ti = context["ti"]
-        with rec.phase("validate"):
+        with rec.phase(Phase.VALIDATE):
             try:  # the params' domains, then whether the run fits this machine (disk, memory, staging)
                 config = spec.validate_params(dict(context["params"]), gpu_available=device.available,
                                               machine=resources.probe)
@@ -144,7 +146,7 @@ class PrepareScratchOperator(ProofflowOperator):
 
     def run(self, context, rec):
         from proofflow.prover import files
-        with rec.phase("prepare"):
+        with rec.phase(Phase.PREPARE):
             d = self.run_scratch(context)
             d.mkdir(parents=True, exist_ok=True)
             files.write_json(d / "run.json", {"config": self.config, "run_id": context["ti"].run_id})
@@ -200,13 +202,14 @@ class StageOperator(ProofflowOperator):
         seg, holder = self.synthesized["segment"], _holder(context, self.partition)
         cfg = self.config
         if settings.gpu_service_enabled():
+            from proofflow.prover.service.protocol import StageJob
             out = _service_call(rec, cfg, self.partition, lambda c: c.stage(
-                {"segment": seg, "staging": cfg["staging"], "holder": holder}), phase="register")
-            kind = "pinned" if out["pinned"] else "pageable"
+                StageJob(seg, MemoryKind(cfg["staging"]), holder)), phase=Phase.REGISTER)
+            kind = MemoryKind.PINNED if out["pinned"] else MemoryKind.PAGEABLE
         else:
             from proofflow.prover.errors import InputError
             from proofflow.prover.shared_staging import SegmentError, SharedStaging
-            with rec.phase("register"):
+            with rec.phase(Phase.REGISTER):
                 try:
                     SharedStaging.from_settings().lookup(seg, owner=holder)
                 except SegmentError as exc:
@@ -219,7 +222,7 @@ class StageOperator(ProofflowOperator):
                 "bytes": int(self.synthesized["bytes"]), "public_inputs": self.synthesized["public_inputs"]}
 
 
-def _service_call(rec, cfg: dict, partition: int, call, phase: str | None = None):
+def _service_call(rec, cfg: dict, partition: int, call, phase: Phase | None = None):
     """``call(client)`` on the prover service of the device this partition goes to, started
     if none runs (``service_start`` recorded), timed as ``phase`` when given; service errors
     as task errors (InputError: no retry)."""
@@ -231,13 +234,13 @@ def _service_call(rec, cfg: dict, partition: int, call, phase: str | None = None
     try:
         took = client.ensure_running()
         if took is not None:
-            rec.add("service_start", t0, t0 + took)
+            rec.add(Phase.SERVICE_START, t0, t0 + took)
         if phase is None:
             return call(client)
         with rec.phase(phase):
             return call(client)
     except ServiceError as exc:
-        if exc.error_type in ("InputError", "ProofCheckFailed"):  # the inputs are wrong: a retry cannot help
+        if not exc.error_type.retryable:  # the inputs are wrong: a retry cannot help
             raise AirflowFailException(f"partition {partition}: {exc}") from None
         raise RuntimeError(f"partition {partition}: prover service: {exc}") from None
 
@@ -281,13 +284,13 @@ class ProveGpuOperator(ProofflowOperator):
             out = self.partition_scratch(context) / "proof.bin"
             if out.exists():  # a try killed after its proof (the segment may be gone): phase "reused"
                 now = time.time()
-                rec.add("reused", now, now)
+                rec.add(Phase.REUSED, now, now)
             else:
                 prove = self._via_service if settings.gpu_service_enabled() else self._in_process
                 proof = prove(rec, self.staged["segment"], _holder(context, self.partition))
                 fin0 = time.time()
                 files.write_bytes(out, proof)
-                rec.add("finalize", fin0, time.time())
+                rec.add(Phase.FINALIZE, fin0, time.time())
             SharedStaging.from_settings().release(self.staged["segment"])  # proved: the segment goes back
         finally:  # a failed try's waits are recorded too, never hiding its error
             try:
@@ -302,27 +305,28 @@ class ProveGpuOperator(ProofflowOperator):
         ready = None
         if self.ready_after_task_id:
             ready = _epoch(_store().latest_end(ti.dag_id, ti.run_id, self.ready_after_task_id, rec.map_index))
-        rec.add("pool_wait", min(ready if ready is not None else started, started), started)
+        rec.add(Phase.POOL_WAIT, min(ready if ready is not None else started, started), started)
         queued = _queued_when(ti)
         if queued is not None:
-            rec.add("queue_wait", min(queued, started), started)
+            rec.add(Phase.QUEUE_WAIT, min(queued, started), started)
 
     def _via_service(self, rec, segment: str, holder: str) -> bytes:
+        from proofflow.prover.service.protocol import ProveJob
         cfg = self.config
-        reply = _service_call(rec, cfg, self.partition, lambda c: c.prove({
-            "params_dir": self.setup_result["params_dir"], "circuit": cfg["circuit"], "log2": cfg["log2"],
-            "segment": segment, "holder": holder, "n": int(self.staged["n"]), "staging": cfg["staging"],
-            "standin_s": settings.standin_gpu_s(), "job_id": f"{rec.run_id}/{self.partition}/{rec.try_number}"}))
-        rec.device = reply["device"]
-        if reply.get("evicted_keys"):
-            log.info("the prover service on %s evicted proving key(s) %s to fit this one", reply["device"],
-                     ", ".join(reply["evicted_keys"]))
-        spans = {phase: (s, e) for phase, s, e in reply["spans"]}
-        for phase, (s, e) in spans.items():
-            rec.add(phase, s, e)
-        for direction, (nbytes, ms, kind) in reply["transfers"].items():
-            rec.transfer(direction, nbytes, kind, ms / 1e3, start=spans.get("h2d", (None,))[0])
-        return bytes.fromhex(reply["proof"])
+        job = ProveJob(self.setup_result["params_dir"], cfg["circuit"], cfg["log2"], segment, int(self.staged["n"]),
+                       MemoryKind(cfg["staging"]), holder, settings.standin_gpu_s(),
+                       f"{rec.run_id}/{self.partition}/{rec.try_number}")
+        reply = _service_call(rec, cfg, self.partition, lambda c: c.prove(job))
+        rec.device = reply.device
+        if reply.evicted_keys:
+            log.info("the prover service on %s evicted proving key(s) %s to fit this one", reply.device,
+                     ", ".join(reply.evicted_keys))
+        for s in reply.spans:
+            rec.add(s.phase, s.start, s.end)
+        h2d0 = next((s.start for s in reply.spans if s.phase is Phase.H2D), None)
+        for direction, t in reply.transfers.items():
+            rec.transfer(direction, t.nbytes, t.kind, t.ms / 1e3, start=h2d0)
+        return reply.proof
 
     def _in_process(self, rec, segment: str, holder: str) -> bytes:
         from proofflow.prover import device, pipeline
@@ -340,10 +344,10 @@ class ProveGpuOperator(ProofflowOperator):
             backend = StandinBackend(backend, settings.standin_gpu_s())
         timer, transfers = PhaseTimer(), {}
         # the naive design again: this process maps (and pins) the segment for one proof
-        segments = pipeline.MappedSegments(SharedStaging.from_settings(), pin=cfg["staging"] == "pinned"
-                                           and backend.name == "gpu")
+        segments = pipeline.MappedSegments(SharedStaging.from_settings(),
+                                           pin=MemoryKind.effective(cfg["staging"], backend.name) is MemoryKind.PINNED)
         try:
-            with rec.phase("load"):
+            with rec.phase(Phase.LOAD):
                 staged = segments.get_for(key, segment, holder)
             with staged:
                 proof = pipeline.prove(key, staged, backend, timer, transfers)
@@ -351,7 +355,7 @@ class ProveGpuOperator(ProofflowOperator):
             segments.close()
         for s in timer.spans:
             rec.add(s.phase, s.start, s.end)
-        h2d0 = next((s.start for s in timer.spans if s.phase == "h2d"), None)
+        h2d0 = next((s.start for s in timer.spans if s.phase is Phase.H2D), None)
         for direction, tr in transfers.items():
             rec.transfer(direction, tr.nbytes, tr.kind, tr.ms / 1e3, start=h2d0)
         return proof.to_bytes()
@@ -388,10 +392,10 @@ class FinalizePartitionOperator(ProofflowOperator):
         from proofflow.prover.groth16.data_structures import VerifyingKey
         ti = context["ti"]
         inputs = [int(x, 16) for x in self.proved["public_inputs"]]
-        with rec.phase("verify"):
+        with rec.phase(Phase.VERIFY):
             proof = pipeline.read_proof(self.proved["proof"])
             vk = VerifyingKey.load(Path(self.setup_result["params_dir"]) / "vk.json")
-        with rec.phase("publish"):
+        with rec.phase(Phase.PUBLISH):
             path = pipeline.publish(proof, vk, inputs, bundle_dir(ti.dag_id, ti.run_id), self.partition,
                                     snarkjs=bool(self.config.get("circom")))
         return {"partition": self.partition, "proof": str(path), "public_inputs": self.proved["public_inputs"],
@@ -437,11 +441,11 @@ class FinalizeRunOperator(ProofflowOperator):
                    "partitions": cfg["partitions"], "backend": cfg["backend"], "staging": cfg["staging"],
                    "seed": cfg["seed"], "proofs_verified": verified, "bundle_dir": str(out),
                    "wall_s": round(now - started, 3)}
-        with rec.phase("summary"):
+        with rec.phase(Phase.SUMMARY):
             files.write_json(out / "run-summary.json", summary)
             store.upsert_run(ti.dag_id, ti.run_id, state="success", finished_at=now, wall_s=summary["wall_s"],
                              proofs_verified=verified, bundle_dir=str(out))
-        with rec.phase("cleanup"):
+        with rec.phase(Phase.CLEANUP):
             files.remove_tree(self.run_scratch(context))
             SharedStaging.from_settings().release_owned(layout.run_owner(ti.dag_id, ti.run_id))
         return summary
@@ -457,7 +461,7 @@ class CleanupScratchOperator(ProofflowOperator):
         from proofflow.prover import files, layout
         from proofflow.prover.shared_staging import SharedStaging
         ti = context["ti"]
-        with rec.phase("cleanup"):
+        with rec.phase(Phase.CLEANUP):
             removed = files.remove_tree(self.run_scratch(context))
             SharedStaging.from_settings().release_owned(layout.run_owner(ti.dag_id, ti.run_id))
             store = _store()

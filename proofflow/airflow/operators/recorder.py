@@ -6,6 +6,9 @@ import socket
 import time
 from contextlib import contextmanager
 
+from proofflow.phases import Phase
+from proofflow.spec import MemoryKind
+
 log = logging.getLogger(__name__)
 
 
@@ -26,9 +29,9 @@ class Recorder:
         return dict(dag_id=self.dag_id, run_id=self.run_id, task_id=self.task_id, map_index=self.map_index,
                     try_number=self.try_number, partition=self.partition)
 
-    def add(self, phase: str, start: float, end: float) -> None:
+    def add(self, phase: Phase, start: float, end: float) -> None:
         end = max(end, start)
-        self.rows.append(dict(self._ident(), phase=phase, host=self.host, device=self.device, start=start, end=end,
+        self.rows.append(dict(self._ident(), phase=Phase(phase).value, host=self.host, device=self.device, start=start, end=end,
                               duration_s=end - start))
 
     def _fault_point(self, what: str) -> None:
@@ -36,7 +39,8 @@ class Recorder:
         faults.point(f"task.{self.task_id.rsplit('.', 1)[-1]}.{what}")
 
     @contextmanager
-    def phase(self, name: str):
+    def phase(self, name: Phase):
+        name = Phase(name)
         self._fault_point(name)
         t0 = time.time()
         try:
@@ -44,8 +48,10 @@ class Recorder:
         finally:
             self.add(name, t0, time.time())
 
-    def transfer(self, direction: str, nbytes: int, memory_kind: str, duration_s: float, start: float | None = None):
-        self.transfer_rows.append(dict(self._ident(), direction=direction, bytes=int(nbytes), memory_kind=memory_kind,
+    def transfer(self, direction: str, nbytes: int, memory_kind: MemoryKind, duration_s: float,
+                 start: float | None = None):
+        self.transfer_rows.append(dict(self._ident(), direction=direction, bytes=int(nbytes),
+                                       memory_kind=MemoryKind(memory_kind).value,
                                        start=start, duration_s=duration_s,
                                        gbps=(nbytes / duration_s / 1e9) if duration_s > 0 else None))
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from proofflow.prover.curve import PointTable
 from proofflow.prover.polynomial.domain import Radix2Domain
+from proofflow.spec import MemoryKind
 
 
 @dataclass
@@ -17,7 +18,10 @@ class Transfer:
     """One host-to-device (or back) copy: bytes, milliseconds, the host memory's kind."""
     nbytes: int
     ms: float
-    kind: str  # "pinned" or "pageable"
+    kind: MemoryKind
+
+    def __post_init__(self):
+        self.kind = MemoryKind(self.kind)
 
     @property
     def gbps(self) -> float:

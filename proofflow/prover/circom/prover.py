@@ -23,6 +23,7 @@ from proofflow.prover.groth16 import prover as groth16_prover
 from proofflow.prover.errors import ProofCheckFailed
 from proofflow.prover.polynomial.domain import Radix2Domain
 from proofflow.prover.timing import PhaseTimer
+from proofflow.phases import Phase
 
 
 def public_signals(zkey: ZKey, witness: np.ndarray) -> list[int]:
@@ -46,12 +47,12 @@ def prove(zkey: ZKey, witness: np.ndarray, backend: Backend | None = None, r1cs:
         proof = groth16_prover.prove(zkey.pk, r1cs.cs, witness, backend, rng, timer=timer)
     else:  # the zkey alone, as snarkjs: a and b by its coefficients, c = a·b
         n = zkey.domain_size
-        with timer.phase("witness_map"):
+        with timer.phase(Phase.WITNESS_MAP):
             a, b = zkey.a.matvec(witness, fr.zeros(n)), zkey.b.matvec(witness, fr.zeros(n))
             abc = (a, b, fr.mul(a, b))
         proof = groth16_prover.prove_qap(zkey.pk, Radix2Domain.for_size(n), zkey.n_public + 1, witness, abc,
                                          backend, rng, timer).finish(timer)
-    with timer.phase("check"):
+    with timer.phase(Phase.CHECK):
         if not verifier.verify(zkey.vk, public_signals(zkey, witness), proof):
             if r1cs is None:
                 cause = "the witness does not satisfy the circuit, or the zkey is corrupt (pass the r1cs to tell which)"

@@ -20,6 +20,8 @@ from proofflow.prover.groth16 import r1cs_to_qap
 from proofflow.prover.groth16.data_structures import H_BASES, Proof, ProvingKey
 from proofflow.prover.r1cs import ConstraintSystem, UnsatisfiedConstraint
 from proofflow.prover.timing import PhaseTimer
+from proofflow.phases import Phase
+from proofflow.spec import MemoryKind
 
 
 @lru_cache(maxsize=1)
@@ -65,7 +67,7 @@ def check_proof(pk: ProvingKey, cs: ConstraintSystem, witness: np.ndarray, proof
 def _sum(transfers: list[Transfer]) -> Transfer:
     kinds = {t.kind for t in transfers}
     return Transfer(sum(t.nbytes for t in transfers), sum(t.ms for t in transfers),
-                    kinds.pop() if len(kinds) == 1 else "mixed")
+                    kinds.pop() if len(kinds) == 1 else MemoryKind.MIXED)
 
 
 class PendingProof:
@@ -79,13 +81,13 @@ class PendingProof:
         timer = timer if timer is not None else PhaseTimer()
         pk, (a_acc, b1_acc, l_acc, h_acc) = self.pk, self.accs
         if isinstance(self.b2, Future):
-            with timer.phase("msm_g2_wait"):
+            with timer.phase(Phase.MSM_G2_WAIT):
                 b2_acc = self.b2.result()
         else:
             b2_acc = self.b2
         r, s = random_scalar(self.rng), random_scalar(self.rng)
         sc = curve.scalar
-        with timer.phase("assemble"):
+        with timer.phase(Phase.ASSEMBLE):
             a = pk.vk.alpha_g1 + a_acc + pk.delta_g1 * sc(r)
             b2 = pk.vk.beta_g2 + b2_acc + pk.vk.delta_g2 * sc(s)
             b1 = pk.beta_g1 + b1_acc + pk.delta_g1 * sc(s)
@@ -112,7 +114,7 @@ def prove_device(pk: ProvingKey, cs: ConstraintSystem, witness: np.ndarray, back
         raise ValueError("the proving key does not match this constraint system "
                          f"({len(pk.a_query)} variables in the key, {cs.num_variables} in the circuit)")
     if abc is None:
-        with timer.phase("witness_map"):
+        with timer.phase(Phase.WITNESS_MAP):
             abc = r1cs_to_qap.witness_map(cs, witness)
     return prove_qap(pk, domain, cs.num_instance, witness, abc, backend, rng, timer, transfers, memory_kind, uploaded)
 
@@ -135,13 +137,13 @@ def prove_qap(pk: ProvingKey, domain, num_instance: int, witness: np.ndarray, ab
     with contextlib.ExitStack() as device:
         device.enter_context(backend.device_phase())
         if uploaded is None:
-            with timer.phase("h2d"):
+            with timer.phase(Phase.H2D):
                 uploaded = upload(backend, abc, witness, memory_kind)
         ups = uploaded
         (a, _), (b, _), (c, _), (w, w_tr) = ups
-        with timer.phase("ntt"):
+        with timer.phase(Phase.NTT):
             h = backend.compute_h_resident(domain, a, b, c, pk.h_basis)
-        with timer.phase("msm"):  # the witness's MSMs split off its 0/1 scalars; H's coefficients are dense
+        with timer.phase(Phase.MSM):  # the witness's MSMs split off its 0/1 scalars; H's coefficients are dense
             jobs = [MsmJob(pk.a_query, w), MsmJob(pk.b_g1_query, w), MsmJob(pk.l_query, w[k:]),
                     MsmJob(pk.h_query, h[:h_points], witness=False)]
             if g2 is None:

@@ -19,20 +19,23 @@ from pathlib import Path
 
 from proofflow import settings
 from proofflow.prover import faults
+from proofflow.prover.errors import ErrorType, ProtocolError
 from proofflow.prover.service import protocol
-
+from proofflow.prover.service.protocol import ProveJob, ProveReply, StageJob
 
 
 class ServiceError(RuntimeError):
-    """The service refused or failed a request (``error_type`` names the service's exception)."""
+    """The service refused or failed a request; ``error_type`` says what went wrong (and
+    whether a retry can help: ``error_type.retryable``)."""
 
-    def __init__(self, message: str, error_type: str = "ServiceError"):
+    def __init__(self, message: str, error_type: ErrorType = ErrorType.INTERNAL):
         super().__init__(message)
-        self.error_type = error_type
+        self.error_type = ErrorType(error_type)
 
 
 class ServiceUnavailable(ServiceError):
-    pass
+    def __init__(self, message: str):
+        super().__init__(message, ErrorType.UNAVAILABLE)
 
 
 def socket_path(backend: str, device: int) -> Path:
@@ -61,10 +64,10 @@ class ServiceClient:
                 if req.get("op") == "prove":
                     faults.point("client.sent")
                 reply = protocol.recv(f)
-            except (OSError, protocol.ProtocolError) as exc:
+            except (OSError, ProtocolError) as exc:
                 raise ServiceError(f"the prover service on {self.path} failed: {exc}") from None
         if not reply.get("ok"):
-            raise ServiceError(reply.get("error", "unknown error"), reply.get("error_type", "ServiceError"))
+            raise ServiceError(str(reply.get("error", "unknown error")), ErrorType.named(reply.get("error_type")))
         return reply
 
     def status(self, timeout: float = 5.0) -> dict:
@@ -119,12 +122,16 @@ class ServiceClient:
             raise ServiceUnavailable(f"the prover service did not start within {start_timeout:.0f} s; "
                                      f"see {self.path.with_suffix('.log')}")
 
-    def stage(self, job: dict, timeout: float | None = None) -> dict:
+    def stage(self, job: StageJob, timeout: float | None = None) -> dict:
         """Have the service map (and page-lock) a partition's segment ahead of its proof."""
-        return self._request({"op": "stage", "job": job}, timeout or settings.service_job_timeout_s())
+        return self._request({"op": "stage", "job": job.to_wire()}, timeout or settings.service_job_timeout_s())
 
-    def prove(self, job: dict, timeout: float | None = None) -> dict:
-        return self._request({"op": "prove", "job": job}, timeout or settings.service_job_timeout_s())
+    def prove(self, job: ProveJob, timeout: float | None = None) -> ProveReply:
+        reply = self._request({"op": "prove", "job": job.to_wire()}, timeout or settings.service_job_timeout_s())
+        try:
+            return ProveReply.from_wire(reply)
+        except ProtocolError as exc:
+            raise ServiceError(f"the prover service on {self.path} failed: {exc}") from None
 
 
 def least_busy(backend: str, devices: list[int], prefer: int = 0) -> int:
@@ -153,7 +160,7 @@ def stop_all(root: Path | None = None) -> int:
                 protocol.send(f, {"op": "stop"})
                 protocol.recv(f)
             stopped += 1
-        except (OSError, protocol.ProtocolError):
+        except (OSError, ProtocolError):
             pass
         finally:
             s.close()

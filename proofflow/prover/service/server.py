@@ -49,23 +49,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 
-from proofflow import settings, spec
+from proofflow import settings
+from proofflow.spec import MemoryKind
 from proofflow.prover import device, faults, pipeline
-from proofflow.prover.errors import InputError, ProofCheckFailed
+from proofflow.prover.errors import CallerGone, InputError, ProofCheckFailed, ProtocolError, error_reply
 from proofflow.prover.service import protocol
+from proofflow.prover.service.protocol import ProveJob, ProveReply, StageJob, TransferRecord
 from proofflow.prover.shared_staging import SharedStaging
 from proofflow.prover.timing import PhaseTimer, Span
+from proofflow.phases import Phase
 
 log = logging.getLogger("proofflow.service")
-
-JOB_FIELDS = {"params_dir": str, "circuit": str, "log2": int, "segment": str, "n": int, "staging": str}
-OPTIONAL_FIELDS = {"standin_s", "job_id", "holder"}
-STAGE_FIELDS = {"segment": str, "staging": str}
-
-
-class CallerGone(RuntimeError):
-    """The job's caller closed its connection (it was killed) before the job's device turn."""
-
 
 def _caller_gone(conn: socket.socket | None) -> bool:
     """True when the caller hung up: it sends one request line and then only waits, so a
@@ -91,7 +85,7 @@ def _rss_bytes() -> int:
 
 @dataclass
 class _Job:
-    spec: dict
+    spec: ProveJob
     key: pipeline.Key
     staged: pipeline.Staged
     timer: PhaseTimer
@@ -103,29 +97,6 @@ class _Job:
     error: BaseException | None = None
     conn: socket.socket | None = None
     evicted: list = field(default_factory=list)  # keys evicted from the device to fit this job's
-
-
-def _validate(job, fields=JOB_FIELDS, optional=OPTIONAL_FIELDS) -> dict:
-    if not isinstance(job, dict):
-        raise InputError("the job must be a JSON object")
-    unknown = sorted(set(job) - set(fields) - optional)
-    if unknown:
-        raise InputError(f"unknown job field(s) {', '.join(map(repr, unknown))}")
-    for name, kind in fields.items():
-        if not isinstance(job.get(name), kind) or isinstance(job.get(name), bool):
-            raise InputError(f"job field {name!r} must be a {kind.__name__}, got {job.get(name)!r}")
-    if job["staging"] not in spec.STAGING:
-        raise InputError(f"staging must be one of {', '.join(spec.STAGING)}, got {job['staging']!r}")
-    if job.get("holder") is not None and not isinstance(job["holder"], str):
-        raise InputError(f"holder must be a string, got {job['holder']!r}")
-    if fields is STAGE_FIELDS:
-        return job
-    if job["n"] <= 0 or job["n"] & (job["n"] - 1):
-        raise InputError(f"n must be a power of two, got {job['n']}")
-    standin = job.get("standin_s")
-    if standin is not None and (not isinstance(standin, (int, float)) or isinstance(standin, bool) or standin <= 0):
-        raise InputError(f"standin_s must be a positive number, got {standin!r}")
-    return job
 
 
 class ProverService:
@@ -176,8 +147,9 @@ class ProverService:
             self.keys.budget = settings.key_budget_bytes(self._memory_bytes())
         log.info("proving keys stay resident within %d bytes (PROOFFLOW_KEY_BUDGET)", self.keys.budget)
         self.staging = SharedStaging.from_settings()
-        self.segments = {"pinned": pipeline.MappedSegments(self.staging, pin=self.backend_name == "gpu"),
-                         "pageable": pipeline.MappedSegments(self.staging, pin=False)}
+        self.segments = {kind: pipeline.MappedSegments(self.staging, pin=MemoryKind.effective(kind, self.backend_name)
+                                                       is MemoryKind.PINNED)
+                         for kind in (MemoryKind.PINNED, MemoryKind.PAGEABLE)}
         threading.Thread(target=self._upload_loop, name="proofflow-upload", daemon=True).start()
         threading.Thread(target=self._device_loop, name="proofflow-device", daemon=True).start()
 
@@ -188,13 +160,13 @@ class ProverService:
         return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
     # ---- prefetch (connection thread) -----------------------------------------------------
-    def _prefetch(self, spec: dict, timer: PhaseTimer, conn: socket.socket | None = None) -> _Job:
-        key = self.keys.get(spec["params_dir"], spec["circuit"], spec["log2"], timer)
-        if spec["n"] != key.domain_size:
-            raise InputError(f"the job's a/b/c have {spec['n']} points, the circuit's domain {key.domain_size}")
-        with timer.phase("prefetch"):
+    def _prefetch(self, spec: ProveJob, timer: PhaseTimer, conn: socket.socket | None = None) -> _Job:
+        key = self.keys.get(spec.params_dir, spec.circuit, spec.log2, timer)
+        if spec.n != key.domain_size:
+            raise InputError(f"the job's a/b/c have {spec.n} points, the circuit's domain {key.domain_size}")
+        with timer.phase(Phase.PREFETCH):
             faults.point("service.prefetch")
-            staged = self.segments[spec["staging"]].get_for(key, spec["segment"], spec.get("holder"))
+            staged = self.segments[spec.staging].get_for(key, spec.segment, spec.holder)
         return _Job(spec, key, staged, timer, conn=conn)
 
     # ---- the upload thread ------------------------------------------------------------------
@@ -233,7 +205,7 @@ class ProverService:
             if job is None:
                 return
             start = time.time()
-            job.timer.spans.append(Span("mutex_wait", job.ready_at, start))
+            job.timer.spans.append(Span(Phase.MUTEX_WAIT, job.ready_at, start))
             self._dequeued()
             self._busy = True
             try:
@@ -244,7 +216,7 @@ class ProverService:
                 faults.point("service.device")
                 evicted = self.keys.make_resident(job.key, self.backend.prepare, job.timer)
                 job.evicted = [str(k.directory) for k in evicted]
-                standin = job.spec.get("standin_s")
+                standin = job.spec.standin_s
                 backend = StandinBackend(self.backend, standin) if standin else self.backend
                 job.pending = pipeline.prove_device(job.key, job.staged, backend, job.timer, job.transfers,
                                                     job.uploaded)
@@ -295,9 +267,9 @@ class ProverService:
                 "evicted_keys": list(self.keys.evicted),
                 "segments": {k: m.stats() for k, m in self.segments.items()}}
 
-    def _prove(self, spec, conn: socket.socket | None = None) -> dict:
+    def _prove(self, spec: ProveJob, conn: socket.socket | None = None) -> ProveReply:
         timer = PhaseTimer()
-        job = self._prefetch(_validate(spec), timer, conn)
+        job = self._prefetch(spec, timer, conn)
         try:
             with self._state:
                 self._waiting += 1
@@ -310,18 +282,18 @@ class ProverService:
                                   "a retry can succeed") from job.error
             if job.error is not None:
                 if isinstance(job.error, (ValueError, ArithmeticError)):  # e.g. arkworks: a point off the curve
-                    self.keys.check_digests(job.spec["params_dir"])
+                    self.keys.check_digests(job.spec.params_dir)
                 raise job.error
             try:  # before the buffer goes back: witness and a/b/c are views into it
                 proof = pipeline.finish(job.pending, job.key, job.staged, timer)
             except ProofCheckFailed as exc:
-                self.keys.check_digests(job.spec["params_dir"])
+                self.keys.check_digests(job.spec.params_dir)
                 raise InputError(f"no proof returned: {exc}") from None
         finally:
             job.staged.release()
-        return {"ok": True, "proof": proof.to_bytes().hex(), "device": self.device_label, "pid": os.getpid(),
-                "spans": [[s.phase, s.start, s.end] for s in timer.spans], "evicted_keys": job.evicted,
-                "transfers": {k: [t.nbytes, t.ms, t.kind] for k, t in job.transfers.items()}}
+        return ProveReply(proof.to_bytes(), self.device_label, os.getpid(), tuple(timer.spans),
+                          {k: TransferRecord(t.nbytes, t.ms, t.kind) for k, t in job.transfers.items()},
+                          tuple(job.evicted))
 
     def _handle(self, conn: socket.socket) -> None:
         try:
@@ -342,14 +314,14 @@ class ProverService:
             self._stop.set()
             return {"ok": True, "stopping": True}
         if op == "stage":
-            req = _validate(req.get("job"), STAGE_FIELDS)
-            return {"ok": True, **self.segments[req["staging"]].stage(req["segment"], req.get("holder"))}
+            job = StageJob.from_wire(req.get("job"))
+            return {"ok": True, **self.segments[job.staging].stage(job.segment, job.holder)}
         if op != "prove":
-            return {"ok": False, "error": f"unknown op {op!r}", "error_type": "ProtocolError"}
+            raise ProtocolError(f"unknown op {op!r}")
         with self._state:
             self._jobs_in_hand += 1
         try:
-            reply = self._prove(req.get("job"), conn)
+            reply = self._prove(ProveJob.from_wire(req.get("job")), conn).to_wire()
         except BaseException as exc:
             with self._state:
                 if isinstance(exc, CallerGone):
@@ -370,7 +342,7 @@ class ProverService:
             try:
                 reply = self._reply_to(protocol.recv(f), conn)
             except Exception as exc:
-                reply = {"ok": False, "error": str(exc), "error_type": type(exc).__name__}
+                reply = error_reply(exc)
             try:
                 protocol.send(f, reply)
             except OSError:

@@ -1,0 +1,81 @@
+"""The typed seams: the phase vocabulary, the memory kinds' page-locking rule, the service's
+jobs and replies, and the registry of error types that cross a socket."""
+import re
+
+import pytest
+
+from proofflow.phases import DEVICE_PHASES, KERNEL_PHASES, PROVE_PHASES, Phase, sql_list
+from proofflow.prover.errors import (CallerGone, ErrorType, InputError, ProofCheckFailed, ProtocolError,
+                                     StagingTimeout, error_reply)
+from proofflow.prover.service.protocol import ProveJob, ProveReply, StageJob, TransferRecord
+from proofflow.prover.timing import PhaseTimer, Span
+from proofflow.spec import STAGING, MemoryKind
+from proofflow.timing import views
+
+
+def test_a_timer_refuses_a_phase_outside_the_vocabulary():
+    timer = PhaseTimer()
+    with timer.phase("msm"):
+        pass
+    assert timer.spans[0].phase is Phase.MSM
+    with pytest.raises(ValueError):
+        with timer.phase("msm_typo"):
+            pass
+    with pytest.raises(ValueError):
+        Span("gpu", 0.0, 1.0)
+
+
+def test_the_views_count_the_vocabularys_device_and_prove_phases():
+    assert set(KERNEL_PHASES) < set(DEVICE_PHASES) < set(PROVE_PHASES)
+    named = set(re.findall(r"'([a-z_0-9]+)'", views.PHASE_SPANS + views.GPU_PHASES + views.KERNEL_PHASES))
+    assert named == {p.value for p in PROVE_PHASES}
+    assert sql_list([Phase.NTT, "msm"]) == "('ntt', 'msm')"
+
+
+def test_page_locked_memory_only_where_a_gpu_pins_it():
+    assert STAGING == ("pinned", "pageable")
+    assert MemoryKind.effective("pinned", "gpu") is MemoryKind.PINNED
+    assert MemoryKind.effective("pageable", "gpu") is MemoryKind.PAGEABLE
+    assert MemoryKind.effective("pinned", "cpu") is MemoryKind.PAGEABLE
+    with pytest.raises(ValueError):
+        MemoryKind.effective("mapped", "gpu")
+
+
+@pytest.mark.parametrize("exc, kind, retry", [
+    (InputError("x"), ErrorType.INPUT, False), (ProofCheckFailed("x"), ErrorType.PROOF_CHECK, False),
+    (ValueError("x"), ErrorType.REFUSED, True), (MemoryError("x"), ErrorType.OUT_OF_MEMORY, True),
+    (StagingTimeout("x"), ErrorType.STAGING_TIMEOUT, True), (CallerGone("x"), ErrorType.CALLER_GONE, True),
+    (ProtocolError("x"), ErrorType.PROTOCOL, True), (KeyError("x"), ErrorType.INTERNAL, True)])
+def test_errors_cross_a_socket_under_their_registered_type(exc, kind, retry):
+    reply = error_reply(exc)
+    assert reply["ok"] is False and reply["error_type"] == kind.value
+    assert ErrorType.named(reply["error_type"]) is kind and kind.retryable is retry
+
+
+def test_a_reply_naming_an_unregistered_type_reads_as_internal():
+    assert ErrorType.named("SystemExit") is ErrorType.INTERNAL and ErrorType.named(None) is ErrorType.INTERNAL
+
+
+def test_jobs_and_replies_round_trip_through_the_wire_form():
+    job = ProveJob("/k", "mimc", 8, "0123456789abcdef", 256, MemoryKind.PINNED, "d/r/p0000", 0.5, "r/0/1")
+    assert ProveJob.from_wire(job.to_wire()) == job
+    stage = StageJob("0123456789abcdef", MemoryKind.PAGEABLE)
+    assert StageJob.from_wire(stage.to_wire()) == stage
+    reply = ProveReply(b"\x01\x02", "cuda:0", 7, (Span(Phase.H2D, 1.0, 2.0),),
+                       {"h2d": TransferRecord(96, 1.5, MemoryKind.PINNED)}, ("/old",))
+    assert ProveReply.from_wire(reply.to_wire()) == reply
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"n": 300}, "n must be a power of two"), ({"n": True}, "job field 'n' must be a int"),
+    ({"staging": "mapped"}, "staging must be one of pinned, pageable"), ({"priority": 1}, "unknown job field"),
+    ({"standin_s": float("nan")}, "standin_s must be a positive number"), ({"holder": 5}, "holder must be a string")])
+def test_a_malformed_job_is_refused_naming_its_field(change, message):
+    good = ProveJob("/k", "mimc", 8, "seg", 256, MemoryKind.PINNED).to_wire()
+    with pytest.raises(InputError, match=re.escape(message)):
+        ProveJob.from_wire({**good, **change})
+
+
+def test_a_malformed_reply_is_a_protocol_error():
+    with pytest.raises(ProtocolError):
+        ProveReply.from_wire({"ok": True, "proof": "zz", "device": "cpu", "pid": 1, "spans": [], "transfers": {}})
