@@ -57,7 +57,8 @@ unpack_kernels() {
 
 # bytecode_start SITE / bytecode_wait: where the host writes no bytecode (PYTHONDONTWRITEBYTECODE),
 # every Airflow task process would compile Airflow's lazily imported modules again (1.6x the host
-# CPU a partition, bench/results/host-cpu-cpu.json); compiled once instead, in the background
+# CPU a partition, bench/results/archive/host-cpu-cpu-before-preload.json); compiled once instead,
+# in the background
 BYTECODE=
 bytecode_start() {
     if [ -n "${PYTHONDONTWRITEBYTECODE:-}" ]; then
