@@ -33,7 +33,7 @@ def load(path: Path, variant: str, balanced: bool) -> list[dict]:
         if "wall_ms" not in line or "shifts" not in line:
             continue  # a phases-only line (bench.msm_phases without --plan)
         if "g1_blocks" in line:
-            continue  # the blocks-an-SM experiment's kernels (bench/gpu-notes.md), not the product's
+            continue  # the blocks-an-SM experiment's kernels (bench/results/archive/gpu-notes.md), not the product's
         if line.get("variant", "mul32") == variant and line.get("balanced", False) == balanced:
             rows.append(line)
     return rows

@@ -1,6 +1,6 @@
 """Where an MSM's time goes: each kernel timed with CUDA events, for several window widths
 or plans with precomputed copies, at one size (default G1, 2^24). A profiling aid for the
-MSM kernels (bench/gpu_session.sh runs it under Nsight Compute) and the data that
+MSM kernels (bench/device.sh session runs it under Nsight Compute) and the data that
 pippenger's cost model is fitted to (``--plan``: each plan's copies built once, timed, then
 its phases and the median wall time of 3 MSMs).
 

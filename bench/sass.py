@@ -1,7 +1,7 @@
 """What ptxas makes of the kernels in each product variant, without a GPU: every module
 compiled for one arch by nvcc (the CUDA toolkit's ptxas, the one NVRTC wraps: for mul32 it
-gives the registers, spills and SASS of bench/gpu-notes.md's NVRTC 13.0 table exactly),
-then disassembled by nvdisasm (pip install nvidia-cuda-nvdisasm). Per kernel: registers,
+gives the registers, spills and SASS of the NVRTC 13.0 table in bench/results/archive/gpu-notes.md
+exactly), then disassembled by nvdisasm (pip install nvidia-cuda-nvdisasm). Per kernel: registers,
 stack frame, spill stores/loads (bytes), SASS instructions and the commonest opcodes.
 
     python -m bench.sass [--arch 90] [--variants mul32 wide] [--modules field.cu msm.cu:g1 ...]

@@ -67,7 +67,7 @@ How prove_gpu reaches the device:
                             ``resources`` counts it so
     PROOFFLOW_CURVE_VARIANT the product variant of a GPU prover's curve kernels (MSMs, fixed-base,
                             bit sums): call (default), wide or mul32 (proofflow/prover/device/source.py;
-                            all give the same values, bench/gpu-notes.md compares their speed)
+                            all give the same values, docs/gpu-kernels.md compares their speed)
     PROOFFLOW_MSM_BALANCED  1 (default): a GPU prover's MSMs accumulate their buckets in balanced
                             spans (pippenger.msm ``balanced``); 0: pieces a bucket
     PROOFFLOW_SETUP_WORKERS processes of the CPU setup's fixed-base multiplications (the cores)
@@ -348,7 +348,7 @@ def curve_variant(choices) -> str | None:
 
 def msm_balanced() -> bool:
     """PROOFFLOW_MSM_BALANCED: whether GPU MSMs accumulate in balanced spans (default on: the
-    H200 measured 1.07-1.38x over pieces, bench/gpu-notes.md)."""
+    H200 measured 1.07-1.38x over pieces, docs/gpu-kernels.md)."""
     return _switch("PROOFFLOW_MSM_BALANCED", default=True)
 
 

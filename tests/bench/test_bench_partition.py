@@ -1,5 +1,5 @@
 """bench.partition on the CPU backend at a small size (the benchmark itself runs at 2^27 on
-the H200: bench/h200_2p27.sh): the JSON's phases, the steady state without the warm-up,
+the H200: bench/device.sh 2p27): the JSON's phases, the steady state without the warm-up,
 every proof verified, the witness's classes, the target's verdict, and clear stops."""
 import json
 

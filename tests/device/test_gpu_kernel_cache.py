@@ -78,7 +78,7 @@ def _check(kernel_dir: Path, which: str, mode: str) -> dict:
 
 def test_built_kernels_load_in_a_fresh_process_without_compiling(tmp_path):
     kernel_dir = tmp_path / "kernels"
-    # cubins this session built already (PROOFFLOW_KERNEL_DIR, e.g. bench/h200_staging.sh's first
+    # cubins this session built already (PROOFFLOW_KERNEL_DIR, e.g. bench/device.sh staging's first
     # step) are copied in, and must be found current: compiling them again takes minutes
     prebuilt = os.environ.get("PROOFFLOW_KERNEL_DIR")
     reused = bool(prebuilt and any(Path(prebuilt).glob("*.cubin")))

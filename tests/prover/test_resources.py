@@ -184,7 +184,7 @@ def test_memory_backed_reads_the_longest_mount_point(tmp_path):
     assert not resources.memory_backed(Path("/x"), str(tmp_path / "no-such-file"))
 
 
-# -- the H200 at 2^27 (bench/h200_2p27.sh): one key at a time in /dev/shm, a 128 GiB tmpfs; the
+# -- the H200 at 2^27 (bench/device.sh 2p27): one key at a time in /dev/shm, a 128 GiB tmpfs; the
 # constraint systems' cache on the 64 GiB disk (68.4 GB free when the 2^26 run looked); 120 GiB
 # of the host's 128 available before the key; the GPU's 139.8 GiB
 N27 = 1 << 27
@@ -276,10 +276,11 @@ def test_a_2p27_partition_fits_the_h200_with_its_key_resident(circuit, monkeypat
 
 
 def test_the_2p27_script_sets_what_these_tests_check():
-    """bench/h200_2p27.sh runs the configuration the H200 tests above check: their staging
+    """bench/device.sh's 2p27 plan runs the configuration the H200 tests above check: their staging
     budget, no precomputed copies, no overlap, the key in /dev/shm, the cache on the disk."""
     import re
-    text = (Path(__file__).resolve().parents[2] / "bench" / "h200_2p27.sh").read_text()
+    runner = (Path(__file__).resolve().parents[2] / "bench" / "device.sh").read_text()
+    text = runner.split("\n# == plan: 2p27\n", 1)[1].split("\n# == plan: ", 1)[0]
     exported = dict(re.findall(r"\b(PROOFFLOW_\w+)=(\$\(\([^)]*\)\)|\S+)", text))
     assert exported["PROOFFLOW_STAGING_BUDGET"] == f"$(({H200_2P27_STAGING >> 30} << 30))"
     assert exported["PROOFFLOW_MSM_PRECOMPUTE"] == "0" and exported["PROOFFLOW_MSM_OVERLAP"] == "0"

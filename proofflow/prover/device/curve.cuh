@@ -196,7 +196,7 @@ template <class F> PF_INLINE void affine_fetch(const u64* pts, u64 i, uint4* v) 
 // entry a row of the table, its top bit the sign of its digit), negated where the sign is
 // set. A G1 point (24 registers) is loaded while the one before is added, which hides the
 // load. A G2 point takes 48, which the prefetch took from the G2 addition (it spilled:
-// bench/gpu-notes.md), and that addition is ~3x as long, so G2 loads each point when due.
+// docs/gpu-kernels.md), and that addition is ~3x as long, so G2 loads each point when due.
 // With called products (PF_FIELD_CALL) G1 does too: the 24 registers held across the calls
 // were saved and restored around each of them (G1 accumulation spills 412/764 -> 148/492 bytes).
 template <class F> struct entry_reader {

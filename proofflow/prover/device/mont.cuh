@@ -86,7 +86,7 @@ PF_INLINE u32 addc(u32 a, u32 b, u32 cy) {
 // product next to each other on a chain, into and from register pairs, become one
 // IMAD.WIDE.U32.X (a 64-bit multiply-add with carry in and out) in ptxas's output, where
 // operator*'s separate low and high chains cost an IMAD, an IMAD.HI and ~2 IADD3.X a product
-// (bench/gpu-notes.md).
+// (docs/gpu-kernels.md).
 PF_INLINE void mad_cc(u32& lo, u32& hi, u32 a, u32 b, u32 x, u32 y, u32& cy) {
 #ifdef PF_GPU
     lo = ptx::mad_lo_cc(a, b, x);

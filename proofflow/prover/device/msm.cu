@@ -86,7 +86,7 @@ template <class F> PF_INLINE void accumulate_body(const u64* pts, const u32* ent
 // Span k of the sorted entries, balanced across threads: entries k * size .. k * size +
 // size - 1 (fewer in the last span) whatever buckets they fall in, so every thread adds as
 // many points (pieces of near-equal length leave a third of a warp's lanes idle at 128
-// entries a bucket: bench/gpu-notes.md). The segments lie back to back (offsets[s + 1] =
+// entries a bucket: docs/gpu-kernels.md). The segments lie back to back (offsets[s + 1] =
 // offsets[s] + counts[s]); span_seg[k] is the one holding entry k * size. Bucket s meets
 // spans offsets[s] / size .. (offsets[s] + counts[s] - 1) / size, and the sum of its
 // entries in span k goes to slot seg_first[s] + k - offsets[s] / size: a bucket starting
@@ -207,7 +207,7 @@ extern "C" __global__ void msm_scatter(const u32* scalars, u64 n, int c, int nwi
 }
 
 // Per group: the same bodies, launch bounds for its register needs. G1's accumulation runs
-// at 128 registers for 16 warps a multiprocessor (bench/gpu-notes.md); a G2 point and
+// at 128 registers for 16 warps a multiprocessor (docs/gpu-kernels.md); a G2 point and
 // accumulator are twice as wide, so its kernels get the whole 255-register budget.
 #define MSM_KERNELS(G, F, ACC_BOUNDS)                                                              \
     extern "C" __global__ void to_montgomery_##G(u64* pts, u64 n) {                                \
@@ -248,7 +248,7 @@ extern "C" __global__ void msm_scatter(const u32* scalars, u64 n, int c, int nwi
 // the G2 kernels to compile.
 #if defined(PF_GROUP_G1)
 // 4 blocks an SM leave a thread 128 registers: 5 and 6 spilled and measured slower on the
-// H200 (bench/gpu-notes.md)
+// H200 (docs/gpu-kernels.md)
 MSM_KERNELS(g1, fq_t, __launch_bounds__(128, 4))
 AFFINE_KERNELS(g1, fq_t, __launch_bounds__(128, 4))
 #elif defined(PF_GROUP_G2)
