@@ -805,8 +805,8 @@ def bench_prove_overlap(args, rng) -> dict:
     every thread: arkworks' on the host, and any thread spinning while it waits for the
     device). One key per circuit and size, ``prove_overlap_<circuit>_2p<log>``, so sizes and
     circuits may run in separate invocations."""
-    from proofflow import resources, settings
-    from proofflow.prover import device
+    from proofflow import settings
+    from proofflow.prover import device, resources
     from proofflow.prover.device import msm as gpu_msm
     from proofflow.prover.groth16 import prover, verifier
     from proofflow.prover.groth16.data_structures import PK_TABLES, Proof

@@ -20,7 +20,7 @@ once. ``steady`` holds the min and median of the measured proofs, warm-up exclud
 after the proofs (CuPy's pool keeps the blocks a proof freed, so what it holds then is the
 proofs' peak, unless it had to give blocks back to fit one); MemAvailable at each step.
 
-The run is checked against this machine first (``proofflow.resources``, as a proof run is;
+The run is checked against this machine first (``proofflow.prover.resources``, as a proof run is;
 --no-check skips it). Progress goes to stderr, the JSON to --out after each step. Exit 0; 1
 when a proof does not verify; 2 for a run that cannot start (no key there, a key of another
 circuit or size, no GPU for --backend gpu, a run that does not fit).
@@ -140,18 +140,18 @@ def kept_rows(pk) -> dict:
 def _check(args) -> dict:
     """The run's config (``spec.validate_params``: the circuit, size and backend, and unless
     --no-check whether it fits this machine, its key in ``args.key``)."""
-    from proofflow import resources, spec
-    from proofflow.prover import device
-    probe = None if args.no_check else (lambda config: resources.probe(config, key_dir=args.key))
+    from proofflow import spec
+    from proofflow.prover import device, resources
+    fit = None if args.no_check else (lambda config: resources.fit_check(config, resources.probe(config, key_dir=args.key)))
     return spec.validate_params({"circuit": args.circuit, "log2": args.log2, "partitions": 1, "seed": args.seed,
-                                 "backend": args.backend}, device.available, probe)
+                                 "backend": args.backend}, device.available, fit)
 
 
 def describe(args, config: dict, key, key_budget: int | None) -> dict:
     """The run's sizes, its settings (the MSM plans the key cache chose for the key within
     ``key_budget``) and the resource check's estimate of it."""
-    from proofflow import resources, settings
-    from proofflow.prover import pipeline
+    from proofflow import settings
+    from proofflow.prover import pipeline, resources
     precompute = settings.msm_precompute_bytes()
     n, cs = key.domain_size, key.cs
     need = resources.estimate(config, resources.probe(config, key_dir=args.key),
@@ -168,8 +168,8 @@ def describe(args, config: dict, key, key_budget: int | None) -> dict:
 
 
 def run(args) -> dict:
-    from proofflow import resources, settings
-    from proofflow.prover import pipeline
+    from proofflow import settings
+    from proofflow.prover import pipeline, resources
     from proofflow.prover.backend import get_backend
     from proofflow.prover.circuits import get_circuit
     from proofflow.prover.timing import PhaseTimer

@@ -1,5 +1,5 @@
 """A proving key's setup as the sizes grow: its time, the QAP evaluation's share, and the
-host memory of setup and of a CPU proof, the figures behind ``proofflow.resources``.
+host memory of setup and of a CPU proof, the figures behind ``proofflow.prover.resources``.
 
     python -m bench.setup_sizes [--setup 16 18] [--qap 16 18 20 22] [--prove 12 14]
                                 [--build 20 22] [--synthesis 20 22] [--circuit mimc|bits]

@@ -88,15 +88,15 @@ def print_summary(s: dict) -> None:
 
 
 def cmd_run(args) -> int:
-    from proofflow import resources, spec
-    from proofflow.prover import device
+    from proofflow import spec
+    from proofflow.prover import device, resources
     conf = {"circuit": args.circuit, "log2": args.log2, "partitions": args.partitions, "backend": args.backend,
             "staging": args.staging, "seed": args.seed}
     if args.inputs:
         paths = [str(Path(p).resolve()) for p in args.inputs]
         conf["inputs"] = paths[0] if len(paths) == 1 and Path(paths[0]).is_dir() else paths
     try:  # the DAG's validate task checks again; this gives the message without a run
-        spec.validate_params(conf, gpu_available=device.available, machine=resources.probe)
+        spec.validate_params(conf, gpu_available=device.available, fit_check=resources.fit_check)
     except spec.InvalidParams as exc:
         _say(f"error: {exc}")
         return EXIT_BAD_INPUT

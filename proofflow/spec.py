@@ -1,18 +1,19 @@
 """The domains of a proof run's parameters, defined once: the command lines, the engine,
 the DAG's Params (trigger form) and its ``validate`` task all use these. Light: it imports
-nothing of the engine (the GPU check of ``validate`` and the machine's resources are
-callables passed in; registered circuits are read from their circuit.json files)."""
+nothing above ``settings`` (the GPU check of ``validate`` and the fit to the machine's
+resources are callables passed in; registered circuits are read from their circuit.json files)."""
 from __future__ import annotations
 
 import json
 import re
 from enum import StrEnum
 from pathlib import Path
+from typing import Callable
 
 from proofflow import settings
 
 CIRCUITS = ("mimc", "bits")
-MIN_LOG2, MAX_LOG2 = 8, 27  # up to 2^27 where the machine has room (proofflow.resources)
+MIN_LOG2, MAX_LOG2 = 8, 27  # up to 2^27 where the machine has room (proofflow.prover.resources)
 MIN_PARTITIONS, MAX_PARTITIONS = 1, 64
 BACKENDS = ("auto", "cpu", "gpu")
 
@@ -142,14 +143,14 @@ def resolve_staging(staging: str, backend: str) -> MemoryKind:
     return MemoryKind.effective(staging, backend)
 
 
-def validate_params(params: dict, gpu_available, machine=None) -> dict:
+def validate_params(params: dict, gpu_available: Callable[[], bool],
+                    fit_check: Callable[[dict], str | None] | None = None) -> dict:
     """Checked, normalized proof_run config; raises InvalidParams with one message naming
-    every problem. ``gpu_available``: a callable, asked only when the GPU is asked for or
-    'auto' must choose. ``machine``: a callable taking the normalized config and returning
-    the machine's resources (``proofflow.resources.Machine``; ``resources.probe`` probes this
-    one), asked last: a run that cannot fit is refused with one message naming each number
-    that fails (``resources.check``); None: no resource check. The result has the backend
-    and staging that will really be used, what was asked for (``backend_requested``,
+    every problem. ``gpu_available``: asked only when the GPU is asked for or 'auto' must
+    choose. ``fit_check``: takes the normalized config and says why the run cannot fit the
+    machine (one message naming each number that fails), or None; asked last (the engine's:
+    ``proofflow.prover.resources.fit_check``); None: no resource check. The result has the
+    backend and staging that will really be used, what was asked for (``backend_requested``,
     ``staging_requested``) and ``partition_ids``."""
     params = dict(params)
     p = {**DEFAULTS, **{k: v for k, v in params.items() if k in DEFAULTS}}
@@ -185,9 +186,6 @@ def validate_params(params: dict, gpu_available, machine=None) -> dict:
     config = {**p, "circom": info is not None, "backend_requested": p["backend"], "backend": backend,
               "staging_requested": p["staging"], "staging": resolve_staging(p["staging"], backend),
               "partition_ids": list(range(p["partitions"]))}
-    if machine is not None:
-        from proofflow import resources
-        problems = resources.check(config, machine(config))
-        if problems:
-            raise InvalidParams(resources.refusal(config, problems))
+    if fit_check is not None and (refusal := fit_check(config)):
+        raise InvalidParams(refusal)
     return config

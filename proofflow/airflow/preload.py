@@ -44,7 +44,7 @@ MODULES = (
     "proofflow.prover.shared_staging",
     "proofflow.prover.service.client",
     "proofflow.prover.groth16.verifier",
-    "proofflow.resources",
+    "proofflow.prover.resources",
     "proofflow.timing.store",
     "proofflow.timing.summary",
     "proofflow.timing.calibrate",

@@ -71,11 +71,10 @@ def _does_not_fit(circuit: str, log2: int, backend: str, out: Path) -> str | Non
     """Why a key's setup into ``out`` cannot fit this machine (its disk, host memory), or None."""
     from dataclasses import replace
 
-    from proofflow import resources
+    from proofflow.prover import resources
     config = {"circuit": circuit, "log2": log2, "partitions": 0, "backend": backend, "staging": "pageable"}
     machine = replace(resources.probe(config, key_dir=out), key_on_disk=False)  # written again whatever is there
-    problems = resources.check(config, machine)
-    return resources.refusal(config, problems) if problems else None
+    return resources.fit_check(config, machine)
 
 
 def _backend(name: str):

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from proofflow import resources, settings
-from proofflow.prover import curve, pipeline
+from proofflow import settings
+from proofflow.prover import curve, pipeline, resources
 from proofflow.prover.device import pippenger
 from proofflow.prover.device.pippenger import Plan
 from proofflow.prover.groth16.data_structures import PK_TABLES

@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from proofflow import resources, settings
-from proofflow.prover import curve
+from proofflow import settings
+from proofflow.prover import curve, resources
 from proofflow.prover.backend.base import MsmJob
 from proofflow.prover.backend.cpu import CpuBackend
 from proofflow.prover.device import overlap, pippenger, sparse

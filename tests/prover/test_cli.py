@@ -78,8 +78,7 @@ def test_a_setup_that_does_not_fit_is_refused_naming_the_numbers(tmp_path, monke
     """The key's disk (and host memory) are checked before any work: here a disk with 1 GB free."""
     from dataclasses import replace
 
-    from proofflow import resources
-    from proofflow.prover import cli
+    from proofflow.prover import cli, resources
     probe = resources.probe
     monkeypatch.setattr(resources, "probe", lambda config, key_dir=None: replace(
         probe(config, key_dir), key=resources.Disk(key_dir, 10**9), cs_cached=True))

@@ -1,12 +1,12 @@
-"""Whether a run fits the machine (proofflow/resources.py): estimates against machine
+"""Whether a run fits the machine (proofflow/prover/resources.py): estimates against machine
 descriptions given here, so refusals and acceptances do not depend on the test machine."""
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from proofflow import resources
-from proofflow.resources import Disk, Machine
+from proofflow.prover import resources
+from proofflow.prover.resources import Disk, Machine
 from proofflow.spec import MAX_LOG2, InvalidParams, validate_params
 
 GiB = 1 << 30
@@ -24,7 +24,7 @@ H200 = replace(SMALL, key=Disk(KEY, 10**13, fs=1), shared=Disk(SHM, 1000 * GiB, 
 
 
 def _validate(machine, **params):
-    return validate_params(params, gpu_available=lambda: True, machine=lambda config: machine)
+    return validate_params(params, gpu_available=lambda: True, fit_check=lambda config: resources.fit_check(config, machine))
 
 
 def _refusal(machine, **params) -> str:
@@ -37,7 +37,8 @@ def _refusal(machine, **params) -> str:
 @pytest.mark.parametrize("partitions", [1, 4, 64])
 def test_the_test_suites_runs_fit_the_ci_machine(log2, partitions):
     config = validate_params({"log2": log2, "partitions": partitions, "backend": "auto"},
-                             gpu_available=lambda: False, machine=lambda config: SMALL)
+                             gpu_available=lambda: False,
+                             fit_check=lambda config: resources.fit_check(config, SMALL))
     assert config["backend"] == "cpu" and resources.check(config, SMALL) == []
 
 

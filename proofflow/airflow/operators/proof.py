@@ -108,13 +108,12 @@ class ValidateOperator(ProofflowOperator):
     ui_color = "#fce8e6"
 
     def run(self, context, rec):
-        from proofflow import resources
-        from proofflow.prover import device
+        from proofflow.prover import device, resources
         ti = context["ti"]
         with rec.phase(Phase.VALIDATE):
             try:  # the params' domains, then whether the run fits this machine (disk, memory, staging)
                 config = spec.validate_params(dict(context["params"]), gpu_available=device.available,
-                                              machine=resources.probe)
+                                              fit_check=resources.fit_check)
             except spec.InvalidParams as exc:
                 log.error("%s", exc)
                 raise AirflowFailException(str(exc)) from None

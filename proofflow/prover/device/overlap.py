@@ -15,7 +15,7 @@ and is synchronized before its result is handed back: when ``Lanes.run`` returns
 still reads the witness or H, which the caller then frees. The costliest MSM starts first
 (``order``): a proof's B_G2 takes about as long as its four G1 MSMs together, so it must
 not queue behind their kernels. The price is memory: the lanes' scratch adds up where one
-MSM's did before (``pippenger.scratch_bytes``, counted by ``proofflow.resources``).
+MSM's did before (``pippenger.scratch_bytes``, counted by ``proofflow.prover.resources``).
 
 This module imports no CuPy: ``Lanes`` runs any tasks in any lanes (the CPU tests give it
 the kernel twin's MSMs and no streams); the GPU backend supplies the streams.

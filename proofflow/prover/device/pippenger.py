@@ -26,7 +26,7 @@ Montgomery's trick over the grid (leaf threads of ``AFFINE_LEAF`` pairs, levels 
 ceil(log2 m) rounds of a launch sequence each and an inversion's latency. The sums of a
 round sit in a fresh buffer (``affine_limbs`` u64 a sum), so at the peak (round 1 reading
 round 0's sums) a G1 MSM holds ~80 bytes of scratch a bucket entry, G2 ~150: 17 GB for G1
-at 2^24 under (20, 13), which ``proofflow.resources`` does not count, as no prover path
+at 2^24 under (20, 13), which ``proofflow.prover.resources`` does not count, as no prover path
 selects the rounds yet. The accumulation then sums what the rounds left, through
 identity entries.
 
@@ -422,7 +422,7 @@ def scratch_bytes(group: str, n: int, plan: Plan | None = None, piece: int = PIE
     counted as non-zero), the pieces' XYZZ sums and two levels of their merges (a bucket
     adds at most one piece, and a merge at most one sum, beyond its share; 24 bytes of
     indices each), and 32 bytes a bucket slot of counters and offsets. For
-    ``proofflow.resources``: MSMs that run at once (``overlap``) need the sum of theirs."""
+    ``proofflow.prover.resources``: MSMs that run at once (``overlap``) need the sum of theirs."""
     plan = plan or plain(n)
     slots = plan.groups * ((1 << (plan.c - 1)) + 1)
     digits = n * plan.windows

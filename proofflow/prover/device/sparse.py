@@ -20,7 +20,7 @@ copies if it has them (``pippenger.Plan``): compacting it would copy most of the
 GB of G1 points at 2^24) to save little. The compacted rest takes the plain points. Below that share the
 temporaries (a quarter of the table's points and scalars at most, Pippenger's scratch for
 them, the classes and indices: ~90 bytes a point for G2) stay under the G2 MSM scratch
-that ``proofflow.resources`` counts a proof (~121 bytes a point). Batch-affine rounds over
+that ``proofflow.prover.resources`` counts a proof (~121 bytes a point). Batch-affine rounds over
 the ones would add their first round's sums (half the ones' points), which it does not
 count while ``ONES_AFFINE_ROUNDS`` is 0.
 

@@ -1,9 +1,10 @@
 """Will a proof run fit this machine? What a run of (circuit, log2, partitions, backend,
 staging) needs, estimated before any work (``estimate``), against what the machine has
 (``Machine``, probed by ``probe``; tests describe their own machines), with every number
-that does not fit named in one message (``check``, ``refusal``). ``spec.validate_params``
-calls it last, so the ``validate`` task and ``proofflow run`` refuse such a run before any
-work; ``python -m proofflow.prover setup`` checks a key's part (its disk, its setup's memory).
+that does not fit named in one message (``check``, ``refusal``). ``fit_check`` is the check
+the ``validate`` task and ``proofflow run`` hand ``spec.validate_params``, which asks it
+last, so that such a run is refused before any work; ``python -m proofflow.prover setup``
+checks a key's part (its disk, its setup's memory).
 
 What is checked:
 
@@ -44,7 +45,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from proofflow import settings
+from proofflow import settings, spec
 
 FR_BYTES = 32
 NPY_HEADER = 128  # bytes before a .npy file's data (numpy's format 1.0, as np.save writes it)
@@ -134,7 +135,6 @@ class Needs:
 def shape(config: dict) -> Shape:
     """The run's circuit sizes: a registered circuit's from its circuit.json, a built-in
     family's from the family (without building its constraint system)."""
-    from proofflow import spec
     info = spec.circuit_info(config["circuit"]) if config.get("circom") else None
     if info is not None:
         return Shape(1 << int(info["log2"]), int(info["signals"]), int(info["public"]) + 1)
@@ -302,6 +302,13 @@ def refusal(config: dict, problems: list[str]) -> str:
     what = (f"circuit {config['circuit']!r} (2^{config['log2']})" if config.get("circom")
             else f"log2 {config['log2']}")
     return f"{what} does not fit this machine: " + "; ".join(problems)
+
+
+def fit_check(config: dict, machine: Machine | None = None) -> str | None:
+    """Why the run of ``config`` cannot fit ``machine`` (this one, probed, when None), in one
+    message; None when it fits."""
+    problems = check(config, machine if machine is not None else probe(config))
+    return refusal(config, problems) if problems else None
 
 
 # -- probing this machine --------------------------------------------------------------------
