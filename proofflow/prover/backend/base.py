@@ -9,6 +9,7 @@ from typing import Callable
 import numpy as np
 
 from proofflow.prover.curve import PointTable
+from proofflow.prover.groth16 import odd_coset
 from proofflow.prover.polynomial.domain import Radix2Domain
 from proofflow.spec import MemoryKind
 
@@ -63,9 +64,8 @@ class Backend(abc.ABC):
     def compute_h_odd_coset(self, domain: Radix2Domain, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
         """A*B - C at the odd points of the 2n domain, in snarkjs's order, from a, b, c over
         snarkjs's domain (its roots of unity, its order): the H vector of a snarkjs key
-        (``circom.qap``). ``domain.size`` entries; the inputs are not modified."""
-        from proofflow.prover.circom import qap
-        return qap.h_odd_coset(self, domain, a, b, c)
+        (``groth16.odd_coset``). ``domain.size`` entries; the inputs are not modified."""
+        return odd_coset.h_odd_coset(self.ntt, domain, a, b, c)
 
     @abc.abstractmethod
     def msm_g1(self, table: PointTable, scalars):

@@ -1,7 +1,7 @@
 """Groth16 proofs with a snarkjs zkey, on any backend.
 
 The steps are snarkjs's: a and b over the domain by the zkey's coefficients (its extra A
-rows included), c = a·b point by point, H in the zkey's odd-coset basis (qap.py), then the
+rows included), c = a·b point by point, H in the zkey's odd-coset basis (groth16/odd_coset.py), then the
 A, B1, B2, C and H MSMs and the engine's own assembly with fresh r, s. With the r1cs at
 hand, the key is checked against it and the witness against its constraints first, so a
 bad witness is named by its first failing constraint rather than by a proof that does

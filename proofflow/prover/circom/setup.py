@@ -8,12 +8,12 @@ key's one contribution (section 10, where snarkjs keeps the names it shows) is n
 TEST_ONLY_LABEL.
 
 With u_s, v_s, w_s the QAP polynomials of signal s over snarkjs's domain
-(``qap.lagrange_at``; A with snarkjs's extra row per public signal), the key holds, as
+(``groth16.odd_coset.lagrange_at``; A with snarkjs's extra row per public signal), the key holds, as
 multiples of the generators:
 - A, B1, B2 (sections 5-7): u_s(τ), v_s(τ), v_s(τ); the point at infinity where s has no entry;
 - IC (3): (β·u_s + α·v_s + w_s)(τ)/γ for s ≤ nPublic; C (8): the same over δ for the
   others (snarkjs's own setup has γ = 1; the verifier works with any γ);
-- H (9): ``qap.h_basis_at(τ)``/δ;
+- H (9): ``odd_coset.h_basis_at(τ)``/δ;
 - section 4: the coefficients of A and B, constraint by constraint, its A entries first.
 Section 10 starts with the 64 bytes where snarkjs keeps its circuit hash: here the
 BLAKE2b-512 of sections 1-9 (snarkjs hashes a δ = 1 key, which never exists here). Its one
@@ -31,14 +31,13 @@ import numpy as np
 
 from proofflow.prover import curve, files
 from proofflow.prover.backend.base import Backend
-from proofflow.prover.circom import qap
 from proofflow.prover.circom import zkey as zkey_format
 from proofflow.prover.circom.encoding import FQ_BYTES, fr_to_zkey_coefficients, points_to_montgomery
 from proofflow.prover.circom.errors import BLS12_381_Q
 from proofflow.prover.circom.r1cs import R1cs
 from proofflow.prover.curve import XY_BYTES, PointTable
 from proofflow.prover.field import fr
-from proofflow.prover.groth16 import generator, r1cs_to_qap
+from proofflow.prover.groth16 import generator, odd_coset, r1cs_to_qap
 from proofflow.prover.groth16.data_structures import VerifyingKey
 from proofflow.prover.r1cs import ConstraintSystem
 
@@ -66,7 +65,7 @@ def write_test_zkey(r1cs: R1cs, seed: int, out, backend: Backend | None = None,
     jobs = {zkey_format.IC: ("IC", "g1", fr.mul(mixed[:k], fr.constant(pow(gamma, -1, fr.MODULUS)))),
             zkey_format.A: ("A", "g1", u), zkey_format.B1: ("B1", "g1", v), zkey_format.B2: ("B2", "g2", v),
             zkey_format.C: ("C", "g1", fr.mul(np.ascontiguousarray(mixed[k:]), over_delta)),
-            zkey_format.H: ("H", "g1", fr.mul(qap.h_basis_at(tau, log_n), over_delta))}
+            zkey_format.H: ("H", "g1", fr.mul(odd_coset.h_basis_at(tau, log_n), over_delta))}
     total = sum(len(s) for _, _, s in jobs.values())
     done = 0
 
@@ -98,7 +97,7 @@ def write_test_zkey(r1cs: R1cs, seed: int, out, backend: Backend | None = None,
 def _qap_at(cs: ConstraintSystem, tau: int, log_n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """u_s(τ), v_s(τ), w_s(τ) for every signal s, over snarkjs's domain."""
     ext = cs.with_input_constraints
-    lag = np.ascontiguousarray(qap.lagrange_at(tau, log_n)[:ext.num_constraints])
+    lag = np.ascontiguousarray(odd_coset.lagrange_at(tau, log_n)[:ext.num_constraints])
     return tuple(m.transpose().matvec(lag) for m in (ext.a, ext.b, ext.c))
 
 

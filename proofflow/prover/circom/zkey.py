@@ -40,7 +40,7 @@ class ZKey:
     n_vars: int
     n_public: int
     domain_size: int
-    pk: ProvingKey  # h_query has domain_size points, in the odd-coset basis (see qap.py)
+    pk: ProvingKey  # h_query has domain_size points, in the odd-coset basis (see groth16/odd_coset.py)
     a: SparseMatrix  # section 4, domain_size rows by n_vars columns
     b: SparseMatrix
 

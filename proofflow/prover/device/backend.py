@@ -378,8 +378,8 @@ def _tables(device: int, log_n: int) -> _Tables:
 @lru_cache(maxsize=4)
 def _odd_coset_tables(device: int, log_n: int) -> tuple[cp.ndarray, cp.ndarray, cp.ndarray]:
     """snarkjs's order in ours (``where``), its inverse, and the odd-coset shift over n."""
-    from proofflow.prover.circom import qap
-    where, shift = qap.snarkjs_order(log_n), qap.odd_coset_shift(log_n)
+    from proofflow.prover.groth16 import odd_coset
+    where, shift = odd_coset.snarkjs_order(log_n), odd_coset.odd_coset_shift(log_n)
     to_ours = np.empty_like(where)
     to_ours[where] = np.arange(where.size)
     n_inv = pow(1 << log_n, -1, fr.MODULUS)

@@ -1,3 +1,4 @@
 """Groth16 over BLS12-381, one module per protocol role (as in arkworks' groth16 crate):
 ``data_structures`` (keys, proofs, files), ``r1cs_to_qap`` (the QAP reduction),
-``generator`` (setup), ``prover`` and ``verifier``."""
+``odd_coset`` (snarkjs's QAP bases, H at the odd points of the 2n domain), ``generator``
+(setup), ``prover`` and ``verifier``."""

@@ -1,5 +1,7 @@
 """snarkjs's QAP bases: the H vector of a proof in the basis its zkey's H points use, and
-the Lagrange bases at τ that a zkey's points are made of (for the test-only setup).
+the Lagrange bases at τ that a zkey's points are made of (for the test-only setup). Here,
+beside the engine's own reduction (``r1cs_to_qap``), as every backend computes this H
+(``Backend.compute_h_odd_coset``); ``circom`` builds on it.
 
 A zkey's H points are the Lagrange basis of the 2n-point domain at its odd points
 x_i = ω_2n·ω_n^i, over δ (not τ^i·Z(τ)/δ as in arkworks). So the prover evaluates
@@ -15,10 +17,10 @@ pointwise operations.
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Callable
 
 import numpy as np
 
-from proofflow.prover.backend.base import Backend
 from proofflow.prover.field import fr
 from proofflow.prover.polynomial.domain import MAX_LOG2, Radix2Domain, root_of_unity
 
@@ -72,10 +74,11 @@ def h_basis_at(tau: int, log_n: int) -> np.ndarray:
     return np.ascontiguousarray(lagrange_at(tau, log_n + 1)[1::2])
 
 
-def h_odd_coset(backend: Backend, domain: Radix2Domain, a: np.ndarray, b: np.ndarray,
+def h_odd_coset(ntt: Callable[..., np.ndarray], domain: Radix2Domain, a: np.ndarray, b: np.ndarray,
                 c: np.ndarray | None = None) -> np.ndarray:
     """A·B − C at snarkjs's odd points, in its order, from a, b and c over its domain (by
-    default c = a·b there, which a satisfying witness gives). The inputs are not modified."""
+    default c = a·b there, which a satisfying witness gives), through ``ntt`` (a backend's:
+    ``ntt(domain, x, inverse=False)``). The inputs are not modified."""
     where, shift = snarkjs_order(domain.log_n), odd_coset_shift(domain.log_n)
     evals = []
     for v in (a, b) if c is None else (a, b, c):
@@ -85,8 +88,8 @@ def h_odd_coset(backend: Backend, domain: Radix2Domain, a: np.ndarray, b: np.nda
     if c is None:
         evals.append(fr.mul(*evals))
     for i, v in enumerate(evals):
-        coeffs = backend.ntt(domain, v, inverse=True)
-        evals[i] = backend.ntt(domain, fr.mul(coeffs, shift, out=coeffs))
+        coeffs = ntt(domain, v, inverse=True)
+        evals[i] = ntt(domain, fr.mul(coeffs, shift, out=coeffs))
     ea, eb, ec = evals
     h = fr.sub(fr.mul(ea, eb, out=ea), ec, out=ea)
     return np.ascontiguousarray(h[where])
