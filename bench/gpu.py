@@ -36,7 +36,7 @@ import proofflow
 from proofflow import settings
 from proofflow.prover import curve
 from proofflow.prover.backend.cpu import CpuBackend
-from proofflow.prover.device import source as kernels
+from proofflow.prover.device import cache, source as kernels
 from proofflow.prover.device.backend import GpuBackend, h2d
 from proofflow.prover.field import fr
 from proofflow.prover.polynomial.domain import Radix2Domain
@@ -198,7 +198,7 @@ def bench_fq_mul(args, rng) -> dict:
     grid, nn = (max(1, min(-(-n // 128), 132 * 64)),), np.uint64(n)
     out = {}
     for variant in kernels.PRODUCT_VARIANTS:
-        mod = kernels.load(variant, "field.cu")
+        mod = cache.load(variant, "field.cu")
         mul, sqr = mod.get_function("fq_mul_chain"), mod.get_function("fq_sqr_chain")
         x = x0.copy()
         mul(grid, (128,), (x, y, nn, np.int32(3)))

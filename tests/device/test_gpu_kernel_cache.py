@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CHECK = r"""
 import json, sys, time
 import numpy as np
-from proofflow.prover.device import cache, source
+from proofflow.prover.device import cache
 
 which, mode = sys.argv[1], sys.argv[2]
 if mode == "no-compile":
@@ -38,7 +38,7 @@ if mode == "no-compile":
 modules = cache.MODULES if which == "all" else (cache.Module("ntt.cu", "mul32"),)
 t0 = time.perf_counter()
 for m in modules:
-    source.load(m.variant, m.name, m.group)
+    cache.load(m.variant, m.name, m.group)
 load_s = time.perf_counter() - t0
 
 from proofflow.prover import curve

@@ -22,7 +22,7 @@ cp = pytest.importorskip("cupy")
 if not gpu_available():
     pytest.skip("no GPU visible", allow_module_level=True)
 
-from proofflow.prover.device import fixed_base, msm as gpu_msm, source as kernels  # noqa: E402  (needs CuPy)
+from proofflow.prover.device import cache, fixed_base, msm as gpu_msm, source as kernels  # noqa: E402  (needs CuPy)
 
 pytestmark = pytest.mark.gpu
 Q = pippenger.Q
@@ -47,7 +47,7 @@ def ints(rows) -> list[int]:
 def field(variant: str, kernel: str, *args) -> None:
     """One of field.cu's kernels over the rows of args[0], compiled with ``variant``."""
     n = args[0].shape[0]
-    fn = kernels.load(variant, "field.cu").get_function(kernel)
+    fn = cache.load(variant, "field.cu").get_function(kernel)
     fn((max(1, -(-n // 128)),), (128,), args)
 
 

@@ -19,7 +19,7 @@ import numpy as np
 from proofflow import settings
 from proofflow.prover import curve
 from proofflow.prover.device import source as kernels
-from proofflow.prover.device import density, fixed_base, msm as gpu_msm, overlap, pippenger, sparse, stream_gate
+from proofflow.prover.device import cache, density, fixed_base, msm as gpu_msm, overlap, pippenger, sparse, stream_gate
 from proofflow.prover.backend.base import Backend, Transfer
 from proofflow.prover.field import fr
 from proofflow.prover.groth16.data_structures import PK_TABLES
@@ -80,7 +80,7 @@ class GpuBackend(Backend):
         self.g2_on_host = not g2_on_gpu
         self.overlap = settings.msm_overlap() if overlap is None else overlap
         kernels.curve_variant(), settings.msm_balanced()  # a bad value fails here, not mid-proof
-        self._mod = kernels.load(variant)
+        self._mod = cache.load(variant)
         self._fn = {}
 
     def _kernel(self, name: str):
@@ -189,8 +189,8 @@ class GpuBackend(Backend):
         sizes (``_WARM_ROWS``): CuPy picks its scans' and reductions' kernels by size."""
         self._kernel("bitrev_scale")
         for group in ("g1",) + (() if self.g2_on_host else ("g2",)):
-            kernels.load(kernels.curve_variant(), "msm.cu", group).get_function(f"to_montgomery_{group}")
-            kernels.load(kernels.curve_variant(), "bitsum.cu", group).get_function("bitsum_classify")
+            cache.load(kernels.curve_variant(), "msm.cu", group).get_function(f"to_montgomery_{group}")
+            cache.load(kernels.curve_variant(), "bitsum.cu", group).get_function("bitsum_classify")
             for table in _warm_tables(group):
                 for scalars in _warm_scalars(len(table)):
                     self.msm_witness(table, scalars)  # the split (zeros, ones, a compacted rest) and the dense path
@@ -315,7 +315,7 @@ def powers(base: int, n: int, start: int = 1) -> cp.ndarray:
     bits = max(1, n.bit_length())
     pows = cp.asarray(fr.from_ints([pow(base, 1 << k, fr.MODULUS) for k in range(bits)]))
     out = cp.empty((n, 4), dtype=cp.uint64)
-    kernels.load().get_function("fr_powers")((_grid(n),), (_THREADS,), (out, np.uint32(n), _scalar(start), pows))
+    cache.load().get_function("fr_powers")((_grid(n),), (_THREADS,), (out, np.uint32(n), _scalar(start), pows))
     return out
 
 

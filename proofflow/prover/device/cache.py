@@ -15,6 +15,8 @@ together compile a module once.
 NVRTC needs no GPU: ``proofflow kernels build --arch 90`` compiles for an H100/H200 on any
 machine with CuPy and NVRTC (the GPU image does it at build time). CuPy is imported only
 inside functions; ``compile_cubin`` and ``nvrtc_version`` are the whole NVRTC boundary.
+What a module is built from (its text, its options) is ``source``'s, which knows nothing
+of this cache.
 """
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
@@ -61,7 +64,7 @@ class UnsupportedArch(KernelBuildError):
 @dataclass(frozen=True)
 class Module:
     """One NVRTC compile unit: a ``.cu`` file with its Fr product variant and, for the curve
-    modules, its group (the arguments of ``source.load``)."""
+    modules, its group (the arguments of ``load``)."""
     name: str
     variant: str = "mul32"
     group: str | None = None
@@ -262,6 +265,20 @@ def load_module(module: Module, arch: str) -> "cupy.RawModule":
     loaded = cupy.RawModule(code=module.text(), options=source.options(module.variant, module.group, module.name))
     loaded.compile()
     return loaded
+
+
+def load(variant: str = "mul32", name: str = "ntt.cu", group: str | None = None) -> "cupy.RawModule":
+    """The module compiled from ``name`` for the current device, once per process: ``ntt.cu``,
+    ``field.cu`` (Fq kernels for tests and benchmarks), or ``msm.cu`` / ``fixed_base.cu`` /
+    ``bitsum.cu`` for one ``group`` (``g1`` or ``g2``)."""
+    source.options(variant, group, name)  # a bad name or setting fails before CuPy is imported
+    import cupy
+    return _load(variant, name, group, cupy.cuda.Device().compute_capability)
+
+
+@lru_cache(maxsize=None)
+def _load(variant: str, name: str, group: str | None, arch: str) -> "cupy.RawModule":
+    return load_module(Module(name, variant, group), arch)
 
 
 def default_archs() -> list[str]:

@@ -16,7 +16,7 @@ import numpy as np
 
 from proofflow.prover import curve
 from proofflow.prover.device import source as kernels
-from proofflow.prover.device import density, pippenger
+from proofflow.prover.device import cache, density, pippenger
 from proofflow.prover.device.pippenger import PIECE
 
 _THREADS = 128
@@ -33,7 +33,7 @@ class CupyExecutor:
     xp = cp
 
     def __init__(self, name: str, group: str, variant: str | None = None):
-        self._module = kernels.load(variant or kernels.curve_variant(), name, group)
+        self._module = cache.load(variant or kernels.curve_variant(), name, group)
         self._fn: dict = {}
 
     def launch(self, kernel: str, threads: int, *args) -> None:

@@ -1,28 +1,21 @@
-"""CUDA kernels, compiled by NVRTC into cubins kept on disk.
+"""The CUDA kernels' source and NVRTC options: what a compiled module is built from.
 
 The source lives in this package (``*.cuh`` headers, ``ntt.cu``, ``msm.cu``,
 ``fixed_base.cu``, ``bitsum.cu``, ``field.cu``) like the C kernels of ``proofflow.prover.native``: nothing to build at install
-time. ``load`` loads a module once per process (lru_cache) from its cubin in the kernel
-directory (``cache.py``), compiling and saving it first when there is none for this
-source, NVRTC and the device's arch; ``proofflow kernels build`` compiles them all ahead
-of time (the GPU image does, for sm_90). The cubins are named by a digest of the source
-text, so headers are inlined here rather than ``#include``d by NVRTC: editing one then
-recompiles as it should. The headers also compile on the host (``common.cuh``): the CPU
-twin in ``tests/kernel_twin.py`` builds them with g++.
-``source`` needs no CuPy (the CPU twin and the compile checks use it); ``load`` imports it.
+time. ``cache.load`` loads a module once per process from its cubin in the kernel
+directory, compiling and saving it first when there is none for this source, NVRTC and
+the device's arch; ``proofflow kernels build`` compiles them all ahead of time (the GPU
+image does, for sm_90). The cubins are named by a digest of the source text, so headers
+are inlined here rather than ``#include``d by NVRTC: editing one then recompiles as it
+should. The headers also compile on the host (``common.cuh``): the CPU twin in
+``tests/kernel_twin.py`` builds them with g++. Nothing here needs CuPy.
 """
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from proofflow import settings
-
-if TYPE_CHECKING:
-    import cupy
-
 
 _DIR = Path(__file__).resolve().parent
 # The product a module is compiled with: 32-bit words with PTX carry chains (mul32), the Fr
@@ -72,18 +65,3 @@ def options(variant: str = "mul32", group: str | None = None, name: str | None =
         raise ValueError(f"unknown group {group!r}: choose one of {', '.join(GROUPS)}")
     grouped = (f"-DPF_GROUP_{group.upper()}",) if group else ()
     return ("-std=c++17",) + _DEFINES[variant] + grouped
-
-
-def load(variant: str = "mul32", name: str = "ntt.cu", group: str | None = None) -> "cupy.RawModule":
-    """The module compiled from ``name`` for the current device: ``ntt.cu``, ``field.cu`` (Fq
-    kernels for tests and benchmarks), or ``msm.cu`` / ``fixed_base.cu`` / ``bitsum.cu`` for
-    one ``group`` (``g1`` or ``g2``)."""
-    options(variant, group, name)  # a bad name or setting fails before CuPy is imported
-    import cupy
-    return _load(variant, name, group, cupy.cuda.Device().compute_capability)
-
-
-@lru_cache(maxsize=None)
-def _load(variant: str, name: str, group: str | None, arch: str) -> "cupy.RawModule":
-    from proofflow.prover.device import cache
-    return cache.load_module(cache.Module(name, variant, group), arch)
