@@ -170,7 +170,7 @@ def describe(args, config: dict, key, key_budget: int | None) -> dict:
 def run(args) -> dict:
     from proofflow import settings
     from proofflow.prover import pipeline, resources
-    from proofflow.prover.backend import get_backend
+    from proofflow.prover.backend.by_name import get_backend
     from proofflow.prover.circuits import get_circuit
     from proofflow.prover.timing import PhaseTimer
     config = _check(args)
@@ -242,7 +242,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.warmup < 0 or args.repeats < 1:
         p.error("--warmup must be >= 0 and --repeats >= 1")
-    from proofflow.prover.backend import BackendUnavailable
+    from proofflow.prover.backend.by_name import BackendUnavailable
     from proofflow.prover.pipeline import InputError
     from proofflow.spec import InvalidParams
     try:

@@ -182,7 +182,7 @@ def _setup_once(circuit, backend, root: Path) -> dict:
 
 def bench_prove(circuit, root: Path) -> dict:
     from proofflow.prover import pipeline
-    from proofflow.prover.backend import get_backend
+    from proofflow.prover.backend.by_name import get_backend
     from proofflow.prover.groth16.data_structures import ProvingKey
     from proofflow.prover.staging import StagingPool
     log2 = circuit.log2

@@ -191,7 +191,7 @@ def main(argv=None) -> dict:
     args = ap.parse_args(argv)
     if not SNARKJS.exists():
         sys.exit(f"no snarkjs at {SNARKJS}: npm ci --prefix tests/circom (or set SNARKJS_BIN)")
-    from proofflow.prover.backend import get_backend
+    from proofflow.prover.backend.by_name import get_backend
     backend = get_backend(args.backend)
     backend.warm_up()
     result = {"environment": _env.environment(("numpy", "py-arkworks-bls12381", "cupy-cuda12x", "cupy-cuda13x")),

@@ -211,7 +211,7 @@ def _test_zkey(args) -> int:
     if Path(args.out).suffix != ".zkey":
         _say(f"error: --out {args.out}: name the zkey X.zkey")
         return EXIT_BAD_INPUT
-    from proofflow.prover.backend import get_backend
+    from proofflow.prover.backend.by_name import get_backend
     from proofflow.prover.circom import read_r1cs, setup
     r1cs = read_r1cs(args.r1cs)
     backend = get_backend(args.backend)

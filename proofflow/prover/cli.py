@@ -78,7 +78,7 @@ def _does_not_fit(circuit: str, log2: int, backend: str, out: Path) -> str | Non
 
 
 def _backend(name: str):
-    from proofflow.prover.backend import get_backend
+    from proofflow.prover.backend.by_name import get_backend
     return get_backend(name)
 
 
@@ -235,7 +235,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    from proofflow.prover.backend import BackendUnavailable
+    from proofflow.prover.backend.by_name import BackendUnavailable
     args = parser().parse_args(argv)
     try:
         return args.func(args)

@@ -8,7 +8,7 @@ import pytest
 
 import circom_files
 from proofflow.prover import circom, curve
-from proofflow.prover.backend import get_backend
+from proofflow.prover.backend.by_name import get_backend
 from proofflow.prover.circom import encoding, snarkjs_json
 from proofflow.prover.circom.errors import BLS12_381_Q
 from proofflow.prover.curve import PointTable

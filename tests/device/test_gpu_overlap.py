@@ -119,7 +119,7 @@ def test_overlapped_proofs_are_the_sequential_ones(pk10, mimc10):
 
 
 def test_the_setting_turns_overlap_on(monkeypatch, pk10, mimc10):
-    from proofflow.prover.backend import get_backend
+    from proofflow.prover.backend.by_name import get_backend
     from proofflow.prover.groth16 import prover, verifier
     from proofflow.prover.timing import PhaseTimer
     monkeypatch.delenv("PROOFFLOW_MSM_OVERLAP", raising=False)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from proofflow.prover import bundle, curve
-from proofflow.prover.backend import get_backend
+from proofflow.prover.backend.by_name import get_backend
 from proofflow.prover.field import fr
 from proofflow.prover.groth16 import prover, verifier
 from proofflow.prover.groth16.data_structures import KeyFormatError, Proof, ProvingKey, VerifyingKey

@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 
 from proofflow.prover import bundle, pipeline
-from proofflow.prover.backend import get_backend
+from proofflow.prover.backend.by_name import get_backend
 from proofflow.prover.field import fr
 from proofflow.prover.staging import StagingPool
 

@@ -330,7 +330,7 @@ class ProveGpuOperator(ProofflowOperator):
     def _in_process(self, rec, segment: str, holder: str) -> bytes:
         from proofflow.prover import device, pipeline
         from proofflow.prover.shared_staging import SharedStaging
-        from proofflow.prover.backend import get_backend
+        from proofflow.prover.backend.by_name import get_backend
         from proofflow.prover.backend.standin import StandinBackend
         from proofflow.prover.timing import PhaseTimer
         cfg = self.config

@@ -1,29 +1,7 @@
 """Compute backends: one interface (``base``), the CPU implementation (``cpu``), the GPU one
 (``proofflow.prover.device.backend``) and a stand-in that stretches a device phase (``standin``).
 
-``get_backend("auto")`` picks the GPU when CuPy is installed and sees a device, else the
-CPU. Importing this package never imports CuPy.
+``by_name.get_backend("auto")`` picks the GPU when CuPy is installed and sees a device, else
+the CPU. It is not imported here: the GPU backend builds on ``base``, and importing it runs
+this file first. Importing this package never imports CuPy.
 """
-from __future__ import annotations
-
-from proofflow import spec
-from proofflow.prover import device
-from proofflow.prover.backend.base import Backend
-
-
-class BackendUnavailable(RuntimeError):
-    """The backend asked for cannot run here (e.g. ``gpu`` without a visible GPU)."""
-
-
-def get_backend(name: str = "auto") -> Backend:
-    if name not in spec.BACKENDS:
-        raise ValueError(f"unknown backend {name!r}: choose one of {', '.join(spec.BACKENDS)}")
-    try:
-        resolved = spec.resolve_backend(name, device.available)
-    except spec.InvalidParams as exc:
-        raise BackendUnavailable(str(exc)) from None
-    if resolved == "gpu":
-        from proofflow.prover.device.backend import GpuBackend
-        return GpuBackend()
-    from proofflow.prover.backend.cpu import CpuBackend
-    return CpuBackend()

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from proofflow.prover.backend import get_backend
 from proofflow.prover.backend.base import Backend
+from proofflow.prover.backend.by_name import get_backend
 from proofflow.prover.circom.errors import KeyMismatch
 from proofflow.prover.circom.r1cs import R1cs
 from proofflow.prover.circom.zkey import ZKey

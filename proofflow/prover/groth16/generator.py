@@ -17,8 +17,8 @@ import numpy as np
 
 from proofflow import settings
 from proofflow.prover import curve
-from proofflow.prover.backend import get_backend
 from proofflow.prover.backend.base import Backend
+from proofflow.prover.backend.by_name import get_backend
 from proofflow.prover.circuits import Circuit
 from proofflow.prover.circuits.base import derive
 from proofflow.prover.curve import PointTable
@@ -114,7 +114,7 @@ def toxic_waste(seed: int) -> dict[str, int]:
 def setup(circuit: Circuit, seed: int, progress: Callable[[str, int, int], None] | None = None,
           backend: Backend | str | None = None, directory=None) -> ProvingKey:
     """Proving key (with its verifying key) for ``circuit``; ``progress(stage, done, total)``.
-    ``backend`` (a Backend or a name for ``proofflow.prover.backend.get_backend``) computes the key
+    ``backend`` (a Backend or a name for ``backend.by_name.get_backend``) computes the key
     tables where it can (``Backend.fixed_base``); None: arkworks on the CPU.
 
     ``directory``: each table is written straight into its memory-mapped ``.npy`` file there

@@ -139,7 +139,7 @@ class ProverService:
 
     def start(self) -> None:
         """Backend, segment mappings and kernels ready before the socket accepts anything."""
-        from proofflow.prover.backend import get_backend
+        from proofflow.prover.backend.by_name import get_backend
         self._use_device()
         self.backend = get_backend(self.backend_name)
         self.backend.warm_up()
