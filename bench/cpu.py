@@ -19,7 +19,7 @@ from _env import environment, repeat, write  # noqa: E402
 
 from proofflow.prover import curve  # noqa: E402
 from proofflow.prover.backend.cpu import CpuBackend  # noqa: E402
-from proofflow.prover.circuits import get_circuit  # noqa: E402
+from proofflow.prover.circuits.by_name import get_circuit  # noqa: E402
 from proofflow.prover.field import fr  # noqa: E402
 from proofflow.prover.groth16 import r1cs_to_qap  # noqa: E402
 from proofflow.prover.polynomial.domain import Radix2Domain  # noqa: E402

@@ -644,7 +644,7 @@ def bench_msm_g2(args, rng) -> dict:
 def _bits_witness(log_n: int) -> np.ndarray:
     """A ``bits`` partition's witness, ~99% 0 or 1, zero-padded to 2^log_n (a few hundred
     zeros at most) so that it fits the tiled tables and their scalar-sum check."""
-    from proofflow.prover.circuits import get_circuit
+    from proofflow.prover.circuits.by_name import get_circuit
     w = get_circuit("bits", log_n).instance(0, 0).witness
     return np.concatenate([w, fr.zeros((1 << log_n) - len(w))])
 
@@ -726,7 +726,7 @@ def _partition(gpu: GpuBackend, name: str, log_n: int):
     device's key budget, PROOFFLOW_MSM_PRECOMPUTE), its instance, a/b/c,
     domain and number of instance variables."""
     from proofflow.prover import device
-    from proofflow.prover.circuits import get_circuit
+    from proofflow.prover.circuits.by_name import get_circuit
     from proofflow.prover.device import pippenger
     from proofflow.prover.groth16 import generator
     circuit = get_circuit(name, log_n)
@@ -867,7 +867,7 @@ def bench_setup(args, rng) -> dict:
     byte for byte against arkworks first), the CPU path's rate on a sample, and whole
     setups: GPU and CPU at a size the CPU reaches (keys compared byte for byte), then GPU
     alone at the large sizes."""
-    from proofflow.prover.circuits import get_circuit
+    from proofflow.prover.circuits.by_name import get_circuit
     from proofflow.prover.groth16 import generator
     gpu = GpuBackend()
     rates, cpu_rates = {}, {}

@@ -171,7 +171,7 @@ def run(args) -> dict:
     from proofflow import settings
     from proofflow.prover import pipeline, resources
     from proofflow.prover.backend.by_name import get_backend
-    from proofflow.prover.circuits import get_circuit
+    from proofflow.prover.circuits.by_name import get_circuit
     from proofflow.prover.timing import PhaseTimer
     config = _check(args)
     gpu = config["backend"] == "gpu"

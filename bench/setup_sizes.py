@@ -233,7 +233,7 @@ KINDS = ("build", "synthesis", "qap", "prove", "setup")
 
 def measure(kind: str, name: str, log2: int, root: Path) -> dict:
     """One measurement of circuit family ``name``, in this process."""
-    from proofflow.prover.circuits import get_circuit
+    from proofflow.prover.circuits.by_name import get_circuit
     circuit = get_circuit(name, log2)
     if kind == "build":
         return bench_build(circuit, root)

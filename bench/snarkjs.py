@@ -106,7 +106,7 @@ def bench_size(log2: int, backend, work: Path, repeats: int, snarkjs_repeats: in
                seed: int = 7) -> dict:
     from proofflow.prover import pipeline
     from proofflow.prover.circom import read_r1cs, registry, setup, snarkjs_json, verify_files
-    from proofflow.prover.circuits import get_circuit
+    from proofflow.prover.circuits.by_name import get_circuit
     d = work / f"2p{log2}"
     d.mkdir(parents=True, exist_ok=True)
     r1cs_path, wtns_path, zkey_path = d / "chain.r1cs", d / "chain.wtns", d / "chain.zkey"

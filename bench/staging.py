@@ -52,7 +52,7 @@ def _uploads(staged, backend, reps: int) -> dict:
 
 def measure(log2: int, reps: int, root: Path) -> dict:
     from proofflow.prover import device, pipeline
-    from proofflow.prover.circuits import get_circuit
+    from proofflow.prover.circuits.by_name import get_circuit
     from proofflow.prover.device.backend import GpuBackend
     from proofflow.prover.shared_staging import SharedStaging
     circuit = get_circuit("mimc", log2)

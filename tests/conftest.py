@@ -50,7 +50,7 @@ def _shared_staging(monkeypatch):
 # --- prover fixtures ---------------------------------------------------------------------
 @pytest.fixture(scope="session")
 def mimc10():
-    from proofflow.prover.circuits import get_circuit
+    from proofflow.prover.circuits.by_name import get_circuit
     return get_circuit("mimc", 10)
 
 

@@ -49,7 +49,7 @@ def _setup_progress(stage: str, done: int, total: int) -> None:
 
 
 def cmd_setup(args) -> int:
-    from proofflow.prover.circuits import get_circuit
+    from proofflow.prover.circuits.by_name import get_circuit
     from proofflow.prover.groth16 import generator
     circuit = get_circuit(args.circuit, args.log2)
     backend = _backend(args.backend)
@@ -95,7 +95,7 @@ def _key(pk, circuit):
 
 def cmd_prove(args) -> int:
     from proofflow.prover import pipeline
-    from proofflow.prover.circuits import get_circuit
+    from proofflow.prover.circuits.by_name import get_circuit
     from proofflow.prover.groth16.data_structures import KeyFormatError, ProvingKey
     try:
         pk = ProvingKey.load(args.params)
@@ -152,7 +152,7 @@ def _verify_snarkjs(args) -> int:
 def cmd_demo(args) -> int:
     from proofflow.prover import pipeline
     from proofflow.prover.bundle import verify_bundle
-    from proofflow.prover.circuits import get_circuit
+    from proofflow.prover.circuits.by_name import get_circuit
     from proofflow.prover.groth16 import generator
     from proofflow.prover.timing import PhaseTimer
     circuit = get_circuit(args.circuit, args.log2)

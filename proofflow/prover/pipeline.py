@@ -35,7 +35,8 @@ import numpy as np
 from proofflow import settings, spec
 from proofflow.prover import bundle, files
 from proofflow.prover.backend.base import Backend
-from proofflow.prover.circuits import Circuit, get_circuit
+from proofflow.prover.circuits import Circuit
+from proofflow.prover.circuits.by_name import get_circuit
 from proofflow.prover.groth16 import prover as groth16_prover
 from proofflow.prover.groth16 import r1cs_to_qap, verifier
 from proofflow.prover.groth16.data_structures import PK_TABLES, KeyFormatError, Proof, ProvingKey, VerifyingKey

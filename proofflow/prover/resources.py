@@ -138,7 +138,7 @@ def shape(config: dict) -> Shape:
     info = spec.circuit_info(config["circuit"]) if config.get("circom") else None
     if info is not None:
         return Shape(1 << int(info["log2"]), int(info["signals"]), int(info["public"]) + 1)
-    from proofflow.prover.circuits import get_circuit
+    from proofflow.prover.circuits.by_name import get_circuit
     circuit = get_circuit(config["circuit"], config["log2"])
     return Shape(circuit.domain_size, circuit.num_variables, circuit.num_public + 1)
 
@@ -369,7 +369,7 @@ def probe(config: dict, key_dir: Path | None = None) -> Machine:
     tmpfs (and what it holds), MemAvailable, the staging budget, and on the GPU backend the
     device's memory."""
     from proofflow.prover import layout
-    from proofflow.prover.circuits import get_circuit
+    from proofflow.prover.circuits.by_name import get_circuit
     key_dir = Path(key_dir) if key_dir is not None else layout.params_dir(config["circuit"], config["log2"],
                                                                            config.get("seed", 0))
     cs_dir = get_circuit(config["circuit"], config["log2"]).constraint_system_dir

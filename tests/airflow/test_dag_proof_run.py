@@ -70,9 +70,10 @@ def test_a_partition_s_light_tasks_import_no_engine():
 
 def test_params_schema_matches_prover_and_builds_the_form(proof_run_dag):
     from proofflow.prover import circuits
+    from proofflow.prover.circuits.by_name import get_circuit
     assert set(CIRCUITS) == set(circuits.CIRCUITS)
     with pytest.raises(ValueError, match=f"in {MIN_LOG2}..{MAX_LOG2}"):
-        circuits.get_circuit("mimc", MAX_LOG2 + 1)
+        get_circuit("mimc", MAX_LOG2 + 1)
     params = proof_run_dag.params
     assert set(params.keys()) == {"circuit", "log2", "partitions", "backend", "staging", "seed", "inputs"}
     for name in params.keys():
@@ -161,7 +162,7 @@ def _check_run(store, dr, staging="pageable", prove_phases=None):
         ("partition.stage", "h2s"): PARTITIONS, ("partition.prove_gpu", "h2d"): PARTITIONS,
         ("partition.prove_gpu", "h2d_witness"): PARTITIONS}
     n = 1 << 10
-    from proofflow.prover.circuits import get_circuit
+    from proofflow.prover.circuits.by_name import get_circuit
     variables = get_circuit("mimc", 10).constraint_system.num_variables
     for t in transfers:
         assert t["duration_s"] >= 0

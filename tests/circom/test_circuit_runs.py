@@ -110,7 +110,7 @@ def test_an_input_violating_a_constraint_fails_synthesis_naming_it(ceremony, hom
     from proofflow.prover import pipeline
     from proofflow.prover.shared_staging import SharedStaging
     from proofflow.prover.circom import registry
-    from proofflow.prover.circuits import get_circuit
+    from proofflow.prover.circuits.by_name import get_circuit
     chain = ceremony["chain"]
     registry.add("chain", chain.r1cs, chain.zkey)
     good = chain.witness({"x": 5, "c": 1}, "good")
@@ -159,7 +159,7 @@ def test_an_input_the_circuit_refuses_fails_its_partition_naming_the_file(ceremo
     from proofflow.prover import pipeline
     from proofflow.prover.shared_staging import SharedStaging
     from proofflow.prover.circom import registry
-    from proofflow.prover.circuits import get_circuit
+    from proofflow.prover.circuits.by_name import get_circuit
     gadgets = ceremony["gadgets"]
     registry.add("gadgets", gadgets.r1cs, gadgets.zkey, gadgets.wasm)
     bad = tmp_path / "bad-input.json"

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from proofflow.prover import curve
-from proofflow.prover.circuits import get_circuit
+from proofflow.prover.circuits.by_name import get_circuit
 from proofflow.prover.device import density, pippenger, sparse
 from proofflow.prover.field import fr
 from proofflow.prover.groth16 import generator

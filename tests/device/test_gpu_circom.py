@@ -57,7 +57,7 @@ def test_a_registered_circuit_through_the_prover_service_on_the_gpu(chain, tmp_p
     from proofflow.prover import pipeline
     from proofflow.prover.shared_staging import SharedStaging
     from proofflow.prover.circom import read_r1cs, read_verification_key, registry, setup, verify
-    from proofflow.prover.circuits import get_circuit
+    from proofflow.prover.circuits.by_name import get_circuit
     from proofflow.prover.device.backend import GpuBackend
     from proofflow.prover.groth16.data_structures import Proof
     from proofflow.prover.service.client import ServiceClient

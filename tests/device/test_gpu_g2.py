@@ -103,7 +103,7 @@ def test_fixed_base_matches_arkworks(group):
 
 @pytest.mark.parametrize("log2", [8, 9, 10])
 def test_gpu_setup_writes_the_cpu_key(mimc10, log2, tmp_path):
-    from proofflow.prover.circuits import get_circuit
+    from proofflow.prover.circuits.by_name import get_circuit
     circuit = mimc10 if log2 == 10 else get_circuit("mimc", log2)
     generator.setup(circuit, 3, backend=GpuBackend()).save(tmp_path / "gpu")
     generator.setup(circuit, 3).save(tmp_path / "cpu")

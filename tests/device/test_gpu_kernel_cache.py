@@ -124,7 +124,7 @@ WARM = r"""
 import json, os, re, sys
 from pathlib import Path
 from proofflow.prover import pipeline
-from proofflow.prover.circuits import get_circuit
+from proofflow.prover.circuits.by_name import get_circuit
 from proofflow.prover.device.backend import GpuBackend
 from proofflow.prover.groth16 import generator, verifier
 from proofflow.prover.staging import StagingPool

@@ -139,7 +139,7 @@ def test_the_service_proves_with_overlapped_msms(tmp_path, monkeypatch):
     process, on its device)."""
     from proofflow.prover import pipeline
     from proofflow.prover.shared_staging import SharedStaging
-    from proofflow.prover.circuits import get_circuit
+    from proofflow.prover.circuits.by_name import get_circuit
     from proofflow.prover.groth16 import generator, verifier
     from proofflow.prover.groth16.data_structures import Proof
     from proofflow.prover.service.client import ServiceClient

@@ -18,7 +18,7 @@ def gpu():
 
 @pytest.fixture(scope="module")
 def key_dir(gpu, tmp_path_factory):
-    from proofflow.prover.circuits import get_circuit
+    from proofflow.prover.circuits.by_name import get_circuit
     from proofflow.prover.groth16 import generator
     d = tmp_path_factory.mktemp("gpukey") / f"mimc-{LOG2}"
     generator.setup(get_circuit("mimc", LOG2), seed=3, backend="gpu").save(d)
@@ -28,7 +28,7 @@ def key_dir(gpu, tmp_path_factory):
 def test_service_on_the_gpu_uploads_from_the_staging_asked_for(key_dir, tmp_path, monkeypatch):
     from proofflow.prover import pipeline
     from proofflow.prover.shared_staging import SharedStaging
-    from proofflow.prover.circuits import get_circuit
+    from proofflow.prover.circuits.by_name import get_circuit
     from proofflow.prover.groth16 import verifier
     from proofflow.prover.groth16.data_structures import Proof, VerifyingKey
     from proofflow.prover.service.client import ServiceClient

@@ -78,7 +78,7 @@ def test_point_sum_over_many_folds(table, per_thread, max_threads, monkeypatch):
 
 def test_bit_heavy_msm_at_2_18():
     """A bits partition's shape at 2^18: ~99% bits over a table of repeated points."""
-    from proofflow.prover.circuits import get_circuit
+    from proofflow.prover.circuits.by_name import get_circuit
     w = get_circuit("bits", 18).instance(0, 0).witness
     g = curve.point_class("g1")()
     base = curve.PointTable.from_points("g1", [g * curve.scalar(k + 1) for k in range(1024)])
@@ -93,7 +93,7 @@ def test_g2_on_the_host_splits_there_too(table):
 
 
 def test_bits_proof_verifies_on_the_gpu():
-    from proofflow.prover.circuits import get_circuit
+    from proofflow.prover.circuits.by_name import get_circuit
     from proofflow.prover.groth16 import generator, prover, verifier
     c = get_circuit("bits", 10)
     pk = generator.setup(c, seed=3)

@@ -382,7 +382,7 @@ class TwinBackend(CpuBackend):
 
 
 def test_setup_with_kernel_fixed_base_writes_the_cpu_key(tmp_path):
-    from proofflow.prover.circuits import get_circuit
+    from proofflow.prover.circuits.by_name import get_circuit
     circuit = get_circuit("mimc", 8)
     seen = []
     generator.setup(circuit, 5, progress=lambda stage, done, total: seen.append((stage, done, total)),

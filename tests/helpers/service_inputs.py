@@ -10,7 +10,7 @@ LOG2 = 8
 
 
 def make_key(d: Path, log2: int = LOG2, seed: int = 5) -> Path:
-    from proofflow.prover.circuits import get_circuit
+    from proofflow.prover.circuits.by_name import get_circuit
     from proofflow.prover.groth16 import generator
     generator.setup(get_circuit("mimc", log2), seed=seed).save(d)
     return d
@@ -25,7 +25,7 @@ def partition(partition: int, log2: int = LOG2, seed: int = 11):
     staging (its directory comes from the environment: tests/conftest.py)."""
     from proofflow.prover import pipeline
     from proofflow.prover.shared_staging import SharedStaging
-    from proofflow.prover.circuits import get_circuit
+    from proofflow.prover.circuits.by_name import get_circuit
     out = pipeline.synthesize_shared(get_circuit("mimc", log2), seed, partition, SharedStaging.from_settings(),
                                      holder(partition))
     return out["segment"], out["n"], [int(x, 16) for x in out["public_inputs"]]

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from proofflow.prover.backend.by_name import get_backend
-from proofflow.prover.circuits import bits, get_circuit
+from proofflow.prover.circuits import bits
+from proofflow.prover.circuits.by_name import get_circuit
 from proofflow.prover.field import fr
 from proofflow.prover.groth16 import generator, prover, r1cs_to_qap, verifier
 from proofflow.prover.r1cs import UnsatisfiedConstraint

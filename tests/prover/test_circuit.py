@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from mimc_reference import reference_trace
 
-from proofflow.prover.circuits import get_circuit
+from proofflow.prover.circuits.by_name import get_circuit
 from proofflow.prover.field import fr
 from proofflow.prover.groth16 import r1cs_to_qap
 from proofflow.prover.r1cs import UnsatisfiedConstraint

@@ -75,7 +75,7 @@ def test_wrong_input_count_and_range(pk10, proofs):
 
 
 def test_proving_key_must_match_circuit(pk10):
-    from proofflow.prover.circuits import get_circuit
+    from proofflow.prover.circuits.by_name import get_circuit
     other = get_circuit("mimc", 9)
     with pytest.raises(ValueError, match="does not match"):
         prover.prove(pk10, other.constraint_system, other.instance(0, 0).witness, get_backend("cpu"))

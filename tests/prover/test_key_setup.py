@@ -5,7 +5,7 @@ import pytest
 
 from proofflow.prover import pipeline
 from proofflow.prover.backend.cpu import CpuBackend
-from proofflow.prover.circuits import get_circuit
+from proofflow.prover.circuits.by_name import get_circuit
 from proofflow.prover.groth16 import generator, prover, verifier
 from proofflow.prover import files
 from proofflow.prover.groth16 import data_structures

@@ -132,7 +132,7 @@ def test_unknown_figures_are_not_checked(monkeypatch):
 def test_the_key_estimate_is_the_key_on_disk(tmp_path):
     """The estimate is the real files' size (the tables; vk.json and params.json are allowed for)."""
     from proofflow.prover import pipeline
-    from proofflow.prover.circuits import get_circuit
+    from proofflow.prover.circuits.by_name import get_circuit
     d = tmp_path / "key"
     pipeline.ensure_key(d, "mimc", 8, 1, backend="cpu")
     config = validate_params({"log2": 8}, gpu_available=lambda: False)
@@ -160,7 +160,7 @@ def test_probe_reads_this_machine(tmp_path, monkeypatch):
     assert m.device_total is None  # the CPU backend: no device asked about
     m.key.path.mkdir(parents=True)
     (m.key.path / "params.json").write_text("{}")
-    from proofflow.prover.circuits import get_circuit
+    from proofflow.prover.circuits.by_name import get_circuit
     get_circuit("mimc", 8).constraint_system  # noqa: B018 - built and cached
     again = resources.probe(config)
     assert again.key_on_disk and again.cs_cached

@@ -13,7 +13,7 @@ import pytest
 
 from proofflow.prover import pipeline
 from proofflow.prover.backend.cpu import CpuBackend
-from proofflow.prover.circuits import get_circuit
+from proofflow.prover.circuits.by_name import get_circuit
 from proofflow.prover.shared_staging import SegmentError, SharedStaging, segment_bytes
 from proofflow.prover.staging import StagingTimeout
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from proofflow.prover import pipeline
-from proofflow.prover.circuits import get_circuit
+from proofflow.prover.circuits.by_name import get_circuit
 from proofflow.prover.shared_staging import SharedStaging
 from proofflow.prover.staging_receiver import Receiver, StreamError, parse_endpoint, send
 

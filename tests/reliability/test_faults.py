@@ -341,7 +341,7 @@ def test_a_full_staging_budget_makes_synthesis_wait_then_fail_clearly(tmp_path, 
     out) the retry fits in it; a partition that can never fit is an input error at once."""
     from proofflow.prover import pipeline
     from proofflow.prover.shared_staging import SharedStaging
-    from proofflow.prover.circuits import get_circuit
+    from proofflow.prover.circuits.by_name import get_circuit
     from proofflow.prover.shared_staging import _capacity, segment_bytes
     from proofflow.prover.staging import StagingTimeout
     circuit = get_circuit("mimc", LOG2)

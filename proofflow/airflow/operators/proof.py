@@ -166,7 +166,7 @@ class SynthesizeOperator(ProofflowOperator):
     def run(self, context, rec):
         from proofflow.prover import pipeline
         from proofflow.prover.shared_staging import SharedStaging
-        from proofflow.prover.circuits import get_circuit
+        from proofflow.prover.circuits.by_name import get_circuit
         cfg = self.config
         input = cfg["inputs"][self.partition] if cfg.get("inputs") else None  # a registered circuit's
         (self.partition_scratch(context) / "proof.bin").unlink(missing_ok=True)  # an earlier synthesis's
