@@ -142,9 +142,12 @@ def _check(args) -> dict:
     --no-check whether it fits this machine, its key in ``args.key``)."""
     from proofflow import spec
     from proofflow.prover import device, resources
-    fit = None if args.no_check else (lambda config: resources.fit_check(config, resources.probe(config, key_dir=args.key)))
+
+    def fit_check(config):
+        return resources.fit_check(config, resources.probe(config, key_dir=args.key))
+
     return spec.validate_params({"circuit": args.circuit, "log2": args.log2, "partitions": 1, "seed": args.seed,
-                                 "backend": args.backend}, device.available, fit)
+                                 "backend": args.backend}, device.available, None if args.no_check else fit_check)
 
 
 def describe(args, config: dict, key, key_budget: int | None) -> dict:

@@ -1,13 +1,15 @@
 """proofflow: batch Groth16 proving over BLS12-381 on GPUs, orchestrated by Apache Airflow.
 
-Layers, each importable on its own:
+Layers, lowest first, each importable on its own; a module imports only its own layer or
+lower ones (``tests/test_layout.py``), and this package face imports none of them:
 
+    proofflow.settings  every environment variable proofflow reads
+    proofflow.spec      the parameter domains (circuits, sizes, backends, staging)
     proofflow.prover    the proving engine (no Airflow); proofflow.prover.device holds every
                         CuPy/NVRTC touch (kernels, pinned memory, device copies)
     proofflow.timing    the timing store, its views and migrations, reports, calibration and
                         the H2D check (no Airflow)
     proofflow.airflow   the Airflow provider: hooks, operators, notifications, plugins, params
-    proofflow.settings  every environment variable proofflow reads
-    proofflow.spec      the parameter domains (circuits, sizes, backends, staging)
+    proofflow.cli       the ``proofflow`` command (with the DAG files, the top layer)
 """
 __version__ = "0.1.0"
