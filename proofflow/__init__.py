@@ -4,7 +4,8 @@ Layers, lowest first, each importable on its own; a module imports only its own 
 lower ones (``tests/test_layout.py``), and this package face imports none of them:
 
     proofflow.settings  every environment variable proofflow reads
-    proofflow.spec      the parameter domains (circuits, sizes, backends, staging)
+    proofflow.spec      the parameter domains (circuits, sizes, backends, staging); beside it
+                        proofflow.phases, the phases a proof's time is split into
     proofflow.prover    the proving engine (no Airflow); proofflow.prover.device holds every
                         CuPy/NVRTC touch (kernels, pinned memory, device copies)
     proofflow.timing    the timing store, its views and migrations, reports, calibration and
