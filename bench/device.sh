@@ -563,7 +563,7 @@ step_2p27() {  # MODE CIRCUIT
         memory | tee "$OUT/memory-$c.txt"
         python3 -m proofflow.cli kernels build --json > "$OUT/kernels.json" 2> "$OUT/kernels.log" &
         kernels=$!
-        timeout -k 5 "$(left)" python3 -c "import sys; from proofflow.prover.circuits import get_circuit
+        timeout -k 5 "$(left)" python3 -c "import sys; from proofflow.prover.circuits.by_name import get_circuit
 get_circuit(sys.argv[1], 27).constraint_system" "$c"
         rc=$?
         echo "constraint system $c 2^27: $((SECONDS - s0)) s (rc $rc)"
