@@ -38,6 +38,7 @@ import numpy as np
 
 from bench import _env
 from proofflow.phases import Phase
+from proofflow.spec import MemoryKind, RunConfig
 
 TARGETS_S = {"bits": 2.0, "mimc": 7.0}  # the median device phase of a 2^27 partition, issue #20 item 5
 TARGET_LOG2 = 27
@@ -137,7 +138,7 @@ def kept_rows(pk) -> dict:
             for t, table in tables.items()}
 
 
-def _check(args) -> dict:
+def _check(args) -> RunConfig:
     """The run's config (``spec.validate_params``: the circuit, size and backend, and unless
     --no-check whether it fits this machine, its key in ``args.key``)."""
     from proofflow import spec
@@ -150,7 +151,7 @@ def _check(args) -> dict:
                                  "backend": args.backend}, device.available, None if args.no_check else fit_check)
 
 
-def describe(args, config: dict, key, key_budget: int | None) -> dict:
+def describe(args, config: RunConfig, key, key_budget: int | None) -> dict:
     """The run's sizes, its settings (the MSM plans the key cache chose for the key within
     ``key_budget``) and the resource check's estimate of it."""
     from proofflow import settings
@@ -165,7 +166,7 @@ def describe(args, config: dict, key, key_budget: int | None) -> dict:
                       "key_resident_bytes": key.nbytes},
             "settings": {"msm_precompute": "auto" if precompute is None else precompute,
                          "key_budget_bytes": key_budget, "msm_overlap": settings.msm_overlap(),
-                         "staging_budget": settings.staging_budget(), "staging": config["staging"],
+                         "staging_budget": settings.staging_budget(), "staging": config.staging.value,
                          "plans": {t: [p.c, p.shifts] for t, p in (key.plans or {}).items()}},
             "estimate": {"host_prove_bytes": need.host_prove, "device_bytes": need.device}}
 
@@ -177,21 +178,21 @@ def run(args) -> dict:
     from proofflow.prover.circuits.by_name import get_circuit
     from proofflow.prover.timing import PhaseTimer
     config = _check(args)
-    gpu = config["backend"] == "gpu"
-    circuit, backend, timer = get_circuit(args.circuit, args.log2), get_backend(config["backend"]), PhaseTimer()
+    gpu = config.backend == "gpu"
+    circuit, backend, timer = get_circuit(args.circuit, args.log2), get_backend(config.backend), PhaseTimer()
     host = {"start": resources.mem_available()}
     env = _env.environment(("numpy", "py-arkworks-bls12381", "cupy-cuda12x", "cupy-cuda13x"))
     from proofflow.prover import device
     if gpu:
         env["device"] = device.name()
-    result = {"environment": env, "circuit": args.circuit, "log2": args.log2, "backend": config["backend"],
+    result = {"environment": env, "circuit": args.circuit, "log2": args.log2, "backend": config.backend,
               "key": str(args.key), "seed": args.seed, "warmup": args.warmup, "repeats": args.repeats,
               "checked": not args.no_check, "host_available_bytes": host}
 
     def save() -> None:
         _env.write(args.out, result)
 
-    _say(f"partition: {args.circuit} 2^{args.log2} on the {config['backend']} backend, key {args.key}")
+    _say(f"partition: {args.circuit} 2^{args.log2} on the {config.backend} backend, key {args.key}")
     with timer.phase(Phase.WARM_UP):
         backend.warm_up()
     # as a prover service keeps keys: within the device's key budget, with MSM copies on the GPU
@@ -205,7 +206,7 @@ def run(args) -> dict:
     if gpu:
         result["kept_rows"] = kept_rows(key.pk)
     _say(f"  key resident in {timer.totals()['key_upload']:.1f} s; synthesizing the partition")
-    with pipeline.synthesize(circuit, args.seed, 0, pipeline.staging_pool(config["staging"] == "pinned"),
+    with pipeline.synthesize(circuit, args.seed, 0, pipeline.staging_pool(config.staging is MemoryKind.PINNED),
                              timer) as staged:
         host["after_synthesis"] = resources.mem_available()
         result["witness"] = witness_classes(staged.witness, key.cs.num_instance)

@@ -72,7 +72,8 @@ def _does_not_fit(circuit: str, log2: int, backend: str, out: Path) -> str | Non
     from dataclasses import replace
 
     from proofflow.prover import resources
-    config = {"circuit": circuit, "log2": log2, "partitions": 0, "backend": backend, "staging": "pageable"}
+    from proofflow.spec import MemoryKind, RunConfig
+    config = RunConfig(circuit, log2, 0, backend, MemoryKind.PAGEABLE)
     machine = replace(resources.probe(config, key_dir=out), key_on_disk=False)  # written again whatever is there
     return resources.fit_check(config, machine)
 

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from proofflow import settings, spec
+from proofflow.spec import RunConfig
 
 FR_BYTES = 32
 NPY_HEADER = 128  # bytes before a .npy file's data (numpy's format 1.0, as np.save writes it)
@@ -132,14 +133,14 @@ class Needs:
     key_tables: int  # the key's tables, resident on the device on the GPU backend (with their copies)
 
 
-def shape(config: dict) -> Shape:
+def shape(config: RunConfig) -> Shape:
     """The run's circuit sizes: a registered circuit's from its circuit.json, a built-in
     family's from the family (without building its constraint system)."""
-    info = spec.circuit_info(config["circuit"]) if config.get("circom") else None
+    info = spec.circuit_info(config.circuit) if config.circom else None
     if info is not None:
         return Shape(1 << int(info["log2"]), int(info["signals"]), int(info["public"]) + 1)
     from proofflow.prover.circuits.by_name import get_circuit
-    circuit = get_circuit(config["circuit"], config["log2"])
+    circuit = get_circuit(config.circuit, config.log2)
     return Shape(circuit.domain_size, circuit.num_variables, circuit.num_public + 1)
 
 
@@ -203,12 +204,10 @@ def abc_bytes(n: int) -> int:
     return 3 * n * FR_BYTES
 
 
-def estimate(config: dict, machine: Machine, s: Shape | None = None) -> Needs:
-    """What the run of ``config`` (validate_params's normalized config: circuit, log2,
-    partitions, backend as it will be used, staging) needs on ``machine``. Partitions 0:
-    the key's setup alone."""
+def estimate(config: RunConfig, machine: Machine, s: Shape | None = None) -> Needs:
+    """What the run of ``config`` needs on ``machine``. Partitions 0: the key's setup alone."""
     s = s or shape(config)
-    n, partitions = s.n, int(config.get("partitions") or 0)
+    n, partitions = s.n, int(config.partitions or 0)
     abc, witness = abc_bytes(n), s.variables * FR_BYTES
     tables = key_table_bytes(s)
     key_disk = 0 if machine.key_on_disk else tables + KEY_JSON
@@ -228,10 +227,10 @@ def estimate(config: dict, machine: Machine, s: Shape | None = None) -> Needs:
     host_prove = 0
     if partitions:
         filled = min(machine.staging_budget, partitions * staging)
-        host_prove = files + filled + SYNTHESIS_HOST * n + (CPU_PROVE_HOST * n if config["backend"] == "cpu" else 0)
-    resident = tables + (key_copy_bytes(s, machine.device_total) if config["backend"] == "gpu" else 0)
+        host_prove = files + filled + SYNTHESIS_HOST * n + (CPU_PROVE_HOST * n if config.backend == "cpu" else 0)
+    resident = tables + (key_copy_bytes(s, machine.device_total) if config.backend == "gpu" else 0)
     device = None
-    if config["backend"] == "gpu" and partitions:
+    if config.backend == "gpu" and partitions:
         device = resident + DEVICE_NTT_TABLES * n + proof_device_bytes(s, machine.device_total)
     return Needs(key_disk, shared, cache, staging, max(host_setup, host_prove), host_setup, host_prove, files,
                  device, resident)
@@ -245,11 +244,11 @@ def _gib(x: int) -> str:
     return f"{x / (1 << 30):.1f} GiB" if x >= 1 << 30 else f"{x / (1 << 20):.1f} MiB"
 
 
-def check(config: dict, machine: Machine, s: Shape | None = None) -> list[str]:
+def check(config: RunConfig, machine: Machine, s: Shape | None = None) -> list[str]:
     """Each way the run does not fit ``machine``, with its numbers; [] when it fits."""
     need = estimate(config, machine, s)
     problems = []
-    parts = config.get("partitions")
+    parts = config.partitions
     # (where, bytes, said alone, said beside the others on its file system)
     items = [(machine.key, need.key_disk, f"the proving key needs {_gb(need.key_disk)}",
               f"the proving key ({_gb(need.key_disk)})"),
@@ -297,14 +296,14 @@ def check(config: dict, machine: Machine, s: Shape | None = None) -> list[str]:
     return problems
 
 
-def refusal(config: dict, problems: list[str]) -> str:
+def refusal(config: RunConfig, problems: list[str]) -> str:
     """One message for a run that does not fit."""
-    what = (f"circuit {config['circuit']!r} (2^{config['log2']})" if config.get("circom")
-            else f"log2 {config['log2']}")
+    what = (f"circuit {config.circuit!r} (2^{config.log2})" if config.circom
+            else f"log2 {config.log2}")
     return f"{what} does not fit this machine: " + "; ".join(problems)
 
 
-def fit_check(config: dict, machine: Machine | None = None) -> str | None:
+def fit_check(config: RunConfig, machine: Machine | None = None) -> str | None:
     """Why the run of ``config`` cannot fit ``machine`` (this one, probed, when None), in one
     message; None when it fits."""
     problems = check(config, machine if machine is not None else probe(config))
@@ -362,7 +361,7 @@ def disk(path: Path) -> Disk:
         return Disk(Path(path), None)
 
 
-def probe(config: dict, key_dir: Path | None = None) -> Machine:
+def probe(config: RunConfig, key_dir: Path | None = None) -> Machine:
     """This machine, for the run of ``config``: its key's directory (``layout.params_dir``
     unless given) and whether the key is there, whether the constraint system is cached,
     the free space of the key's and the cache's file systems and of the shared staging's
@@ -370,11 +369,11 @@ def probe(config: dict, key_dir: Path | None = None) -> Machine:
     device's memory."""
     from proofflow.prover import layout
     from proofflow.prover.circuits.by_name import get_circuit
-    key_dir = Path(key_dir) if key_dir is not None else layout.params_dir(config["circuit"], config["log2"],
-                                                                           config.get("seed", 0))
-    cs_dir = get_circuit(config["circuit"], config["log2"]).constraint_system_dir
+    key_dir = Path(key_dir) if key_dir is not None else layout.params_dir(config.circuit, config.log2,
+                                                                           config.seed)
+    cs_dir = get_circuit(config.circuit, config.log2).constraint_system_dir
     device_total = device_free = device_name = None
-    if config.get("backend") == "gpu":
+    if config.backend == "gpu":
         from proofflow.prover import device
         seen = [(m, i) for i in settings.gpu_devices() if (m := device.memory(i)) is not None]
         if seen:

@@ -115,7 +115,7 @@ def test_validate_rejects_bad_params_with_a_clear_message(bad, msg):
 def test_gpu_absent_is_a_clear_error():
     with pytest.raises(InvalidParams, match="backend 'gpu' asked for, but no GPU is visible"):
         validate_params({"backend": "gpu"}, gpu_available=lambda: False)
-    assert validate_params({"backend": "auto"}, gpu_available=lambda: False)["backend"] == "cpu"
+    assert validate_params({"backend": "auto"}, gpu_available=lambda: False).backend == "cpu"
 
 
 IN_PROCESS_PROVE = {"task", "pool_wait", "key_load", "load", "h2d", "ntt", "msm", "assemble", "finalize"}

@@ -102,8 +102,8 @@ def test_bad_inputs_are_named_before_any_work(ceremony, home, tmp_path):
     (d / "notes.txt").write_text("not an input")
     cfg = validate_params({"circuit": "chain", "inputs": str(d), "log2": 8, "partitions": 64},
                           gpu_available=lambda: False)
-    assert cfg["circom"] and cfg["log2"] == registry.get("chain")["log2"]
-    assert cfg["inputs"] == [str(d / "a.wtns"), str(d / "b.wtns")] and cfg["partitions"] == 2
+    assert cfg.circom and cfg.log2 == registry.get("chain")["log2"]
+    assert cfg.inputs == (str(d / "a.wtns"), str(d / "b.wtns")) and cfg.partitions == 2
 
 
 def test_an_input_violating_a_constraint_fails_synthesis_naming_it(ceremony, home, tmp_path):

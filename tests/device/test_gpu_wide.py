@@ -22,7 +22,7 @@ cp = pytest.importorskip("cupy")
 if not gpu_available():
     pytest.skip("no GPU visible", allow_module_level=True)
 
-from proofflow.prover.device import cache, fixed_base, msm as gpu_msm, source as kernels  # noqa: E402  (needs CuPy)
+from proofflow.prover.device import cache, fixed_base, msm as gpu_msm  # noqa: E402  (needs CuPy)
 
 pytestmark = pytest.mark.gpu
 Q = pippenger.Q

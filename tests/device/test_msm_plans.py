@@ -12,6 +12,7 @@ import pytest
 
 from proofflow import settings
 from proofflow.prover import curve, pipeline, resources
+from proofflow.spec import MemoryKind, RunConfig
 from proofflow.prover.device import pippenger
 from proofflow.prover.device.pippenger import Plan
 from proofflow.prover.groth16.data_structures import PK_TABLES
@@ -188,7 +189,7 @@ def test_a_gpu_key_cache_plans_each_key_within_its_budget(monkeypatch, tmp_path)
 def test_resources_count_the_copies_on_the_gpu(monkeypatch):
     """A GPU run's device need grows by the key's copies, a CPU run's does not."""
     s = resources.Shape(1 << 20, 1 << 20, 2)
-    gpu, cpu = ({"circuit": "mimc", "log2": 20, "partitions": 1, "backend": b} for b in ("gpu", "cpu"))
+    gpu, cpu = (RunConfig("mimc", 20, 1, b, MemoryKind.effective("pinned", b)) for b in ("gpu", "cpu"))
     machine = resources.Machine(key=UNKNOWN, shared=UNKNOWN, cache=UNKNOWN, key_on_disk=True, cs_cached=True,
                                 host_available=None, staging_budget=8 * GIB)
     monkeypatch.delenv("PROOFFLOW_MSM_PRECOMPUTE", raising=False)
@@ -215,7 +216,7 @@ def test_resources_size_auto_copies_from_the_device(monkeypatch):
     big = resources.key_copy_bytes(s, 140 * GIB)
     assert 0 < big <= 35 * GIB - tables + 5 * resources.NPY_HEADER
     assert resources.key_copy_bytes(s, 4 * tables) <= tables
-    config = {"circuit": "mimc", "log2": 20, "partitions": 1, "backend": "gpu"}
+    config = RunConfig("mimc", 20, 1, "gpu", MemoryKind.PINNED)
     machine = resources.Machine(key=UNKNOWN, shared=UNKNOWN, cache=UNKNOWN, key_on_disk=True, cs_cached=True,
                                 host_available=None, staging_budget=8 * GIB, device_total=140 * GIB)
     assert resources.estimate(config, machine, s).key_tables == tables + big

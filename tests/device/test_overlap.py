@@ -20,6 +20,7 @@ from proofflow.prover.backend.cpu import CpuBackend
 from proofflow.prover.device import overlap, pippenger, sparse
 from proofflow.prover.field import fr
 from proofflow.prover.groth16.data_structures import PK_TABLES
+from proofflow.spec import MemoryKind, RunConfig
 
 UNKNOWN = resources.Disk(Path("/unknown"), None)  # a place whose free space is not checked
 
@@ -235,7 +236,7 @@ def test_resources_add_up_the_overlapped_msms(monkeypatch):
     s = resources.Shape(1 << 22, 1 << 22, 2)
     machine = resources.Machine(key=UNKNOWN, shared=UNKNOWN, cache=UNKNOWN, key_on_disk=True, cs_cached=True,
                                 host_available=None, staging_budget=1 << 40)
-    config = {"backend": "gpu", "partitions": 1}
+    config = RunConfig("mimc", 22, 1, "gpu", MemoryKind.PINNED)
     monkeypatch.delenv("PROOFFLOW_MSM_OVERLAP", raising=False)
     assert not settings.msm_overlap() and resources.msm_overlap_bytes(s) == 0
     sequential = resources.estimate(config, machine, s).device

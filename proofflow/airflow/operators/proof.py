@@ -21,7 +21,7 @@ from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
 from proofflow import settings, spec
-from proofflow.spec import MemoryKind
+from proofflow.spec import MemoryKind, RunConfig
 from proofflow.airflow.hooks.timing import TimingStoreHook
 from proofflow.airflow.operators.recorder import Recorder
 from proofflow.phases import Phase
@@ -59,6 +59,11 @@ class ProofflowOperator(BaseOperator):
         super().__init__(**kwargs)
         self.config = config
         self.partition = partition
+
+    @property
+    def run_config(self) -> RunConfig:
+        """The run's config, as validate returned it through XCom."""
+        return RunConfig.from_dict(self.config)
 
     def run(self, context, rec: Recorder):
         raise NotImplementedError
@@ -119,11 +124,11 @@ class ValidateOperator(ProofflowOperator):
                 raise AirflowFailException(str(exc)) from None
         dag_run = context.get("dag_run")
         started = getattr(dag_run, "start_date", None) or dt.datetime.now(dt.timezone.utc)
-        _store().upsert_run(ti.dag_id, ti.run_id, circuit=config["circuit"], log2=config["log2"],
-                            partitions=config["partitions"], backend=config["backend"], staging=config["staging"],
-                            seed=config["seed"], state="running", started_at=started, host=rec.host)
-        log.info("proof run %s: %s", ti.run_id, json.dumps(config))
-        return config
+        _store().upsert_run(ti.dag_id, ti.run_id, circuit=config.circuit, log2=config.log2,
+                            partitions=config.partitions, backend=config.backend, staging=config.staging.value,
+                            seed=config.seed, state="running", started_at=started, host=rec.host)
+        log.info("proof run %s: %s", ti.run_id, json.dumps(config.to_dict()))
+        return config.to_dict()
 
 
 class SetupOperator(ProofflowOperator):
@@ -132,9 +137,9 @@ class SetupOperator(ProofflowOperator):
 
     def run(self, context, rec):
         from proofflow.prover import layout, pipeline
-        cfg = self.config
-        directory = layout.params_dir(cfg["circuit"], cfg["log2"], cfg["seed"])
-        cached = pipeline.ensure_key(directory, cfg["circuit"], cfg["log2"], cfg["seed"], cfg["backend"], rec)
+        cfg = self.run_config
+        directory = layout.params_dir(cfg.circuit, cfg.log2, cfg.seed)
+        cached = pipeline.ensure_key(directory, cfg.circuit, cfg.log2, cfg.seed, cfg.backend, rec)
         log.info("proving key %s (%s)", directory, "cached" if cached else "generated")
         return {"params_dir": str(directory), "cached": cached}
 
@@ -149,7 +154,7 @@ class PrepareScratchOperator(ProofflowOperator):
             d = self.run_scratch(context)
             d.mkdir(parents=True, exist_ok=True)
             files.write_json(d / "run.json", {"config": self.config, "run_id": context["ti"].run_id})
-        return list(self.config["partition_ids"])
+        return self.run_config.partition_ids
 
 
 def _holder(context, partition: int) -> str:
@@ -167,18 +172,18 @@ class SynthesizeOperator(ProofflowOperator):
         from proofflow.prover import pipeline
         from proofflow.prover.shared_staging import SharedStaging
         from proofflow.prover.circuits.by_name import get_circuit
-        cfg = self.config
-        input = cfg["inputs"][self.partition] if cfg.get("inputs") else None  # a registered circuit's
+        cfg = self.run_config
+        input = cfg.inputs[self.partition] if cfg.inputs else None  # a registered circuit's
         (self.partition_scratch(context) / "proof.bin").unlink(missing_ok=True)  # an earlier synthesis's
-        circuit, holder = get_circuit(cfg["circuit"], cfg["log2"]), _holder(context, self.partition)
+        circuit, holder = get_circuit(cfg.circuit, cfg.log2), _holder(context, self.partition)
         endpoint = settings.staging_endpoint()
         if endpoint:
-            out = pipeline.synthesize_remote(circuit, cfg["seed"], self.partition, endpoint, settings.staging_token(),
+            out = pipeline.synthesize_remote(circuit, cfg.seed, self.partition, endpoint, settings.staging_token(),
                                              holder, rec, input=input)
             rec.transfer("net", out.pop("stream_bytes"), "pageable", out.pop("stream_s"),
                          start=out.pop("stream_start"))
         else:
-            out = pipeline.synthesize_shared(circuit, cfg["seed"], self.partition, SharedStaging.from_settings(),
+            out = pipeline.synthesize_shared(circuit, cfg.seed, self.partition, SharedStaging.from_settings(),
                                              holder, rec, input=input)
         return {"partition": self.partition, **out}
 
@@ -199,11 +204,11 @@ class StageOperator(ProofflowOperator):
 
     def run(self, context, rec):
         seg, holder = self.synthesized["segment"], _holder(context, self.partition)
-        cfg = self.config
+        cfg = self.run_config
         if settings.gpu_service_enabled():
             from proofflow.prover.service.protocol import StageJob
             out = _service_call(rec, cfg, self.partition, lambda c: c.stage(
-                StageJob(seg, MemoryKind(cfg["staging"]), holder)), phase=Phase.REGISTER)
+                StageJob(seg, cfg.staging, holder)), phase=Phase.REGISTER)
             kind = MemoryKind.PINNED if out["pinned"] else MemoryKind.PAGEABLE
         else:
             from proofflow.prover.errors import InputError
@@ -213,7 +218,7 @@ class StageOperator(ProofflowOperator):
                     SharedStaging.from_settings().lookup(seg, owner=holder)
                 except SegmentError as exc:
                     raise InputError(str(exc)) from None
-            out, kind = {"start": time.time(), "seconds": 0.0}, cfg["staging"]
+            out, kind = {"start": time.time(), "seconds": 0.0}, cfg.staging
         rec.transfer("h2s", 0, kind, out["seconds"], start=out["start"])
         # the public inputs ride along to finalize_partition: one upstream XCom a task, as each
         # one inside the mapped group costs the task SDK an XCom read and two count requests
@@ -227,8 +232,8 @@ def _service_call(rec, cfg: dict, partition: int, call, phase: Phase | None = No
     as task errors (InputError: no retry)."""
     from proofflow.prover.service.client import ServiceClient, ServiceError, least_busy
     devices = settings.gpu_devices()
-    device = least_busy(cfg["backend"], devices, prefer=partition) if len(devices) > 1 else devices[0]
-    client = ServiceClient(cfg["backend"], device)
+    device = least_busy(cfg.backend, devices, prefer=partition) if len(devices) > 1 else devices[0]
+    client = ServiceClient(cfg.backend, device)
     t0 = time.time()
     try:
         took = client.ensure_running()
@@ -311,9 +316,9 @@ class ProveGpuOperator(ProofflowOperator):
 
     def _via_service(self, rec, segment: str, holder: str) -> bytes:
         from proofflow.prover.service.protocol import ProveJob
-        cfg = self.config
-        job = ProveJob(self.setup_result["params_dir"], cfg["circuit"], cfg["log2"], segment, int(self.staged["n"]),
-                       MemoryKind(cfg["staging"]), holder, settings.standin_gpu_s(),
+        cfg = self.run_config
+        job = ProveJob(self.setup_result["params_dir"], cfg.circuit, cfg.log2, segment, int(self.staged["n"]),
+                       cfg.staging, holder, settings.standin_gpu_s(),
                        f"{rec.run_id}/{self.partition}/{rec.try_number}")
         reply = _service_call(rec, cfg, self.partition, lambda c: c.prove(job))
         rec.device = reply.device
@@ -333,10 +338,10 @@ class ProveGpuOperator(ProofflowOperator):
         from proofflow.prover.backend.by_name import get_backend
         from proofflow.prover.backend.standin import StandinBackend
         from proofflow.prover.timing import PhaseTimer
-        cfg = self.config
+        cfg = self.run_config
         # the naive design: every task loads the key (and uploads its tables) itself
-        key = pipeline.KeyCache().get(self.setup_result["params_dir"], cfg["circuit"], cfg["log2"], rec)
-        backend = get_backend(cfg["backend"])
+        key = pipeline.KeyCache().get(self.setup_result["params_dir"], cfg.circuit, cfg.log2, rec)
+        backend = get_backend(cfg.backend)
         if backend.name == "gpu":
             rec.device = f"cuda:{device.current()}"
         if settings.standin_gpu_s():
@@ -344,7 +349,7 @@ class ProveGpuOperator(ProofflowOperator):
         timer, transfers = PhaseTimer(), {}
         # the naive design again: this process maps (and pins) the segment for one proof
         segments = pipeline.MappedSegments(SharedStaging.from_settings(),
-                                           pin=MemoryKind.effective(cfg["staging"], backend.name) is MemoryKind.PINNED)
+                                           pin=MemoryKind.effective(cfg.staging, backend.name) is MemoryKind.PINNED)
         try:
             with rec.phase(Phase.LOAD):
                 staged = segments.get_for(key, segment, holder)
@@ -396,7 +401,7 @@ class FinalizePartitionOperator(ProofflowOperator):
             vk = VerifyingKey.load(Path(self.setup_result["params_dir"]) / "vk.json")
         with rec.phase(Phase.PUBLISH):
             path = pipeline.publish(proof, vk, inputs, bundle_dir(ti.dag_id, ti.run_id), self.partition,
-                                    snarkjs=bool(self.config.get("circom")))
+                                    snarkjs=self.run_config.circom)
         return {"partition": self.partition, "proof": str(path), "public_inputs": self.proved["public_inputs"],
                 "verified": True}
 
@@ -416,19 +421,19 @@ class FinalizeRunOperator(ProofflowOperator):
         from proofflow.prover import files, layout, pipeline
         from proofflow.prover.shared_staging import SharedStaging
         from proofflow.prover.groth16.data_structures import VerifyingKey
-        cfg, ti = self.config, context["ti"]
+        cfg, ti = self.run_config, context["ti"]
         # A mapped group of one partition hands its only result over unwrapped (Airflow 3.3)
         results = [self.partitions_done] if isinstance(self.partitions_done, dict) else self.partitions_done
         done = sorted((dict(x) for x in results), key=lambda x: x["partition"])
-        if [x["partition"] for x in done] != list(range(cfg["partitions"])):
+        if [x["partition"] for x in done] != list(range(cfg.partitions)):
             raise AirflowFailException(f"expected partitions 0..{cfg['partitions'] - 1}, got "
                                        f"{[x['partition'] for x in done]}")
         out = bundle_dir(ti.dag_id, ti.run_id)
         vk = VerifyingKey.load(Path(self.setup_result["params_dir"]) / "vk.json")
         entries = [(x["partition"], [int(v, 16) for v in x["public_inputs"]]) for x in done]
-        results = pipeline.complete_bundle(out, cfg["circuit"], cfg["log2"], vk, entries, rec, bool(cfg.get("circom")))
+        results = pipeline.complete_bundle(out, cfg.circuit, cfg.log2, vk, entries, rec, cfg.circom)
         verified = sum(r.ok for r in results)
-        if verified != cfg["partitions"]:
+        if verified != cfg.partitions:
             bad = [r.partition for r in results if not r.ok]
             raise AirflowFailException(f"{verified}/{cfg['partitions']} proofs verify; failing partitions: {bad}")
         store = _store()
@@ -436,9 +441,9 @@ class FinalizeRunOperator(ProofflowOperator):
         if started is None:
             started = _epoch((store.run(ti.dag_id, ti.run_id) or {}).get("started_at")) or time.time()
         now = time.time()
-        summary = {"dag_id": ti.dag_id, "run_id": ti.run_id, "circuit": cfg["circuit"], "log2": cfg["log2"],
-                   "partitions": cfg["partitions"], "backend": cfg["backend"], "staging": cfg["staging"],
-                   "seed": cfg["seed"], "proofs_verified": verified, "bundle_dir": str(out),
+        summary = {"dag_id": ti.dag_id, "run_id": ti.run_id, "circuit": cfg.circuit, "log2": cfg.log2,
+                   "partitions": cfg.partitions, "backend": cfg.backend, "staging": cfg.staging.value,
+                   "seed": cfg.seed, "proofs_verified": verified, "bundle_dir": str(out),
                    "wall_s": round(now - started, 3)}
         with rec.phase(Phase.SUMMARY):
             files.write_json(out / "run-summary.json", summary)
