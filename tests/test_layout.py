@@ -243,3 +243,14 @@ def test_pip_install_installs_only_proofflow(tmp_path):
     entry = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
     assert "proofflow = proofflow.cli:main" in entry and "proofflow.airflow.plugins.plugin:ProofflowPlugin" in entry
     assert "provider_info = proofflow.airflow.get_provider_info:get_provider_info" in entry
+
+
+def test_operators_are_thin():
+    """Each operator's ``run``/``execute`` is a few lines over the engine: at most 30."""
+    long = {}
+    for path in sorted((ROOT / "proofflow" / "airflow" / "operators").glob("*.py")):
+        for cls in (n for n in ast.parse(path.read_text()).body if isinstance(n, ast.ClassDef)):
+            for fn in (n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name in ("run", "execute")):
+                if fn.end_lineno - fn.lineno + 1 > 30:
+                    long[f"{_rel(path)}:{cls.name}.{fn.name}"] = fn.end_lineno - fn.lineno + 1
+    assert long == {}

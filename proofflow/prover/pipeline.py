@@ -42,12 +42,13 @@ from proofflow.prover.groth16 import r1cs_to_qap, verifier
 from proofflow.prover.groth16.data_structures import PK_TABLES, KeyFormatError, Proof, ProvingKey, VerifyingKey
 from proofflow.prover import device, faults
 from proofflow.prover.device import pippenger
-from proofflow.prover.errors import ErrorType, InputError
+from proofflow.prover.errors import ErrorType, InputError, ProofCheckFailed
 from proofflow.prover.r1cs import ConstraintSystem, UnsatisfiedConstraint
 from proofflow.prover.shared_staging import Lease, Mapping, SegmentError, SharedStaging, segment_bytes, segment_views
 from proofflow.prover.staging import Buffer, StagingPool
 from proofflow.prover.timing import PhaseTimer
 from proofflow.phases import Phase
+from proofflow.spec import RunConfig
 
 FR_BYTES = 32
 
@@ -666,14 +667,24 @@ def publish(proof: Proof, vk: VerifyingKey, public_inputs: list[int], bundle_dir
     return bundle.write_proof(bundle_dir, partition, proof, public_inputs if snarkjs else None)
 
 
-def complete_bundle(bundle_dir, circuit: str, log2: int, vk: VerifyingKey,
-                    entries: list[tuple[int, list[int]]], timer=None, snarkjs: bool = False) -> list[bundle.PartitionResult]:
-    """The manifest written last (its presence marks the bundle complete, after removing
-    temporaries of killed writers), then every proof of the bundle verified."""
+def complete_bundle(bundle_dir, config: RunConfig, vk: VerifyingKey, public_inputs: dict[int, list[int]],
+                    timer=None) -> int:
+    """A run's bundle completed: every partition's proof there (``public_inputs`` by
+    partition), the manifest written last (its presence marks the bundle complete, after
+    removing temporaries of killed writers), then every proof of the bundle verified.
+    Returns the proofs verified; a partition missing or failing is a ProofCheckFailed."""
     timer = _timer(timer)
+    if sorted(public_inputs) != config.partition_ids:
+        raise ProofCheckFailed(f"expected partitions 0..{config.partitions - 1}, got {sorted(public_inputs)}")
     for tmp in files.stale_temporaries(bundle_dir):
         tmp.unlink(missing_ok=True)
     with timer.phase(Phase.MANIFEST):
-        bundle.write_manifest(bundle_dir, circuit, log2, vk, entries, snarkjs)
+        bundle.write_manifest(bundle_dir, config.circuit, config.log2, vk, sorted(public_inputs.items()),
+                              config.circom)
     with timer.phase(Phase.VERIFY):
-        return bundle.verify_bundle(bundle_dir)
+        results = bundle.verify_bundle(bundle_dir)
+    verified = sum(r.ok for r in results)
+    if verified != config.partitions:
+        bad = [r.partition for r in results if not r.ok]
+        raise ProofCheckFailed(f"{verified}/{config.partitions} proofs verify; failing partitions: {bad}")
+    return verified
