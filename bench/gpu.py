@@ -40,7 +40,7 @@ from proofflow.prover.device import cache, source as kernels
 from proofflow.prover.device.backend import GpuBackend, h2d
 from proofflow.prover.field import fr
 from proofflow.prover.polynomial.domain import Radix2Domain
-from proofflow.prover.staging import StagingPool
+from proofflow.prover.staging.pool import StagingPool
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "gpu-h200.json"
 

@@ -155,12 +155,13 @@ def describe(args, config: RunConfig, key, key_budget: int | None) -> dict:
     """The run's sizes, its settings (the MSM plans the key cache chose for the key within
     ``key_budget``) and the resource check's estimate of it."""
     from proofflow import settings
-    from proofflow.prover import pipeline, resources
+    from proofflow.prover import resources
+    from proofflow.prover.staging.segment import abc_bytes
     precompute = settings.msm_precompute_bytes()
     n, cs = key.domain_size, key.cs
     need = resources.estimate(config, resources.probe(config, key_dir=args.key),
                               resources.Shape(n, cs.num_variables, cs.num_instance))
-    return {"sizes": {"n": n, "variables": cs.num_variables, "abc_bytes": pipeline.abc_bytes(n),
+    return {"sizes": {"n": n, "variables": cs.num_variables, "abc_bytes": abc_bytes(n),
                       "witness_bytes": cs.num_variables * 32,
                       "key_table_bytes": sum(getattr(key.pk, t).xy.nbytes for t in MSMS),
                       "key_resident_bytes": key.nbytes},
@@ -174,6 +175,8 @@ def describe(args, config: RunConfig, key, key_budget: int | None) -> dict:
 def run(args) -> dict:
     from proofflow import settings
     from proofflow.prover import pipeline, resources
+    from proofflow.prover.keys import KeyCache
+    from proofflow.prover.staging.pool import staging_pool
     from proofflow.prover.backend.by_name import get_backend
     from proofflow.prover.circuits.by_name import get_circuit
     from proofflow.prover.timing import PhaseTimer
@@ -196,7 +199,7 @@ def run(args) -> dict:
     with timer.phase(Phase.WARM_UP):
         backend.warm_up()
     # as a prover service keeps keys: within the device's key budget, with MSM copies on the GPU
-    keys = pipeline.KeyCache(settings.key_budget_bytes(device.memory_bytes()) if gpu else None, copies=gpu)
+    keys = KeyCache(settings.key_budget_bytes(device.memory_bytes()) if gpu else None, copies=gpu)
     key = keys.get(args.key, args.circuit, args.log2, timer)
     _say(f"  key loaded in {timer.totals()['key_load']:.1f} s; uploading it")
     keys.make_resident(key, backend.prepare, timer)
@@ -206,7 +209,7 @@ def run(args) -> dict:
     if gpu:
         result["kept_rows"] = kept_rows(key.pk)
     _say(f"  key resident in {timer.totals()['key_upload']:.1f} s; synthesizing the partition")
-    with pipeline.synthesize(circuit, args.seed, 0, pipeline.staging_pool(config.staging is MemoryKind.PINNED),
+    with pipeline.synthesize(circuit, args.seed, 0, staging_pool(config.staging is MemoryKind.PINNED),
                              timer) as staged:
         host["after_synthesis"] = resources.mem_available()
         result["witness"] = witness_classes(staged.witness, key.cs.num_instance)

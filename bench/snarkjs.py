@@ -105,6 +105,8 @@ def snarkjs_version() -> str | None:
 def bench_size(log2: int, backend, work: Path, repeats: int, snarkjs_repeats: int, run_snarkjs: bool,
                seed: int = 7) -> dict:
     from proofflow.prover import pipeline
+    from proofflow.prover.keys import KeyCache
+    from proofflow.prover.staging.pool import staging_pool
     from proofflow.prover.circom import read_r1cs, registry, setup, snarkjs_json, verify_files
     from proofflow.prover.circuits.by_name import get_circuit
     d = work / f"2p{log2}"
@@ -128,14 +130,14 @@ def bench_size(log2: int, backend, work: Path, repeats: int, snarkjs_repeats: in
           f"registered {register_s:.1f} s", flush=True)
 
     circuit = get_circuit(name, log2)
-    pool = pipeline.staging_pool(pinned=backend.name == "gpu")
+    pool = staging_pool(pinned=backend.name == "gpu")
 
     def prove(timer=None):
         with pipeline.synthesize(circuit, 0, 0, pool, timer, input=str(wtns_path)) as staged:
             return pipeline.prove(key, staged, backend, timer)
 
     t0 = time.perf_counter()
-    key = pipeline.KeyCache().get(registry.key_dir(name), name, log2)
+    key = KeyCache().get(registry.key_dir(name), name, log2)
     backend.prepare(key.pk)
     proof = prove()
     out["proofflow_cold_s"] = round(time.perf_counter() - t0, 4)

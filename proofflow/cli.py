@@ -244,7 +244,7 @@ def cmd_summary(args) -> int:
 
 
 def cmd_staging_receiver(args) -> int:
-    from proofflow.prover import staging_receiver
+    from proofflow.prover.staging import receiver as staging_receiver
     return staging_receiver.main(["--listen", args.listen] if args.listen else [])
 
 

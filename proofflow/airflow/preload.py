@@ -41,7 +41,7 @@ MODULES = (
     "numpy",
     "proofflow.prover.pipeline",
     "proofflow.prover.circuits",
-    "proofflow.prover.shared_staging",
+    "proofflow.prover.staging.shared",
     "proofflow.prover.service.client",
     "proofflow.prover.groth16.verifier",
     "proofflow.prover.resources",

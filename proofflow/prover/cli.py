@@ -85,8 +85,8 @@ def _backend(name: str):
 
 def _staging_pool(mode: str, backend):
     """This process's staging pool: page-locked when the GPU backend can pin it."""
-    from proofflow.prover import pipeline
-    return pipeline.staging_pool(pinned=resolve_staging(mode, backend.name) == "pinned")
+    from proofflow.prover.staging.pool import staging_pool
+    return staging_pool(pinned=resolve_staging(mode, backend.name) == "pinned")
 
 
 def _key(pk, circuit):

@@ -90,7 +90,7 @@ class InProcessProver(Prover):
     for this one proof."""
 
     def stage(self, segment: str, holder: str) -> Staged:
-        from proofflow.prover.shared_staging import SegmentError, SharedStaging
+        from proofflow.prover.staging.shared import SegmentError, SharedStaging
         t0 = time.time()
         try:
             SharedStaging.from_settings().lookup(segment, owner=holder)
@@ -100,17 +100,19 @@ class InProcessProver(Prover):
 
     def prove(self, key_dir: str, segment: str, holder: str, n: int, job_id: str) -> Proved:
         from proofflow.prover import device, pipeline
+        from proofflow.prover.keys import KeyCache
+        from proofflow.prover.staging.mapped import MappedSegments
         from proofflow.prover.backend.by_name import get_backend
         from proofflow.prover.backend.standin import StandinBackend
-        from proofflow.prover.shared_staging import SharedStaging
+        from proofflow.prover.staging.shared import SharedStaging
         c, timer, transfers = self.config, PhaseTimer(), {}
-        key = pipeline.KeyCache().get(key_dir, c.circuit, c.log2, timer)
+        key = KeyCache().get(key_dir, c.circuit, c.log2, timer)
         backend = get_backend(c.backend)
         label = f"cuda:{device.current()}" if backend.name == "gpu" else "cpu"
         if self.standin_s:
             backend = StandinBackend(backend, self.standin_s)
         pin = MemoryKind.effective(c.staging, backend.name) is MemoryKind.PINNED
-        segments = pipeline.MappedSegments(SharedStaging.from_settings(), pin=pin)
+        segments = MappedSegments(SharedStaging.from_settings(), pin=pin)
         try:
             with timer.phase(Phase.LOAD):
                 staged = segments.get_for(key, segment, holder)

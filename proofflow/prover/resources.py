@@ -46,9 +46,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from proofflow import settings, spec
+from proofflow.prover.staging.segment import FR_BYTES, abc_bytes
 from proofflow.spec import RunConfig
 
-FR_BYTES = 32
 NPY_HEADER = 128  # bytes before a .npy file's data (numpy's format 1.0, as np.save writes it)
 KEY_JSON = 64 << 10  # vk.json and params.json, generously (a few KB)
 
@@ -197,11 +197,6 @@ def proof_device_bytes(s: Shape, device_total: int | None = None) -> int:
     """One proof's working set on the device, besides the key's and the NTT's tables."""
     each = msm_scratch_bytes(s, device_total)
     return DEVICE_VECTORS * s.n + max(DEVICE_H_EVALS * s.n, max(each)) + msm_overlap_bytes(s, device_total)
-
-
-def abc_bytes(n: int) -> int:
-    """A partition's a/b/c over a domain of n points (as ``pipeline.abc_bytes``)."""
-    return 3 * n * FR_BYTES
 
 
 def estimate(config: RunConfig, machine: Machine, s: Shape | None = None) -> Needs:
@@ -379,7 +374,7 @@ def probe(config: RunConfig, key_dir: Path | None = None) -> Machine:
         if seen:
             (device_free, device_total), index = min(seen, key=lambda x: x[0][1])
             device_name = device.name(index)
-    from proofflow.prover.shared_staging import SharedStaging
+    from proofflow.prover.staging.shared import SharedStaging
     shared_dir = settings.shared_staging_dir()
     held = SharedStaging(shared_dir, 1).held_bytes() if shared_dir.exists() else 0
     return Machine(key=disk(key_dir), shared=disk(shared_dir), shared_held=held, cache=disk(cs_dir),

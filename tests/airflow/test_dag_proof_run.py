@@ -60,7 +60,7 @@ def test_a_partition_s_light_tasks_import_no_engine():
     minute."""
     code = ("import sys\n"
             "import proofflow.airflow.operators.proof, proofflow.prover.errors, proofflow.prover.layout\n"
-            "import proofflow.prover.shared_staging, proofflow.prover.service.client, proofflow.timing.store\n"
+            "import proofflow.prover.staging.shared, proofflow.prover.service.client, proofflow.timing.store\n"
             "print(sorted(m for m in ('numpy', 'proofflow.prover.pipeline', 'proofflow.prover.groth16')"
             " if m in sys.modules))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
@@ -172,7 +172,7 @@ def _check_run(store, dr, staging="pageable", prove_phases=None):
 
     from proofflow.prover import files, layout
     assert not layout.run_dir(DAG_ID, dr.run_id).exists(), "scratch is removed when the run finishes"
-    from proofflow.prover.shared_staging import SharedStaging
+    from proofflow.prover.staging.shared import SharedStaging
     assert SharedStaging.from_settings().leases() == [], "every partition's segment is released"
     from proofflow.timing.report import run_report
     assert [h["host_copy_bytes"] for h in run_report(store, DAG_ID, dr.run_id)["h2d"]] == [0] * PARTITIONS

@@ -113,7 +113,7 @@ def test_rejects_wrong_shape(gpu):
 
 
 def test_transfers_report_kind_and_rate():
-    from proofflow.prover.staging import StagingPool
+    from proofflow.prover.staging.pool import StagingPool
     pool = StagingPool(8 << 20, pinned=True)
     with pool.acquire(4 << 20) as buf:
         host = buf.fr_vector((4 << 20) // 32)
@@ -132,7 +132,7 @@ def test_a_pinned_copy_is_timed_without_the_host_delay_in_enqueueing_it():
     service) is not transfer time. Ungated, the 50 ms stall would be most of it."""
     import time
     from proofflow.prover.device import backend, stream_gate
-    from proofflow.prover.staging import StagingPool
+    from proofflow.prover.staging.pool import StagingPool
     pool = StagingPool(64 << 20, pinned=True)
     with pool.acquire(32 << 20) as buf:
         host = buf.fr_vector((32 << 20) // 32)

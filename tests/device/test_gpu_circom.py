@@ -25,6 +25,10 @@ def chain(tmp_path_factory):
 
 def test_gpu_written_zkey_equals_the_cpus_and_its_gpu_proofs_verify(chain, tmp_path):
     from proofflow.prover import pipeline
+    from proofflow.prover.keys import Key
+    from proofflow.prover.staging.pool import staging_pool
+    from proofflow.prover.staging.segment import abc_bytes
+    from proofflow.prover.staging.staged import Staged
     from proofflow.prover.backend.cpu import CpuBackend
     from proofflow.prover.circom import prove, read_r1cs, read_wtns, read_zkey, setup, verify
     from proofflow.prover.device.backend import GpuBackend
@@ -40,13 +44,13 @@ def test_gpu_written_zkey_equals_the_cpus_and_its_gpu_proofs_verify(chain, tmp_p
     for backend in (gpu, GpuBackend(g2_on_gpu=False)):  # the G2 MSM on the device, and on the host
         assert verify(zkey.vk, public, prove(zkey, witness, backend, r1cs=r1cs))
     # through the pipeline, from pinned staging memory, as the prover service proves
-    key = pipeline.Key(zkey.pk, r1cs.cs)
+    key = Key(zkey.pk, r1cs.cs)
     n = r1cs_to_qap.domain_for(r1cs.cs).size
-    with pipeline.staging_pool(pinned=True).acquire(pipeline.abc_bytes(n)) as buf:
+    with staging_pool(pinned=True).acquire(abc_bytes(n)) as buf:
         block = buf.view("uint64", (3, n, 4))
         abc = r1cs_to_qap.witness_map(r1cs.cs, witness, out=(block[0], block[1], block[2]))
         transfers = {}
-        proof = pipeline.prove(key, pipeline.Staged(abc, witness, buf), gpu, transfers=transfers)
+        proof = pipeline.prove(key, Staged(abc, witness, buf), gpu, transfers=transfers)
     assert transfers["h2d"].kind == "pinned" and verify(zkey.vk, public, proof)
 
 
@@ -55,7 +59,7 @@ def test_a_registered_circuit_through_the_prover_service_on_the_gpu(chain, tmp_p
     in place as proof_run stages it, proved by the GPU's prover service; snarkjs's verifying
     key accepts the proof."""
     from proofflow.prover import pipeline
-    from proofflow.prover.shared_staging import SharedStaging
+    from proofflow.prover.staging.shared import SharedStaging
     from proofflow.prover.circom import read_r1cs, read_verification_key, registry, setup, verify
     from proofflow.prover.circuits.by_name import get_circuit
     from proofflow.prover.device.backend import GpuBackend

@@ -127,7 +127,8 @@ from proofflow.prover import pipeline
 from proofflow.prover.circuits.by_name import get_circuit
 from proofflow.prover.device.backend import GpuBackend
 from proofflow.prover.groth16 import generator, verifier
-from proofflow.prover.staging import StagingPool
+from proofflow.prover.keys import Key
+from proofflow.prover.staging.pool import StagingPool
 
 cache_dir = Path(os.environ["CUPY_CACHE_DIR"])
 files = lambda: sorted(str(p.relative_to(cache_dir)) for p in cache_dir.rglob("*") if p.is_file() and p.suffix != ".cu")
@@ -136,7 +137,7 @@ backend.warm_up()
 after_warm_up = files()
 circuit = get_circuit(sys.argv[1], 8)
 pk = generator.setup(circuit, 3)
-key = pipeline.Key(pk, circuit.constraint_system, None)
+key = Key(pk, circuit.constraint_system, None)
 backend.prepare(pk)
 with pipeline.synthesize(circuit, 3, 0, StagingPool(1 << 24, pinned=True)) as staged:
     proof = pipeline.prove(key, staged, backend)

@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from proofflow.prover import curve, pipeline
+from proofflow.prover import curve
+from proofflow.prover.keys import key_bytes
 from proofflow.prover.device import available as gpu_available
 from proofflow.prover.device import density, pippenger
 from proofflow.prover.device.pippenger import Plan
@@ -127,7 +128,7 @@ def test_witness_msms_over_copies(group):
 @pytest.mark.parametrize("g2_on_gpu", [True, False])
 def test_a_key_prepared_with_copies_proves(pk10, mimc10, monkeypatch, g2_on_gpu):
     """PROOFFLOW_MSM_PRECOMPUTE: prepare builds each table's copies over the rows it keeps,
-    the device holds less than ``pipeline.key_bytes`` counts, and the proof verifies."""
+    the device holds less than ``key_bytes`` counts, and the proof verifies."""
     from proofflow.prover.groth16 import prover, verifier
     spare = 64 << 20
     monkeypatch.setenv("PROOFFLOW_MSM_PRECOMPUTE", str(spare))
@@ -148,7 +149,7 @@ def test_a_key_prepared_with_copies_proves(pk10, mimc10, monkeypatch, g2_on_gpu)
             assert copies.shape[0] == plan.shifts * (len(table) if rows is None else len(rows)), name
             held += copies.nbytes
         if g2_on_gpu:
-            assert held < pipeline.key_bytes(pk10, plans)
+            assert held < key_bytes(pk10, plans)
         inst = mimc10.instance(11, 0)
         proof = prover.prove(pk10, mimc10.constraint_system, inst.witness, backend)
         assert verifier.verify(pk10.vk, inst.public_inputs, proof)

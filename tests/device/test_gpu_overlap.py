@@ -138,7 +138,7 @@ def test_the_service_proves_with_overlapped_msms(tmp_path, monkeypatch):
     """The prover service's device thread hands its MSMs to the lanes (threads of its
     process, on its device)."""
     from proofflow.prover import pipeline
-    from proofflow.prover.shared_staging import SharedStaging
+    from proofflow.prover.staging.shared import SharedStaging
     from proofflow.prover.circuits.by_name import get_circuit
     from proofflow.prover.groth16 import generator, verifier
     from proofflow.prover.groth16.data_structures import Proof

@@ -1,5 +1,5 @@
 """How the MSM's precomputed multiples are chosen (proofflow/prover/device/pippenger.py's
-plans) and counted in a key's device bytes: PROOFFLOW_MSM_PRECOMPUTE, ``pipeline.key_bytes``
+plans) and counted in a key's device bytes: PROOFFLOW_MSM_PRECOMPUTE, ``key_bytes``
 and ``resources``. Pure Python: no GPU, no compiler."""
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from proofflow import settings
-from proofflow.prover import curve, pipeline, resources
+from proofflow.prover import curve, resources
+from proofflow.prover.keys import Key, KeyCache, key_bytes
 from proofflow.spec import MemoryKind, RunConfig
 from proofflow.prover.device import pippenger
 from proofflow.prover.device.pippenger import Plan
@@ -157,12 +158,12 @@ def test_auto_copies_take_half_the_key_budget_less_the_tables(monkeypatch):
 def test_key_bytes_count_the_copies(monkeypatch):
     pk = _fake_key(1 << 16)
     monkeypatch.setenv("PROOFFLOW_MSM_PRECOMPUTE", "auto")
-    plain = pipeline.key_bytes(pk)
-    assert plain == (4 * 96 + 192) << 16 == pipeline.key_bytes(pk, pippenger.proving_key_plans(pk, None))
+    plain = key_bytes(pk)
+    assert plain == (4 * 96 + 192) << 16 == key_bytes(pk, pippenger.proving_key_plans(pk, None))
     plans = pippenger.proving_key_plans(pk, 2 * (plain + (100 << 20)))  # auto: 100 MiB of copies
     assert any(p.shifts > 1 for p in plans.values())
     copies = sum(getattr(pk, name).xy.nbytes * (p.shifts - 1) for name, p in plans.items())
-    assert pipeline.key_bytes(pk, plans) == plain + copies and 0 < copies <= 100 << 20
+    assert key_bytes(pk, plans) == plain + copies and 0 < copies <= 100 << 20
 
 
 def test_a_gpu_key_cache_plans_each_key_within_its_budget(monkeypatch, tmp_path):
@@ -171,19 +172,19 @@ def test_a_gpu_key_cache_plans_each_key_within_its_budget(monkeypatch, tmp_path)
     bytes and reported with the resident keys; without copies (a CPU prover) none."""
     monkeypatch.setenv("PROOFFLOW_MSM_PRECOMPUTE", "auto")
     pk = _fake_key(1 << 16)
-    budget = 2 * (pipeline.key_bytes(pk) + (100 << 20))
+    budget = 2 * (key_bytes(pk) + (100 << 20))
     uploads = []
     for copies in (True, False):
-        cache = pipeline.KeyCache(budget, copies=copies)
-        key = pipeline.Key(pk, None, tmp_path, plans=pippenger.proving_key_plans(pk, budget) if copies else None)
+        cache = KeyCache(budget, copies=copies)
+        key = Key(pk, None, tmp_path, plans=pippenger.proving_key_plans(pk, budget) if copies else None)
         cache.make_resident(key, lambda pk, plans: uploads.append(plans))
         assert uploads[-1] is key.plans and cache.resident_bytes() == key.nbytes
         reported = cache.resident()[0]["plans"]
         if copies:
-            assert key.nbytes > pipeline.key_bytes(pk) and key.nbytes <= budget // 2
+            assert key.nbytes > key_bytes(pk) and key.nbytes <= budget // 2
             assert reported == {name: [p.c, p.shifts] for name, p in key.plans.items()}
         else:
-            assert key.nbytes == pipeline.key_bytes(pk) and reported == {}
+            assert key.nbytes == key_bytes(pk) and reported == {}
 
 
 def test_resources_count_the_copies_on_the_gpu(monkeypatch):

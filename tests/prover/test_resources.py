@@ -131,10 +131,10 @@ def test_unknown_figures_are_not_checked(monkeypatch):
 
 def test_the_key_estimate_is_the_key_on_disk(tmp_path):
     """The estimate is the real files' size (the tables; vk.json and params.json are allowed for)."""
-    from proofflow.prover import pipeline
+    from proofflow.prover.keys import ensure_key
     from proofflow.prover.circuits.by_name import get_circuit
     d = tmp_path / "key"
-    pipeline.ensure_key(d, "mimc", 8, 1, backend="cpu")
+    ensure_key(d, "mimc", 8, 1, backend="cpu")
     config = validate_params({"log2": 8}, gpu_available=lambda: False)
     shape = resources.shape(config)
     circuit = get_circuit("mimc", 8)

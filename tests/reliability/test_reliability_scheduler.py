@@ -199,7 +199,7 @@ def test_rest_trigger_refuses_bad_params(stack):
 
 
 def _samples(s, client):
-    from proofflow.prover.shared_staging import SharedStaging
+    from proofflow.prover.staging.shared import SharedStaging
     st = client.status()
     staging = SharedStaging(s.env["PROOFFLOW_SHARED_STAGING"], 1).stats()
     return {"rss": s.rss(), "service_rss": st["rss_bytes"], "service_pid": st["pid"],

@@ -136,10 +136,11 @@ class SetupOperator(ProofflowOperator):
     lock file, then reused by every run."""
 
     def run(self, context, rec):
-        from proofflow.prover import layout, pipeline
+        from proofflow.prover import layout
+        from proofflow.prover.keys import ensure_key
         cfg = self.run_config
         directory = layout.params_dir(cfg.circuit, cfg.log2, cfg.seed)
-        cached = pipeline.ensure_key(directory, cfg.circuit, cfg.log2, cfg.seed, cfg.backend, rec)
+        cached = ensure_key(directory, cfg.circuit, cfg.log2, cfg.seed, cfg.backend, rec)
         log.info("proving key %s (%s)", directory, "cached" if cached else "generated")
         return {"params_dir": str(directory), "cached": cached}
 
@@ -170,7 +171,7 @@ class SynthesizeOperator(ProofflowOperator):
 
     def run(self, context, rec):
         from proofflow.prover import pipeline
-        from proofflow.prover.shared_staging import SharedStaging
+        from proofflow.prover.staging.shared import SharedStaging
         from proofflow.prover.circuits.by_name import get_circuit
         cfg = self.run_config
         input = cfg.inputs[self.partition] if cfg.inputs else None  # a registered circuit's
@@ -252,7 +253,7 @@ class ProveGpuOperator(ProofflowOperator):
 
     def run(self, context, rec):
         from proofflow.prover import files
-        from proofflow.prover.shared_staging import SharedStaging
+        from proofflow.prover.staging.shared import SharedStaging
         segment = self.staged["segment"]
         # the partition goes to the device first; the waits before this task started are
         # history, looked up (timing store, REST API) after it
@@ -345,7 +346,7 @@ class FinalizeRunOperator(ProofflowOperator):
 
     def run(self, context, rec):
         from proofflow.prover import files, layout, pipeline
-        from proofflow.prover.shared_staging import SharedStaging
+        from proofflow.prover.staging.shared import SharedStaging
         from proofflow.prover.groth16.data_structures import VerifyingKey
         cfg, ti = self.run_config, context["ti"]
         # A mapped group of one partition hands its only result over unwrapped (Airflow 3.3)
@@ -381,7 +382,7 @@ class CleanupScratchOperator(ProofflowOperator):
 
     def run(self, context, rec):
         from proofflow.prover import files, layout
-        from proofflow.prover.shared_staging import SharedStaging
+        from proofflow.prover.staging.shared import SharedStaging
         ti = context["ti"]
         with rec.phase(Phase.CLEANUP):
             removed = files.remove_tree(self.run_scratch(context))

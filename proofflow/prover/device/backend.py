@@ -207,7 +207,7 @@ class GpuBackend(Backend):
 
     def prepare(self, pk, plans=None):
         """The key's tables on the device, each with the precomputed copies of its plan in
-        ``plans`` (``KeyCache`` chose them, and ``pipeline.key_bytes`` counts them in the
+        ``plans`` (``KeyCache`` chose them, and ``keys.key_bytes`` counts them in the
         key budget; None: plain)."""
         for name in PK_TABLES:
             if name != "b_g2_query" or not self.g2_on_host:

@@ -1,8 +1,8 @@
 """The prover service: one process per device, serving prove jobs over a Unix socket.
 
 A partition's a/b/c and witness reach the service in a shared-memory segment that synthesis
-wrote (``shared_staging``): the service maps it and page-locks it in place once per segment
-(``pipeline.MappedSegments``; the stage task asks for that ahead of the proof with a
+wrote (``staging.shared``): the service maps it and page-locks it in place once per segment
+(``MappedSegments``; the stage task asks for that ahead of the proof with a
 ``stage`` request), so nothing copies them on the host before the upload.
 
 Threads:
@@ -52,10 +52,13 @@ from pathlib import Path
 from proofflow import settings
 from proofflow.spec import MemoryKind
 from proofflow.prover import device, faults, pipeline
+from proofflow.prover.keys import Key, KeyCache
+from proofflow.prover.staging.mapped import MappedSegments
+from proofflow.prover.staging.staged import Staged
 from proofflow.prover.errors import CallerGone, InputError, ProofCheckFailed, ProtocolError, error_reply
 from proofflow.prover.service import protocol
 from proofflow.prover.service.protocol import ProveJob, ProveReply, StageJob, TransferRecord
-from proofflow.prover.shared_staging import SharedStaging
+from proofflow.prover.staging.shared import SharedStaging
 from proofflow.prover.timing import PhaseTimer, Span
 from proofflow.phases import Phase
 
@@ -86,8 +89,8 @@ def _rss_bytes() -> int:
 @dataclass
 class _Job:
     spec: ProveJob
-    key: pipeline.Key
-    staged: pipeline.Staged
+    key: Key
+    staged: Staged
     timer: PhaseTimer
     ready_at: float = 0.0
     done: threading.Event = field(default_factory=threading.Event)
@@ -112,7 +115,7 @@ class ProverService:
         self._uploads: queue.Queue = queue.Queue()  # prefetched jobs, for the upload thread
         self._ahead = threading.Semaphore(2)  # the proof on the device and one uploaded behind it
         # the budget: from PROOFFLOW_KEY_BUDGET at start when None; a GPU's keys get MSM copies
-        self.keys = pipeline.KeyCache(key_budget, copies=backend == "gpu")
+        self.keys = KeyCache(key_budget, copies=backend == "gpu")
         self._state = threading.Lock()
         self._active = 0
         self._jobs_in_hand = 0  # prove jobs between their request and their reply
@@ -147,7 +150,7 @@ class ProverService:
             self.keys.budget = settings.key_budget_bytes(self._memory_bytes())
         log.info("proving keys stay resident within %d bytes (PROOFFLOW_KEY_BUDGET)", self.keys.budget)
         self.staging = SharedStaging.from_settings()
-        self.segments = {kind: pipeline.MappedSegments(self.staging, pin=MemoryKind.effective(kind, self.backend_name)
+        self.segments = {kind: MappedSegments(self.staging, pin=MemoryKind.effective(kind, self.backend_name)
                                                        is MemoryKind.PINNED)
                          for kind in (MemoryKind.PINNED, MemoryKind.PAGEABLE)}
         threading.Thread(target=self._upload_loop, name="proofflow-upload", daemon=True).start()

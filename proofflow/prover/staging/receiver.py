@@ -26,7 +26,7 @@ import time
 
 import numpy as np
 
-from proofflow.prover.shared_staging import SegmentError, SharedStaging, segment_bytes
+from proofflow.prover.staging.shared import SegmentError, SharedStaging, segment_bytes
 from proofflow.prover.errors import ErrorType, StagingTimeout, error_reply
 
 log = logging.getLogger("proofflow.staging")
