@@ -42,6 +42,7 @@ from proofflow.prover.groth16 import r1cs_to_qap, verifier
 from proofflow.prover.groth16.data_structures import PK_TABLES, KeyFormatError, Proof, ProvingKey, VerifyingKey
 from proofflow.prover import device, faults
 from proofflow.prover.device import pippenger
+from proofflow.prover.device.options import DeviceOptions
 from proofflow.prover.errors import ErrorType, InputError, ProofCheckFailed
 from proofflow.prover.r1cs import ConstraintSystem, UnsatisfiedConstraint
 from proofflow.prover.shared_staging import Lease, Mapping, SegmentError, SharedStaging, segment_bytes, segment_views
@@ -82,7 +83,7 @@ def ensure_key(directory: Path, circuit: str, log2: int, seed: int, backend="aut
     written into its file as it is computed (a large key is never whole in memory). One
     process at a time per directory (a lock file, ``lock_wait``), so concurrent first runs
     generate it once; and on the GPU one setup at a time per host
-    (``settings.setup_lock_path``, ``setup_lock_wait``): a setup wants the whole device, and
+    (PROOFFLOW_SETUP_LOCK, ``setup_lock_wait``): a setup wants the whole device, and
     setups of distinct keys started together would otherwise share it (and its memory) all
     at once. Returns True when a cached key was used. A registered circuit's key came with
     it: it is only checked here."""
@@ -113,7 +114,7 @@ def ensure_key(directory: Path, circuit: str, log2: int, seed: int, backend="aut
                     pass  # unusable: generated again below
         device_lock = None
         if _uses_gpu(backend):
-            path = settings.setup_lock_path()
+            path = settings.current().setup_lock_path
             path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             with timer.phase(Phase.SETUP_LOCK_WAIT):
                 device_lock = _flock(path)
@@ -177,8 +178,9 @@ class KeyCache:
     """Proving keys loaded once per process and reused while their files are unchanged
     (params.json's size and mtime), and kept resident on the device within a byte budget
     (``budget``: None for no limit). A key's footprint is its tables' bytes (``key_bytes``),
-    with, where ``copies`` (a GPU prover), the precomputed copies of the MSM plans chosen for
-    it against the budget (``pippenger.proving_key_plans``), recorded in ``Key.plans``.
+    with, for a GPU prover (its ``options``; None: no copies), the precomputed copies of the
+    MSM plans chosen for it against the budget and ``options.msm_precompute``
+    (``pippenger.proving_key_plans``), recorded in ``Key.plans``.
 
     * ``get`` (any thread) loads a key for a job. Loaded keys that are not resident are
       forgotten, least recently used first, while all loaded keys together exceed the budget.
@@ -190,8 +192,8 @@ class KeyCache:
     Keys are loaded without checking their tables' digests (``ensure_key`` checked them);
     ``check_digests`` does after a failed proof, and drops a corrupted key."""
 
-    def __init__(self, budget: int | None = None, copies: bool = False):
-        self.budget, self.copies = budget, copies
+    def __init__(self, budget: int | None = None, options: DeviceOptions | None = None):
+        self.budget, self.options = budget, options
         self._keys: OrderedDict[str, tuple] = OrderedDict()  # directory -> (fingerprint, Key), LRU first
         self._resident: OrderedDict[int, Key] = OrderedDict()  # id(key) -> Key, least recently used first
         self._lock = threading.Lock()
@@ -218,7 +220,8 @@ class KeyCache:
                 if (pk.circuit, pk.log2) != (circuit, log2):
                     raise InputError(f"proving key {d} is for {pk.circuit} 2^{pk.log2}, the job is "
                                      f"{circuit} 2^{log2}")
-                plans = pippenger.proving_key_plans(pk, self.budget) if self.copies else None
+                plans = None if self.options is None else \
+                    pippenger.proving_key_plans(pk, self.budget, self.options.msm_precompute)
                 key = Key(pk, get_circuit(circuit, log2).constraint_system, d, plans=plans, fingerprint=fp)
             self._keys[str(d)] = (fp, key)
             self._trim(keep=key)
@@ -330,7 +333,7 @@ def staging_pool(pinned: bool) -> StagingPool:
     PROOFFLOW_STAGING_BUDGET: one per process, so the budget bounds everything it holds."""
     with _pools_lock:
         if pinned not in _pools:
-            _pools[pinned] = StagingPool(settings.staging_budget(), pinned=pinned)
+            _pools[pinned] = StagingPool(settings.current().staging_budget, pinned=pinned)
         return _pools[pinned]
 
 
@@ -374,7 +377,7 @@ def abc_bytes(n: int) -> int:
 def _acquire(pool: StagingPool, nbytes: int, timer, timeout: float | None) -> Buffer:
     with _timer(timer).phase(Phase.STAGING_WAIT):
         try:
-            return pool.acquire(nbytes, timeout=settings.staging_timeout_s() if timeout is None else timeout)
+            return pool.acquire(nbytes, timeout=settings.current().staging_timeout_s if timeout is None else timeout)
         except ValueError as exc:  # can never fit: no retry would help
             raise InputError(f"{exc} (PROOFFLOW_STAGING_BUDGET)") from None
 
@@ -437,7 +440,7 @@ def synthesize_shared(circuit: Circuit, seed: int, partition: int, staging: Shar
     n, nv = circuit.domain_size, len(inst.witness)
     with timer.phase(Phase.STAGING_WAIT):
         try:
-            lease = staging.lease(holder, n, nv, settings.staging_timeout_s() if timeout is None else timeout)
+            lease = staging.lease(holder, n, nv, settings.current().staging_timeout_s if timeout is None else timeout)
         except ValueError as exc:  # can never fit: no retry would help
             raise InputError(f"{exc} (PROOFFLOW_STAGING_BUDGET)") from None
     seg = staging.open(lease, writer=True)
@@ -464,7 +467,7 @@ def synthesize_remote(circuit: Circuit, seed: int, partition: int, endpoint: str
     ``synthesize_shared``, plus the stream's bytes and seconds."""
     from proofflow.prover.staging_receiver import StreamError, send
     timer = _timer(timer)
-    timeout = settings.staging_timeout_s() if timeout is None else timeout
+    timeout = settings.current().staging_timeout_s if timeout is None else timeout
     with synthesize(circuit, seed, partition, staging_pool(pinned=False), timer, timeout, input) as staged:
         block = staged.buffer.view(np.uint64, (3, circuit.domain_size, 4))
         t0 = time.time()
