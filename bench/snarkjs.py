@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from bench import _env
+from proofflow import settings
 from proofflow.prover.field import fr
 
 HERE = Path(__file__).resolve().parent
@@ -206,6 +207,7 @@ def main(argv=None) -> dict:
         result["device"] = device.name()
     with tempfile.TemporaryDirectory(prefix="proofflow-bench-snarkjs-") as tmp:
         os.environ.setdefault("PROOFFLOW_HOME", str(Path(tmp) / "home"))  # the registry of this run
+        settings.reload()
         for log2 in args.sizes:
             result["sizes"][str(log2)] = bench_size(log2, backend, Path(tmp), args.repeats,
                                                     args.snarkjs_repeats if log2 <= 16 else 1,

@@ -51,9 +51,11 @@ def _uploads(staged, backend, reps: int) -> dict:
 
 
 def measure(log2: int, reps: int, root: Path) -> dict:
+    from proofflow import settings
     from proofflow.prover import device, pipeline
     from proofflow.prover.staging.mapped import MappedSegments
     from proofflow.prover.staging.staged import Staged
+    from proofflow.prover.backend.by_name import device_options
     from proofflow.prover.circuits.by_name import get_circuit
     from proofflow.prover.device.backend import GpuBackend
     from proofflow.prover.staging.shared import SharedStaging
@@ -62,7 +64,7 @@ def measure(log2: int, reps: int, root: Path) -> dict:
     t0 = time.perf_counter()
     out = pipeline.synthesize_shared(circuit, 0, 0, staging, "bench/staging/p0000")
     synth_s = time.perf_counter() - t0
-    backend = GpuBackend()
+    backend = GpuBackend(device_options(settings.current()))
     res = {"log2": log2, "synthesis_s": round(synth_s, 2), "segment_bytes": staging.stats()["leased"],
            "host_copy_bytes": 0}
     pinned = MappedSegments(staging, pin=True)

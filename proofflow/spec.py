@@ -69,7 +69,7 @@ def check_choice(name: str, value, options) -> str:
 
 def registered_circuits() -> list[str]:
     """Names of the circom circuits registered in this proofflow home."""
-    root = settings.circuits_dir()
+    root = settings.current().circuits_dir
     return sorted(p.parent.name for p in root.glob("*/circuit.json")) if root.is_dir() else []
 
 
@@ -78,7 +78,7 @@ def circuit_info(name: str) -> dict | None:
     if not isinstance(name, str) or not CIRCUIT_NAME.fullmatch(name) or name in CIRCUITS:
         return None
     try:
-        return json.loads((settings.circuits_dir() / name / "circuit.json").read_text())
+        return json.loads((settings.current().circuits_dir / name / "circuit.json").read_text())
     except (OSError, ValueError):
         return None
 

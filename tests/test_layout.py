@@ -1,6 +1,7 @@
 """The layout's rules, checked on the source: one installed package; Airflow imported only
 by its provider layer and the DAG files; CuPy only by the device layer; the environment
-read only by the settings module; no import cycles, and imports that follow the layers."""
+read only by the settings module, and the settings not by the device layer (its callers
+pass it typed options); no import cycles, and imports that follow the layers."""
 import ast
 import glob
 import subprocess
@@ -194,6 +195,13 @@ def test_the_product_has_no_import_cycle():
     """Counting imports inside functions, and package faces as ``import_graph`` says."""
     found = cycles(import_graph(ROOT, PRODUCT))
     assert not found, f"{len(found)} import cycle(s):\n" + "\n".join(found)
+
+
+def test_the_device_layer_reads_no_settings():
+    graph = import_graph(ROOT, PRODUCT)
+    device = [rel for rel in graph if rel.startswith("proofflow/prover/device/")]
+    assert len(device) > 5 and "proofflow/settings.py" in graph["proofflow/cli.py"]
+    assert [rel for rel in device if "proofflow/settings.py" in graph[rel]] == []
 
 
 def test_imports_follow_the_layers():

@@ -71,6 +71,6 @@ def preload() -> float:
 def on_starting(component) -> None:
     """A job process (scheduler, dag-processor, triggerer) preloads; a task process (its
     component is the task runner's marker, not a Job) does not."""
-    if type(component).__name__ != "Job" or not settings.preload_enabled():
+    if type(component).__name__ != "Job" or not settings.current().preload:
         return
     log.info("proofflow preloaded the tasks' modules in %.2f s", preload())

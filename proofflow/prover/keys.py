@@ -20,6 +20,7 @@ from proofflow.phases import Phase
 from proofflow.prover import files
 from proofflow.prover.circuits.by_name import get_circuit
 from proofflow.prover.device import pippenger
+from proofflow.prover.device.options import DeviceOptions
 from proofflow.prover.errors import InputError
 from proofflow.prover.groth16 import r1cs_to_qap
 from proofflow.prover.groth16.data_structures import PK_TABLES, KeyFormatError, ProvingKey
@@ -51,7 +52,7 @@ def ensure_key(directory: Path, circuit: str, log2: int, seed: int, backend="aut
     written into its file as it is computed (a large key is never whole in memory). One
     process at a time per directory (a lock file, ``lock_wait``), so concurrent first runs
     generate it once; and on the GPU one setup at a time per host
-    (``settings.setup_lock_path``, ``setup_lock_wait``): a setup wants the whole device, and
+    (PROOFFLOW_SETUP_LOCK, ``setup_lock_wait``): a setup wants the whole device, and
     setups of distinct keys started together would otherwise share it (and its memory) all
     at once. Returns True when a cached key was used. A registered circuit's key came with
     it: it is only checked here."""
@@ -82,7 +83,7 @@ def ensure_key(directory: Path, circuit: str, log2: int, seed: int, backend="aut
                     pass  # unusable: generated again below
         device_lock = None
         if _uses_gpu(backend):
-            path = settings.setup_lock_path()
+            path = settings.current().setup_lock_path
             path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             with timer.phase(Phase.SETUP_LOCK_WAIT):
                 device_lock = _flock(path)
@@ -146,8 +147,9 @@ class KeyCache:
     """Proving keys loaded once per process and reused while their files are unchanged
     (params.json's size and mtime), and kept resident on the device within a byte budget
     (``budget``: None for no limit). A key's footprint is its tables' bytes (``key_bytes``),
-    with, where ``copies`` (a GPU prover), the precomputed copies of the MSM plans chosen for
-    it against the budget (``pippenger.proving_key_plans``), recorded in ``Key.plans``.
+    with, for a GPU prover (its ``options``; None: no copies), the precomputed copies of the
+    MSM plans chosen for it against the budget and ``options.msm_precompute``
+    (``pippenger.proving_key_plans``), recorded in ``Key.plans``.
 
     * ``get`` (any thread) loads a key for a job. Loaded keys that are not resident are
       forgotten, least recently used first, while all loaded keys together exceed the budget.
@@ -159,8 +161,8 @@ class KeyCache:
     Keys are loaded without checking their tables' digests (``ensure_key`` checked them);
     ``check_digests`` does after a failed proof, and drops a corrupted key."""
 
-    def __init__(self, budget: int | None = None, copies: bool = False):
-        self.budget, self.copies = budget, copies
+    def __init__(self, budget: int | None = None, options: DeviceOptions | None = None):
+        self.budget, self.options = budget, options
         self._keys: OrderedDict[str, tuple] = OrderedDict()  # directory -> (fingerprint, Key), LRU first
         self._resident: OrderedDict[int, Key] = OrderedDict()  # id(key) -> Key, least recently used first
         self._lock = threading.Lock()
@@ -187,7 +189,8 @@ class KeyCache:
                 if (pk.circuit, pk.log2) != (circuit, log2):
                     raise InputError(f"proving key {d} is for {pk.circuit} 2^{pk.log2}, the job is "
                                      f"{circuit} 2^{log2}")
-                plans = pippenger.proving_key_plans(pk, self.budget) if self.copies else None
+                plans = None if self.options is None else \
+                    pippenger.proving_key_plans(pk, self.budget, self.options.msm_precompute)
                 key = Key(pk, get_circuit(circuit, log2).constraint_system, d, plans=plans, fingerprint=fp)
             self._keys[str(d)] = (fp, key)
             self._trim(keep=key)

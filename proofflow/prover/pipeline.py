@@ -104,7 +104,7 @@ def synthesize_shared(circuit: Circuit, seed: int, partition: int, staging: Shar
     n, nv = circuit.domain_size, len(inst.witness)
     with timer.phase(Phase.STAGING_WAIT):
         try:
-            lease = staging.lease(holder, n, nv, settings.staging_timeout_s() if timeout is None else timeout)
+            lease = staging.lease(holder, n, nv, settings.current().staging_timeout_s if timeout is None else timeout)
         except ValueError as exc:  # can never fit: no retry would help
             raise InputError(f"{exc} (PROOFFLOW_STAGING_BUDGET)") from None
     seg = staging.open(lease, writer=True)
@@ -131,7 +131,7 @@ def synthesize_remote(circuit: Circuit, seed: int, partition: int, endpoint: str
     ``synthesize_shared``, plus the stream's bytes and seconds."""
     from proofflow.prover.staging.receiver import StreamError, send
     timer = timing.ensure(timer)
-    timeout = settings.staging_timeout_s() if timeout is None else timeout
+    timeout = settings.current().staging_timeout_s if timeout is None else timeout
     with synthesize(circuit, seed, partition, staging_pool(pinned=False), timer, timeout, input) as staged:
         block = staged.buffer.view(np.uint64, (3, circuit.domain_size, 4))
         t0 = time.time()

@@ -159,8 +159,9 @@ def _key_plans(s: Shape, device_total: int | None) -> tuple[tuple, tuple]:
     from proofflow.prover.groth16.data_structures import PK_TABLES, table_points
     points = table_points(s.n, s.variables, s.instance)
     tables = tuple((group, points[name]) for name, group in PK_TABLES.items())
-    budget = settings.key_budget_bytes(device_total) if device_total else None
-    return tables, pippenger.key_plans(tables, pippenger.copies_budget(tables, budget))
+    current = settings.current()
+    budget = current.key_budget.of(device_total) if device_total else None
+    return tables, pippenger.key_plans(tables, pippenger.copies_budget(tables, budget, current.msm_precompute))
 
 
 def key_copy_bytes(s: Shape, device_total: int | None = None) -> int:
@@ -187,7 +188,7 @@ def msm_scratch_bytes(s: Shape, device_total: int | None = None) -> list[int]:
 def msm_overlap_bytes(s: Shape, device_total: int | None = None) -> int:
     """Device bytes a proof's MSMs add when they run at once (PROOFFLOW_MSM_OVERLAP) beyond
     the costliest one's scratch: the others'. 0 without overlap."""
-    if not settings.msm_overlap():
+    if not settings.current().msm_overlap:
         return 0
     each = msm_scratch_bytes(s, device_total)
     return sum(each) - max(each)
@@ -278,7 +279,7 @@ def check(config: RunConfig, machine: Machine, s: Shape | None = None) -> list[s
                  f"{', '.join(str(d.path) for d in (machine.key, machine.cache) if d.memory)})" if need.host_files else "")
         problems.append(f"{what} of host memory ({_gib(machine.host_available)} available, MemAvailable{files})")
     if need.device is not None and machine.device_total is not None:
-        budget = settings.key_budget_bytes(machine.device_total)
+        budget = settings.current().key_budget.of(machine.device_total)
         if need.device > machine.device_total:
             free = f", {_gib(machine.device_free)} free" if machine.device_free is not None else ""
             problems.append(f"proving on the GPU needs about {_gib(need.device)} of device memory (the key's tables "
@@ -370,14 +371,14 @@ def probe(config: RunConfig, key_dir: Path | None = None) -> Machine:
     device_total = device_free = device_name = None
     if config.backend == "gpu":
         from proofflow.prover import device
-        seen = [(m, i) for i in settings.gpu_devices() if (m := device.memory(i)) is not None]
+        seen = [(m, i) for i in settings.current().gpu_devices if (m := device.memory(i)) is not None]
         if seen:
             (device_free, device_total), index = min(seen, key=lambda x: x[0][1])
             device_name = device.name(index)
     from proofflow.prover.staging.shared import SharedStaging
-    shared_dir = settings.shared_staging_dir()
+    shared_dir = settings.current().shared_staging_dir
     held = SharedStaging(shared_dir, 1).held_bytes() if shared_dir.exists() else 0
     return Machine(key=disk(key_dir), shared=disk(shared_dir), shared_held=held, cache=disk(cs_dir),
                    key_on_disk=(key_dir / "params.json").exists(), cs_cached=(cs_dir / "shape.npy").exists(),
-                   host_available=mem_available(), staging_budget=settings.staging_budget(),
+                   host_available=mem_available(), staging_budget=settings.current().staging_budget,
                    device_total=device_total, device_free=device_free, device_name=device_name)

@@ -59,7 +59,7 @@ def host_name() -> str:
     """The host name the proof-run tasks record: PROOFFLOW_WORKER_NAME where a worker names
     itself (Airflow's hostname_callable is then ``proofflow.airflow.worker.hostname``, which
     returns this), else Airflow's default, the FQDN."""
-    return settings.worker_name() or _fqdn()
+    return settings.current().worker_name or _fqdn()
 
 
 def partition_bytes(log2: int) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from proofflow.prover.device import available as gpu_available
+from gpu_options import options
 
 pytest.importorskip("cupy")
 if not gpu_available():
@@ -35,13 +36,13 @@ def test_gpu_written_zkey_equals_the_cpus_and_its_gpu_proofs_verify(chain, tmp_p
     from proofflow.prover.field import fr
     from proofflow.prover.groth16 import r1cs_to_qap
     r1cs = read_r1cs(chain / "chain.r1cs")
-    gpu = GpuBackend()
+    gpu = GpuBackend(options())
     setup.write_test_zkey(r1cs, 5, tmp_path / "gpu.zkey", gpu)
     setup.write_test_zkey(r1cs, 5, tmp_path / "cpu.zkey", CpuBackend())
     assert (tmp_path / "gpu.zkey").read_bytes() == (tmp_path / "cpu.zkey").read_bytes()
     zkey, witness = read_zkey(tmp_path / "gpu.zkey"), read_wtns(chain / "chain.wtns")
     public = fr.to_ints(witness[1:zkey.n_public + 1])
-    for backend in (gpu, GpuBackend(g2_on_gpu=False)):  # the G2 MSM on the device, and on the host
+    for backend in (gpu, GpuBackend(options(), g2_on_gpu=False)):  # the G2 MSM on the device, and on the host
         assert verify(zkey.vk, public, prove(zkey, witness, backend, r1cs=r1cs))
     # through the pipeline, from pinned staging memory, as the prover service proves
     key = Key(zkey.pk, r1cs.cs)
@@ -69,7 +70,7 @@ def test_a_registered_circuit_through_the_prover_service_on_the_gpu(chain, tmp_p
     from proofflow.spec import MemoryKind
     for var, sub in (("PROOFFLOW_HOME", "home"), ("PROOFFLOW_RUNTIME", "rt")):
         monkeypatch.setenv(var, str(tmp_path / sub))
-    setup.write_test_zkey(read_r1cs(chain / "chain.r1cs"), 9, tmp_path / "chain.zkey", GpuBackend())
+    setup.write_test_zkey(read_r1cs(chain / "chain.r1cs"), 9, tmp_path / "chain.zkey", GpuBackend(options()))
     info = registry.add("chain", chain / "chain.r1cs", tmp_path / "chain.zkey")
     circuit = get_circuit("chain", info["log2"])
     out = pipeline.synthesize_shared(circuit, 0, 0, SharedStaging.from_settings(), "t/r/p0000",

@@ -28,7 +28,10 @@ ROOT = Path(__file__).resolve().parents[2]
 CHECK = r"""
 import json, sys, time
 import numpy as np
+from proofflow import settings
+from proofflow.prover.backend.by_name import device_options
 from proofflow.prover.device import cache
+options = device_options(settings.current())
 
 which, mode = sys.argv[1], sys.argv[2]
 if mode == "no-compile":
@@ -38,7 +41,7 @@ if mode == "no-compile":
 modules = cache.MODULES if which == "all" else (cache.Module("ntt.cu", "mul32"),)
 t0 = time.perf_counter()
 for m in modules:
-    cache.load(m.variant, m.name, m.group)
+    cache.load(m.variant, m.name, m.group, kernel_dir=options.kernel_dir)
 load_s = time.perf_counter() - t0
 
 from proofflow.prover import curve
@@ -49,7 +52,7 @@ from proofflow.prover.polynomial.domain import Radix2Domain
 rng = np.random.default_rng(19)
 d = Radix2Domain(12)
 x = fr.random(d.size, rng)
-same = {f"ntt-{v}": bool(np.array_equal(GpuBackend(v).ntt(d, x), CpuBackend().ntt(d, x)))
+same = {f"ntt-{v}": bool(np.array_equal(GpuBackend(options, v).ntt(d, x), CpuBackend().ntt(d, x)))
         for v in sorted({m.variant for m in modules if m.name == "ntt.cu"})}
 if which == "all":
     from proofflow.prover.device import msm as gpu_msm
@@ -57,7 +60,7 @@ if which == "all":
         g = curve.point_class(group)()
         table = curve.PointTable.from_points(group, [g * curve.scalar(int(k)) for k in fr.to_ints(fr.random(n, rng))])
         s = fr.random(n, rng)
-        got = (gpu_msm.msm_g1 if group == "g1" else gpu_msm.msm_g2)(table, s)
+        got = (gpu_msm.msm_g1 if group == "g1" else gpu_msm.msm_g2)(table, s, options)
         same[f"msm-{group}"] = bool(got == curve.msm(table, s))
 print(json.dumps({"compiles": cache.compiles, "load_s": load_s, "same": same}))
 """
@@ -123,7 +126,9 @@ def test_the_first_load_compiles_and_persists_and_a_damaged_cubin_is_rebuilt(tmp
 WARM = r"""
 import json, os, re, sys
 from pathlib import Path
+from proofflow import settings
 from proofflow.prover import pipeline
+from proofflow.prover.backend.by_name import device_options
 from proofflow.prover.circuits.by_name import get_circuit
 from proofflow.prover.device.backend import GpuBackend
 from proofflow.prover.groth16 import generator, verifier
@@ -132,7 +137,7 @@ from proofflow.prover.staging.pool import StagingPool
 
 cache_dir = Path(os.environ["CUPY_CACHE_DIR"])
 files = lambda: sorted(str(p.relative_to(cache_dir)) for p in cache_dir.rglob("*") if p.is_file() and p.suffix != ".cu")
-backend = GpuBackend()
+backend = GpuBackend(device_options(settings.current()))
 backend.warm_up()
 after_warm_up = files()
 circuit = get_circuit(sys.argv[1], 8)

@@ -142,11 +142,11 @@ def test_twin_msms_in_lanes_match_arkworks(twin):
     plan = pippenger.Plan(8, 4)
     copies = pippenger.precompute(ex, "g1", _twin_points(twin, tables["h_query"]), plan)
     tasks = {
-        "a_query": lambda: sparse.msm(ex, ex, "g1", _twin_points(twin, tables["a_query"]), w),
-        "b_g1_query": lambda: pippenger.msm(ex, "g1", _twin_points(twin, tables["b_g1_query"]), w),
-        "b_g2_query": lambda: sparse.msm(ex, ex, "g2", _twin_points(twin, tables["b_g2_query"]), w),
-        "h_query": lambda: pippenger.msm(ex, "g1", copies, h, plan),
-        "l_query": lambda: sparse.msm(ex, ex, "g1", _twin_points(twin, tables["l_query"]), h),
+        "a_query": lambda: sparse.msm(ex, ex, "g1", _twin_points(twin, tables["a_query"]), w, balanced=True),
+        "b_g1_query": lambda: pippenger.msm(ex, "g1", _twin_points(twin, tables["b_g1_query"]), w, balanced=True),
+        "b_g2_query": lambda: sparse.msm(ex, ex, "g2", _twin_points(twin, tables["b_g2_query"]), w, balanced=True),
+        "h_query": lambda: pippenger.msm(ex, "g1", copies, h, plan, balanced=True),
+        "l_query": lambda: sparse.msm(ex, ex, "g1", _twin_points(twin, tables["l_query"]), h, balanced=True),
     }
     start = overlap.order([(tables[name].group, n) for name in tasks])
     got = overlap.Lanes().run(list(tasks.values()), _no_lane, start)
@@ -215,7 +215,7 @@ def test_scratch_bytes_bound_the_msms_allocations(twin, group, n, plan, piece, k
     try:
         tracemalloc.reset_peak()
         base = tracemalloc.get_traced_memory()[0]
-        got = pippenger.msm(ex, group, pts, s, plan, piece)
+        got = pippenger.msm(ex, group, pts, s, plan, piece, balanced=True)
         peak = tracemalloc.get_traced_memory()[1] - base
     finally:
         tracemalloc.stop()
@@ -238,7 +238,7 @@ def test_resources_add_up_the_overlapped_msms(monkeypatch):
                                 host_available=None, staging_budget=1 << 40)
     config = RunConfig("mimc", 22, 1, "gpu", MemoryKind.PINNED)
     monkeypatch.delenv("PROOFFLOW_MSM_OVERLAP", raising=False)
-    assert not settings.msm_overlap() and resources.msm_overlap_bytes(s) == 0
+    assert not settings.current().msm_overlap and resources.msm_overlap_bytes(s) == 0
     sequential = resources.estimate(config, machine, s).device
     monkeypatch.setenv("PROOFFLOW_MSM_OVERLAP", "1")
     n = s.n
@@ -253,5 +253,5 @@ def test_resources_add_up_the_overlapped_msms(monkeypatch):
     assert resources.estimate(config, machine, s).device == sequential + others
     monkeypatch.setenv("PROOFFLOW_MSM_OVERLAP", "maybe")
     with pytest.raises(ValueError, match="PROOFFLOW_MSM_OVERLAP"):
-        settings.msm_overlap()
+        settings.current().msm_overlap
     assert g2 > g1

@@ -121,13 +121,14 @@ def test_loaded_keys_beyond_the_budget_are_forgotten_unless_resident(mimc8_key_d
 
 
 def test_a_gpu_cache_loads_keys_with_plans_within_half_its_budget(mimc8_key_dir, monkeypatch):
-    """KeyCache(copies=True) (a GPU prover service's) plans each key's MSM copies when it
-    loads it: under ``auto`` within half the budget, key and copies together."""
+    """A KeyCache with device options (a GPU prover service's) plans each key's MSM copies
+    when it loads it: under ``auto`` within half the budget, key and copies together."""
+    from proofflow.prover.backend.by_name import device_options
     from proofflow.prover.device import pippenger
     monkeypatch.setenv("PROOFFLOW_MSM_PRECOMPUTE", "auto")
     one = key_bytes(ProvingKey.load(mimc8_key_dir, verify_digests=False))
-    gpu = KeyCache(100 * one, copies=True).get(mimc8_key_dir, "mimc", 8)
-    assert gpu.plans == pippenger.proving_key_plans(gpu.pk, 100 * one)
+    gpu = KeyCache(100 * one, device_options(settings.current())).get(mimc8_key_dir, "mimc", 8)
+    assert gpu.plans == pippenger.proving_key_plans(gpu.pk, 100 * one, None)
     assert any(p.shifts > 1 for p in gpu.plans.values()) and one < gpu.nbytes <= 50 * one
     cpu = KeyCache(100 * one).get(mimc8_key_dir, "mimc", 8)
     assert cpu.plans is None and cpu.nbytes == one
@@ -139,14 +140,14 @@ def test_key_budget_setting(monkeypatch, raw, expected):
         monkeypatch.delenv("PROOFFLOW_KEY_BUDGET", raising=False)
     else:
         monkeypatch.setenv("PROOFFLOW_KEY_BUDGET", raw)
-    assert settings.key_budget_bytes(1000) == expected
+    assert settings.current().key_budget.of(1000) == expected
 
 
 @pytest.mark.parametrize("raw", ["lots", "-1", "0", "1.5"])
 def test_a_bad_key_budget_names_the_setting(monkeypatch, raw):
     monkeypatch.setenv("PROOFFLOW_KEY_BUDGET", raw)
     with pytest.raises(ValueError, match="PROOFFLOW_KEY_BUDGET"):
-        settings.key_budget_bytes(1000)
+        settings.current().key_budget.of(1000)
 
 
 # -- one GPU setup at a time per host -----------------------------------------------------------

@@ -177,10 +177,10 @@ class SynthesizeOperator(ProofflowOperator):
         input = cfg.inputs[self.partition] if cfg.inputs else None  # a registered circuit's
         (self.partition_scratch(context) / "proof.bin").unlink(missing_ok=True)  # an earlier synthesis's
         circuit, holder = get_circuit(cfg.circuit, cfg.log2), _holder(context, self.partition)
-        endpoint = settings.staging_endpoint()
-        if endpoint:
-            out = pipeline.synthesize_remote(circuit, cfg.seed, self.partition, endpoint, settings.staging_token(),
-                                             holder, rec, input=input)
+        current = settings.current()
+        if current.staging_endpoint:
+            out = pipeline.synthesize_remote(circuit, cfg.seed, self.partition, current.staging_endpoint,
+                                             current.staging_token, holder, rec, input=input)
             rec.transfer("net", out.pop("stream_bytes"), "pageable", out.pop("stream_s"),
                          start=out.pop("stream_start"))
         else:
@@ -199,7 +199,7 @@ class StageOperator(ProofflowOperator):
     template_fields = ("config", "partition", "synthesized")
 
     def __init__(self, *, synthesized=None, **kwargs):
-        kwargs.setdefault("queue", settings.gpu_queue())  # the service is on the GPU's host
+        kwargs.setdefault("queue", settings.current().gpu_queue)  # the service is on the GPU's host
         super().__init__(**kwargs)
         self.synthesized = synthesized
 
@@ -217,8 +217,8 @@ class StageOperator(ProofflowOperator):
 
 def _prover(config: RunConfig, partition: int):
     from proofflow.prover.provers import prover_for
-    return prover_for(config, partition, settings.gpu_service_enabled(), settings.gpu_devices(),
-                      settings.standin_gpu_s())
+    current = settings.current()
+    return prover_for(config, partition, current.gpu_service, current.gpu_devices, current.standin_gpu_s)
 
 
 class ProveGpuOperator(ProofflowOperator):
@@ -245,7 +245,7 @@ class ProveGpuOperator(ProofflowOperator):
 
     def __init__(self, *, staged=None, setup_result=None, ready_after_task_id: str | None = None, **kwargs):
         kwargs.setdefault("pool", settings.GPU_POOL)
-        kwargs.setdefault("queue", settings.gpu_queue())  # CeleryExecutor: only the GPU workers serve it
+        kwargs.setdefault("queue", settings.current().gpu_queue)  # CeleryExecutor: only the GPU workers serve it
         super().__init__(**kwargs)
         self.staged = staged
         self.setup_result = setup_result

@@ -42,7 +42,8 @@ class Circuit(abc.ABC):
     def constraint_system_dir(self):
         """Where this machine keeps the circuit's constraint system (under PROOFFLOW_CACHE)."""
         from proofflow import settings
-        return settings.cache_root() / "constraint-systems" / f"{self.name}-2^{self.log2}-{self.cache_version}"
+        cache = settings.current().cache_root
+        return cache / "constraint-systems" / f"{self.name}-2^{self.log2}-{self.cache_version}"
 
     @cached_property
     def constraint_system(self) -> ConstraintSystem:

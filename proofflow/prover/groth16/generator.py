@@ -49,7 +49,7 @@ def _cpu_multiples(group: str, count: int, scalars: Scalars, put: Rows,
     ``_CHUNK`` at a time: in a pool of worker processes (a bounded number of jobs in flight)
     unless the table is small or there is one worker."""
     width = curve.XY_BYTES[group]
-    workers = workers or settings.setup_workers()
+    workers = workers or settings.current().setup_workers
     spans = [(lo, min(count, lo + _CHUNK)) for lo in range(0, count, _CHUNK)]
 
     def job(lo: int, hi: int) -> tuple[str, bytes]:

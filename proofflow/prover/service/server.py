@@ -55,6 +55,7 @@ from proofflow.prover import device, faults, pipeline
 from proofflow.prover.keys import Key, KeyCache
 from proofflow.prover.staging.mapped import MappedSegments
 from proofflow.prover.staging.staged import Staged
+from proofflow.prover.backend.by_name import device_options
 from proofflow.prover.errors import CallerGone, InputError, ProofCheckFailed, ProtocolError, error_reply
 from proofflow.prover.service import protocol
 from proofflow.prover.service.protocol import ProveJob, ProveReply, StageJob, TransferRecord
@@ -103,9 +104,11 @@ class _Job:
 
 
 class ProverService:
-    def __init__(self, socket_path: str | Path, backend: str = "cpu", device: int = 0, idle_s: float = 600.0,
-                 key_budget: int | None = None):
-        self.socket_path = Path(socket_path)
+    def __init__(self, socket_path: str | Path, config: settings.Settings, backend: str = "cpu", device: int = 0,
+                 idle_s: float = 600.0, key_budget: int | None = None):
+        """A service of ``backend`` on ``device``, configured by ``config`` (its process's
+        settings)."""
+        self.socket_path, self.config = Path(socket_path), config
         self.backend_name, self.device, self.idle_s = backend, int(device), float(idle_s)
         self.started_at = time.time()
         self.jobs_done = self.jobs_failed = self.jobs_cancelled = 0
@@ -115,7 +118,7 @@ class ProverService:
         self._uploads: queue.Queue = queue.Queue()  # prefetched jobs, for the upload thread
         self._ahead = threading.Semaphore(2)  # the proof on the device and one uploaded behind it
         # the budget: from PROOFFLOW_KEY_BUDGET at start when None; a GPU's keys get MSM copies
-        self.keys = KeyCache(key_budget, copies=backend == "gpu")
+        self.keys = KeyCache(key_budget, device_options(config) if backend == "gpu" else None)
         self._state = threading.Lock()
         self._active = 0
         self._jobs_in_hand = 0  # prove jobs between their request and their reply
@@ -144,12 +147,12 @@ class ProverService:
         """Backend, segment mappings and kernels ready before the socket accepts anything."""
         from proofflow.prover.backend.by_name import get_backend
         self._use_device()
-        self.backend = get_backend(self.backend_name)
+        self.backend = get_backend(self.backend_name, device_options(self.config))
         self.backend.warm_up()
         if self.keys.budget is None:
-            self.keys.budget = settings.key_budget_bytes(self._memory_bytes())
+            self.keys.budget = self.config.key_budget.of(self._memory_bytes())
         log.info("proving keys stay resident within %d bytes (PROOFFLOW_KEY_BUDGET)", self.keys.budget)
-        self.staging = SharedStaging.from_settings()
+        self.staging = SharedStaging.from_settings(self.config)
         self.segments = {kind: MappedSegments(self.staging, pin=MemoryKind.effective(kind, self.backend_name)
                                                        is MemoryKind.PINNED)
                          for kind in (MemoryKind.PINNED, MemoryKind.PAGEABLE)}
@@ -436,7 +439,7 @@ def main(argv=None) -> int:
     # kernel launch released it) it should not wait out the 5 ms default switch interval
     # behind a connection thread's prefetch.
     sys.setswitchinterval(0.0005)
-    svc = ProverService(args.socket, args.backend, args.device, args.idle_timeout)
+    svc = ProverService(args.socket, settings.current(), args.backend, args.device, args.idle_timeout)
     signal.signal(signal.SIGTERM, lambda *_: svc._stop.set())
     try:
         svc.serve_forever()

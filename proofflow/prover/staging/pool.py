@@ -171,7 +171,7 @@ def staging_pool(pinned: bool) -> StagingPool:
     PROOFFLOW_STAGING_BUDGET: one per process, so the budget bounds everything it holds."""
     with _pools_lock:
         if pinned not in _pools:
-            _pools[pinned] = StagingPool(settings.staging_budget(), pinned=pinned)
+            _pools[pinned] = StagingPool(settings.current().staging_budget, pinned=pinned)
         return _pools[pinned]
 
 
@@ -180,6 +180,6 @@ def acquire(pool: StagingPool, nbytes: int, timer=None, timeout: float | None = 
     InputError."""
     with timing.ensure(timer).phase(Phase.STAGING_WAIT):
         try:
-            return pool.acquire(nbytes, timeout=settings.staging_timeout_s() if timeout is None else timeout)
+            return pool.acquire(nbytes, timeout=settings.current().staging_timeout_s if timeout is None else timeout)
         except ValueError as exc:  # can never fit: no retry would help
             raise InputError(f"{exc} (PROOFFLOW_STAGING_BUDGET)") from None

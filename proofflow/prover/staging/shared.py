@@ -3,7 +3,7 @@ memory that the device's prover service maps and page-locks (``cudaHostRegister`
 uploads from. No file holds a/b/c and nothing copies them on the host between synthesis
 and the H2D: the synthesize task, the stage task and the service all see one segment.
 
-Layout of the root (a tmpfs directory, ``settings.shared_staging_dir()``)::
+Layout of the root (a tmpfs directory, PROOFFLOW_SHARED_STAGING)::
 
     <id>.seg        a leased segment: a/b/c as one (3, n, 4) Fr block, then the witness
     <id>.json       its lease: owner, sizes, state (writing | ready), writer pid and host
@@ -149,10 +149,11 @@ class SharedStaging:
         self.host = socket.gethostname()
 
     @classmethod
-    def from_settings(cls) -> "SharedStaging":
-        """This home's shared staging, under PROOFFLOW_STAGING_BUDGET."""
-        return cls(settings.shared_staging_dir(), settings.staging_budget(), settings.staging_lease_ttl_s(),
-                   settings.staging_idle_ttl_s())
+    def from_settings(cls, s: settings.Settings | None = None) -> "SharedStaging":
+        """The shared staging settings ``s`` (default: this process's) describe: this home's,
+        under PROOFFLOW_STAGING_BUDGET."""
+        s = s or settings.current()
+        return cls(s.shared_staging_dir, s.staging_budget, s.staging_lease_ttl_s, s.staging_idle_ttl_s)
 
     # ---- bookkeeping (under the lock) ---------------------------------------------------
     @contextmanager
