@@ -234,12 +234,12 @@ def _draw_run(rep: dict, ax_gantt, ax_gpu, label: str) -> None:
     ax_gpu.set_yticklabels(["GPU"] if len(devices) == 1 else [f"GPU {d}" for d in devices])
     ax_gpu.invert_yaxis()
     ax_gpu.set_xlabel("seconds since the run's first task started")
-    n = len(devices)  # run_summary's fraction is device-seconds per wall second: per device here
+    n = len(devices)
     per_device = ", ".join(f"{100 * d['gpu_busy_fraction']:.1f}%" for d in rep.get("steady_devices", [])
                            if d["gpu_busy_fraction"] is not None)
     ax_gpu.set_title(f"{label}: GPU busy vs idle (busy {_n(s.get('gpu_busy_s'))} s of wall {_n(s.get('wall_s'))} s"
                      + (f" x {n} devices" if n > 1 else "")
-                     + (f", {100 * frac / n:.1f}%" if frac is not None else "")
+                     + (f", {100 * frac:.1f}%" if frac is not None else "")
                      + (f"; steady state {100 * steady:.1f}% over {_n(st.get('window_s'))} s" if steady is not None
                         else "") + (f", per device {per_device}" if n > 1 and per_device else "") + ")")
     ax_gpu.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=7)
