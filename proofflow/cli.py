@@ -71,9 +71,9 @@ def _output_to(path: Path | None):
 
 
 def print_summary(s: dict) -> None:
+    from proofflow.timing.report import run_setup
     print(f"proof_run {s['run_id']}: {s['state']}")
-    print(f"  {s['circuit']} 2^{s['log2']}, {s['partitions']} partition(s), backend {s['backend']}, "
-          f"staging {s['staging']}, seed {s['seed']}")
+    print(f"  {s['circuit']} 2^{s['log2']}, {s['partitions']} partition(s), {run_setup(s)}, seed {s['seed']}")
     print(f"  {'task':<30}{'phase':<14}{'count':>6}{'total s':>10}{'mean s':>10}{'max s':>10}")
     for p in s["phases"]:
         if p["phase"] == "task":

@@ -124,8 +124,11 @@ class ValidateOperator(ProofflowOperator):
                 raise AirflowFailException(str(exc)) from None
         dag_run = context.get("dag_run")
         started = getattr(dag_run, "start_date", None) or dt.datetime.now(dt.timezone.utc)
+        # what ran beside what was asked for: the dag run's conf keeps the request as typed
         _store().upsert_run(ti.dag_id, ti.run_id, circuit=config.circuit, log2=config.log2,
                             partitions=config.partitions, backend=config.backend, staging=config.staging.value,
+                            backend_requested=config.backend_requested,
+                            staging_requested=config.staging_requested.value,
                             seed=config.seed, state="running", started_at=started, host=rec.host)
         log.info("proof run %s: %s", ti.run_id, json.dumps(config.to_dict()))
         return config.to_dict()
@@ -362,6 +365,7 @@ class FinalizeRunOperator(ProofflowOperator):
         now = time.time()
         summary = {"dag_id": ti.dag_id, "run_id": ti.run_id, "circuit": cfg.circuit, "log2": cfg.log2,
                    "partitions": cfg.partitions, "backend": cfg.backend, "staging": cfg.staging.value,
+                   "backend_requested": cfg.backend_requested, "staging_requested": cfg.staging_requested.value,
                    "seed": cfg.seed, "proofs_verified": verified, "bundle_dir": str(out),
                    "wall_s": round(now - started, 3)}
         with rec.phase(Phase.SUMMARY):
