@@ -262,3 +262,10 @@ def test_operators_are_thin():
                 if fn.end_lineno - fn.lineno + 1 > 30:
                     long[f"{_rel(path)}:{cls.name}.{fn.name}"] = fn.end_lineno - fn.lineno + 1
     assert long == {}
+
+
+def test_the_readme_is_a_front_door():
+    """At most 250 lines; the depth lives in docs/."""
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 250 and all((ROOT / "docs" / name).is_file() for name in (
+        "architecture.md", "configuration.md", "deployment.md", "sizing.md", "prover-service.md", "reliability.md"))
