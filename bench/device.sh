@@ -166,8 +166,10 @@ plan_kernels() {
         "$venv/bin/python" -m proofflow.cli kernels build --arch 90 --variants mul32 mul64 wide call
     # only the cubins this source loads (an edited module leaves its old cubin behind)
     PYTHONPATH=$PWD:$site PROOFFLOW_KERNEL_DIR=$dir "$venv/bin/python" - <<'PY' > "$dir.list"
+import os
+from pathlib import Path
 from proofflow.prover.device import cache
-for e in cache.entries():
+for e in cache.entries(Path(os.environ["PROOFFLOW_KERNEL_DIR"])):
     if e["status"] == "current":
         print(e["path"].rsplit("/", 1)[1])
         print(e["path"].rsplit("/", 1)[1].removesuffix(".cubin") + ".json")
