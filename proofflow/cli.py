@@ -282,7 +282,7 @@ def parser() -> argparse.ArgumentParser:
                                    "With --r1cs X.r1cs --out X.zkey: a snarkjs Groth16 zkey for that circuit from a "
                                    "seeded toxic waste, for tests and benchmarks only (no ceremony: anyone who knows "
                                    "the seed can forge proofs; the file says so).")
-    s.add_argument("--r1cs", help="a circom .r1cs (BLS12-381) to write a test-only zkey for")
+    s.add_argument("--r1cs", help="a circom .r1cs (of a registered curve: BLS12-381) to write a test-only zkey for")
     s.add_argument("--out", help="the .zkey to write (with --r1cs)")
     s.add_argument("--seed", type=_int_in(0, MAX_SEED, "seed"), default=0, help="the toxic waste's seed (with --r1cs)")
     s.add_argument("--backend", choices=BACKENDS, default="auto", help="where the key's points are computed "

@@ -53,4 +53,4 @@ def verifies(key_dir: Path, reply, public) -> bool:
     from proofflow.prover.groth16 import verifier
     from proofflow.prover.groth16.data_structures import Proof, VerifyingKey
     vk = VerifyingKey.load(Path(key_dir) / "vk.json")
-    return verifier.verify(vk, public, Proof.from_bytes(reply.proof))
+    return verifier.verify(vk, public, Proof.from_bytes(vk.curve, reply.proof))

@@ -6,18 +6,19 @@ converted to Montgomery form there, without its rows at infinity when a key's ta
 enough of them (``density``: an MSM then gathers its scalars at the rows kept); a plan
 with precomputed copies (``pippenger.Plan``) builds them there from the rows kept, once,
 and keeps them in its place. An MSM runs under the plan of the table's resident copies
-unless told otherwise. Each group's kernels are a module of their own, so a G1-only user
-never compiles the G2 ones.
+unless told otherwise. Each curve's and group's kernels are a module of their own, so a
+G1-only user never compiles the G2 ones; a table's curve picks its modules.
 """
 from __future__ import annotations
 
 import cupy as cp
 import numpy as np
 
-from proofflow.prover import curve
+from proofflow.prover.curves.descriptor import Curve
 from proofflow.prover.device import source as kernels
 from proofflow.prover.device import cache, density, pippenger
 from proofflow.prover.device.pippenger import PIECE
+from proofflow.prover.points import PointTable
 
 _THREADS = 128
 
@@ -27,13 +28,15 @@ def _blocks(n: int) -> int:
 
 
 class CupyExecutor:
-    """Launches the kernels of one module (``msm.cu`` or ``fixed_base.cu``) on the current device,
-    compiled with the product ``variant`` (default ``curve_variant()``; all give the same values)."""
+    """Launches the kernels of one module (``msm.cu`` or ``fixed_base.cu``) of ``curve`` on the
+    current device, compiled with the product ``variant`` (default ``curve_variant()``; all
+    give the same values)."""
 
     xp = cp
 
-    def __init__(self, name: str, group: str, variant: str | None = None):
-        self._module = cache.load(variant or kernels.curve_variant(), name, group)
+    def __init__(self, curve: Curve, name: str, group: str, variant: str | None = None):
+        self.curve = curve
+        self._module = cache.load(curve, variant or kernels.curve_variant(), name, group)
         self._fn: dict = {}
 
     def launch(self, kernel: str, threads: int, *args) -> None:
@@ -48,32 +51,32 @@ class CupyExecutor:
 _EXECUTORS: dict = {}
 
 
-def executor(group: str) -> CupyExecutor:
-    if group not in _EXECUTORS:
-        _EXECUTORS[group] = CupyExecutor("msm.cu", group)
-    return _EXECUTORS[group]
+def executor(curve: Curve, group: str) -> CupyExecutor:
+    if (curve.name, group) not in _EXECUTORS:
+        _EXECUTORS[curve.name, group] = CupyExecutor(curve, "msm.cu", group)
+    return _EXECUTORS[curve.name, group]
 
 
-def _key(table: curve.PointTable) -> tuple:
+def _key(table: PointTable) -> tuple:
     """The cache key of the table's plain points on the current device; its precomputed
     copies are under this key + (plan,), one plan a device."""
     return f"{table.group}-affine-mont", cp.cuda.runtime.getDevice()
 
 
-def _rows_key(table: curve.PointTable) -> tuple:
+def _rows_key(table: PointTable) -> tuple:
     """The cache key of the rows the device table kept (``density.kept_rows``)."""
     return f"{table.group}-kept-rows", cp.cuda.runtime.getDevice()
 
 
-def device_points(table: curve.PointTable, plan: pippenger.Plan | None = None) -> cp.ndarray:
+def device_points(table: PointTable, plan: pippenger.Plan | None = None) -> cp.ndarray:
     """The table's points on the current device, affine Montgomery: (m, 12) uint64 for
-    G1, (m, 24) for G2, the m rows of ``kept_rows`` (all n unless the table has enough
+    G1, (m, 24) for G2 on BLS12-381, the m rows of ``kept_rows`` (all n unless the table has enough
     points at infinity); for a plan of shifts > 1, its (shifts * m)-row table of copies,
     built here the first time. The plain points are then its first m rows (a view), and
     the copies of another plan are dropped."""
     key = _key(table)
     if key not in table.device_cache:
-        width = pippenger.affine_limbs(table.group)
+        width = pippenger.affine_limbs(table.curve, table.group)
         host = np.ascontiguousarray(table.xy).view(np.uint64).reshape(-1, width)
         # copied from the (memory-mapped) table itself: cp.asarray would first copy it whole
         # into a page-locked buffer that CuPy's pinned pool then keeps, 25.8 GB of host
@@ -81,7 +84,7 @@ def device_points(table: curve.PointTable, plan: pippenger.Plan | None = None) -
         pts = cp.empty(host.shape, dtype=cp.uint64)
         pts.set(host)
         n = pts.shape[0]
-        executor(table.group).launch(f"to_montgomery_{table.group}", n, pts, np.uint64(n))
+        executor(table.curve, table.group).launch(f"to_montgomery_{table.group}", n, pts, np.uint64(n))
         rows = density.kept_rows(cp, pts)
         table.device_cache[_rows_key(table)] = rows
         table.device_cache[key] = pts if rows is None else pts[rows]
@@ -90,20 +93,20 @@ def device_points(table: curve.PointTable, plan: pippenger.Plan | None = None) -
     if key + (plan,) not in table.device_cache:
         for old in [k for k in table.device_cache if k[:2] == key and len(k) == 3]:
             del table.device_cache[old]
-        copies = pippenger.precompute(executor(table.group), table.group, table.device_cache[key], plan)
+        copies = pippenger.precompute(executor(table.curve, table.group), table.group, table.device_cache[key], plan)
         table.device_cache[key + (plan,)] = copies
         table.device_cache[key] = copies[:copies.shape[0] // plan.shifts]
     return table.device_cache[key + (plan,)]
 
 
-def kept_rows(table: curve.PointTable):
+def kept_rows(table: PointTable):
     """The rows of the table the device holds (int64 indices on the device), None for all:
     an MSM over it takes its scalars at these rows (``density.gather``)."""
     device_points(table)
     return table.device_cache[_rows_key(table)]
 
 
-def resident_plan(table: curve.PointTable) -> pippenger.Plan:
+def resident_plan(table: PointTable) -> pippenger.Plan:
     """The plan of the table's precomputed copies on the current device, else the plain one."""
     key = _key(table)
     return next((k[2] for k in table.device_cache if k[:2] == key and len(k) == 3), pippenger.plain(len(table)))
@@ -126,7 +129,7 @@ class _Spans:
         self.last, self.name = ev, name
 
 
-def msm(table: curve.PointTable, scalars, c: int | None = None, spans: dict | None = None,
+def msm(table: PointTable, scalars, c: int | None = None, spans: dict | None = None,
         piece: int = PIECE, plan: pippenger.Plan | None = None, affine_rounds: int = 0,
         balanced: bool | None = None):
     """sum scalars[i] * table[i] in the table's group; ``scalars`` an Fr vector on the host
@@ -139,24 +142,24 @@ def msm(table: curve.PointTable, scalars, c: int | None = None, spans: dict | No
     if scalars.shape != (n, 4):
         raise ValueError(f"{n} points but scalars of shape {scalars.shape}")
     if n == 0:
-        return curve.point_class(table.group).identity()
+        return table.curve.point_class(table.group).identity()
     plan = plan or (pippenger.Plan(c) if c else resident_plan(table))
     pts = device_points(table, plan)
     s = density.gather(cp, cp.ascontiguousarray(cp.asarray(scalars)), kept_rows(table))
     if s.shape[0] == 0:
-        return curve.point_class(table.group).identity()
-    return pippenger.msm(executor(table.group), table.group, pts, s, plan, piece, _Spans(spans).mark,
+        return table.curve.point_class(table.group).identity()
+    return pippenger.msm(executor(table.curve, table.group), table.group, pts, s, plan, piece, _Spans(spans).mark,
                          affine_rounds, balanced)
 
 
-def msm_g1(table: curve.PointTable, scalars, c: int | None = None, spans: dict | None = None,
+def msm_g1(table: PointTable, scalars, c: int | None = None, spans: dict | None = None,
            piece: int = PIECE, plan: pippenger.Plan | None = None):
     if table.group != "g1":
         raise ValueError(f"msm_g1 takes a G1 table, got {table.group}")
     return msm(table, scalars, c, spans, piece, plan)
 
 
-def msm_g2(table: curve.PointTable, scalars, c: int | None = None, spans: dict | None = None,
+def msm_g2(table: PointTable, scalars, c: int | None = None, spans: dict | None = None,
            piece: int = PIECE, plan: pippenger.Plan | None = None):
     if table.group != "g2":
         raise ValueError(f"msm_g2 takes a G2 table, got {table.group}")
