@@ -7,6 +7,12 @@ from proofflow.spec import (BACKENDS, CIRCUIT_NAME, CIRCUITS, DEFAULTS, MAX_LOG2
                             MIN_LOG2, MIN_PARTITIONS, STAGING, registered_circuits)
 
 
+# The engine's registered curves (proofflow.prover.curves.registry, which parsing a DAG file
+# must not import) until spec names them with its RunConfig: then spec.CURVES and its default.
+# test_dag_proof_run checks them against the registry.
+CURVES, DEFAULT_CURVE = ("bls12_381",), "bls12_381"
+
+
 def _range(lo: int, hi: int | None = None) -> dict:
     """An integer range, kept inside ``allOf``: Airflow 3.3's trigger form hands a top-level
     minimum/maximum to its number field, which silently clamps an out-of-range entry to the
@@ -29,6 +35,9 @@ def schema() -> dict:
 SCHEMA = {
     "log2": dict(type="integer", **_range(MIN_LOG2, MAX_LOG2), title="log2 constraints",
                  description=f"Circuit size: 2^log2 constraints, an integer in {MIN_LOG2}..{MAX_LOG2}."),
+    "curve": dict(type="string", enum=list(CURVES), title="Curve",
+                  description="The pairing-friendly curve the proofs are over (a registered circom circuit's "
+                              "is its own: it must be that one)."),
     "partitions": dict(type="integer", **_range(MIN_PARTITIONS, MAX_PARTITIONS), title="Partitions",
                        description=f"Independent instances proved in this run, one mapped task chain each: "
                                    f"an integer in {MIN_PARTITIONS}..{MAX_PARTITIONS}."),
@@ -54,4 +63,5 @@ SCHEMA = {
 def dag_params() -> dict:
     """The Params of proof_run, one per parameter, with its default."""
     from airflow.sdk import Param
-    return {name: Param(DEFAULTS[name], **s) for name, s in schema().items()}
+    defaults = {"curve": DEFAULT_CURVE, **DEFAULTS}
+    return {name: Param(defaults[name], **s) for name, s in schema().items()}
