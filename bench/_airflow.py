@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench import _env
+from proofflow import settings
 from tests.helpers import local_stack as stack
 from tests.helpers.local_stack import ROOT
 
@@ -119,6 +120,7 @@ def this_process_env(**values: str):
     deployment's prover services with proofflow's own client)."""
     old = {k: os.environ.get(k) for k in values}
     os.environ.update(values)
+    settings.reload()
     try:
         yield
     finally:
@@ -127,3 +129,4 @@ def this_process_env(**values: str):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+        settings.reload()

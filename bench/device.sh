@@ -8,7 +8,7 @@
 #   bash bench/device.sh snarkjs-pack   .snarkjs/: node, snarkjs and arkworks (for `snarkjs` only)
 # Device plans (carry .whl and .kernels.tar.xz unless noted; results and logs go to $OUT):
 #   session                      GPU tests, bench.gpu, an Nsight Compute profile (STEPS, TESTS, BENCH_ONLY)
-#   partition [LOG2 ...]         bench.partition at 2^22 and 2^24: plain, precomputed copies, MSMs overlapped
+#   partition [LOG2 ...]         bench.partition at 2^22 and 2^24: plain, precomputed copies, MSMs overlapped (VARIANTS)
 #   stream LOG2 [DUR_S] [WARM_S] bench.stream: sustained load through Airflow (also carry proofflow.egg-info)
 #   msm-sweep                    bench.msm_phases over the plans the MSM cost model is fitted to
 #   pipeline [LOG2] [PARTS] [DEPTH]     bench.pipeline: naive vs the prover service, pinned vs pageable
@@ -274,7 +274,7 @@ plan_partition() {
     for L in $sizes; do
         key=/dev/shm/pf-params/mimc-log2_$L-seed0
         ensure_key mimc "$L" "$key" || { status=1; continue; }
-        for variant in plain pre overlap; do
+        for variant in ${VARIANTS:-plain pre overlap}; do
             case $variant in
                 plain) suffix='' pre=0 ovl=0 ;;
                 pre) suffix=-pre pre=$precompute ovl=0 ;;

@@ -35,13 +35,14 @@ import numpy as np
 import proofflow
 from proofflow import settings
 from proofflow.prover import points
+from proofflow.prover.backend.by_name import device_options
 from proofflow.prover.backend.cpu import CpuBackend
 from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
 from proofflow.prover.device import cache, source as kernels
 from proofflow.prover.device.backend import GpuBackend, h2d
 from proofflow.prover.field.fr import Fr
 from proofflow.prover.polynomial.domain import Radix2Domain
-from proofflow.prover.staging import StagingPool
+from proofflow.prover.staging.pool import StagingPool
 
 fr = Fr.of(CURVE)
 
@@ -141,7 +142,8 @@ def check_ntt_large(gpu: GpuBackend, d: Radix2Domain, rng) -> None:
     for k in (1, int(rng.integers(2, d.size))):
         delta = cp.zeros((d.size, 4), dtype=cp.uint64)
         delta[k] = cp.asarray(fr.from_ints([1]))[0]
-        ok &= bool(cp.array_equal(gpu.ntt_device(d, delta), powers(CURVE, pow(d.omega, k, fr.MODULUS), d.size)))
+        monomial = powers(CURVE, pow(d.omega, k, fr.MODULUS), d.size, gpu.options.kernel_dir)
+        ok &= bool(cp.array_equal(gpu.ntt_device(d, delta), monomial))
     if not ok:
         sys.exit(f"GPU NTT fails its round-trip/linearity/monomial checks at 2^{d.log_n}: not timing a wrong kernel")
 
@@ -152,7 +154,7 @@ def check_h_large(gpu: GpuBackend, d: Radix2Domain, rng) -> None:
     from proofflow.prover.device.backend import powers
     n, p = d.size, fr.MODULUS
     k, m = int(rng.integers(n // 2, n)), int(rng.integers(n // 2, n))
-    a, b, c = (powers(CURVE, pow(d.omega, e, p), n) for e in (k, m, k + m - n))
+    a, b, c = (powers(CURVE, pow(d.omega, e, p), n, gpu.options.kernel_dir) for e in (k, m, k + m - n))
     want = cp.zeros((n, 4), dtype=cp.uint64)
     want[k + m - n] = cp.asarray(fr.from_ints([1]))[0]
     if not cp.array_equal(gpu.compute_h_device(d, a, b, c), want):
@@ -174,7 +176,7 @@ def bench_fr_mul(args, rng) -> dict:
     n, iters = 1 << 22, 256
     out = {}
     for variant in kernels.PRODUCT_VARIANTS:
-        gpu, x = GpuBackend(variant), random_device(n, rng)
+        gpu, x = GpuBackend(args.options, variant), random_device(n, rng)
         t = gpu_times(lambda: gpu.square_chain_device(CURVE, x, iters), args.repeats)
         out[variant] = float(f"{n * iters / (min(t) / 1e3):.3g}")
     return {"fr_mul_per_s": out}
@@ -202,7 +204,7 @@ def bench_fq_mul(args, rng) -> dict:
     grid, nn = (max(1, min(-(-n // 128), 132 * 64)),), np.uint64(n)
     out = {}
     for variant in kernels.PRODUCT_VARIANTS:
-        mod = cache.load(CURVE, variant, "field.cu")
+        mod = cache.load(CURVE, variant, "field.cu", kernel_dir=args.options.kernel_dir)
         mul, sqr = mod.get_function("fq_mul_chain"), mod.get_function("fq_sqr_chain")
         x = x0.copy()
         mul(grid, (128,), (x, y, nn, np.int32(3)))
@@ -222,7 +224,7 @@ def bench_fq_mul(args, rng) -> dict:
 
 
 def bench_ntt(args, rng) -> dict:
-    gpu = GpuBackend(args.variant)
+    gpu = GpuBackend(args.options, args.variant)
 
     def run(log_n):
         d = Radix2Domain(log_n, CURVE)
@@ -239,13 +241,13 @@ def bench_ntt(args, rng) -> dict:
     # the other product routine at 2^24, to show what the PTX chains buy
     other = "mul64" if args.variant == "mul32" else "mul32"
     log_n = min(max(args.ntt_sizes), 24)
-    d, x, g2 = Radix2Domain(log_n, CURVE), random_device(1 << log_n, rng), GpuBackend(other)
+    d, x, g2 = Radix2Domain(log_n, CURVE), random_device(1 << log_n, rng), GpuBackend(args.options, other)
     out["ntt_ms_" + other] = {str(log_n): summary(gpu_times(lambda: g2.ntt_device(d, x), args.repeats))["median"]}
     return out
 
 
 def bench_h(args, rng) -> dict:
-    gpu = GpuBackend(args.variant)
+    gpu = GpuBackend(args.options, args.variant)
 
     def run(log_n):
         d = Radix2Domain(log_n, CURVE)
@@ -335,7 +337,7 @@ def _bench_msm_group(args, rng, group: str, sizes, check_log: int) -> tuple[dict
     """One group's MSM at each size, the table resident on the device. Checked against
     arkworks at ``check_log`` and against the scalar-sum identity at every size."""
     from proofflow.prover.device import msm as gpu_msm
-    gpu = GpuBackend()
+    gpu = GpuBackend(args.options)
     base = multiples_table(group)
     cpu_ms = {}
     width = CURVE.xy_bytes(group)
@@ -344,16 +346,16 @@ def _bench_msm_group(args, rng, group: str, sizes, check_log: int) -> tuple[dict
         n = 1 << log_n
         table = tiled(base, n)
         s = random_device(n, rng)
-        gpu_msm.device_points(table)  # upload once: the SRS stays resident across partitions
+        gpu_msm.device_points(table, args.options)  # upload once: the SRS stays resident across partitions
         if log_n == check_log:
             t0 = time.perf_counter()
             ref = points.msm(table, cp.asnumpy(s))
             cpu_ms[str(log_n)] = round((time.perf_counter() - t0) * 1e3, 1)
-            if gpu_msm.msm(table, s) != ref:
+            if gpu_msm.msm(table, s, args.options) != ref:
                 sys.exit(f"GPU {group} MSM differs from arkworks at 2^{log_n}: not timing a wrong kernel")
-        if gpu_msm.msm(table, s) != expected_msm(gpu, group, s, len(base)):
+        if gpu_msm.msm(table, s, args.options) != expected_msm(gpu, group, s, len(base)):
             sys.exit(f"GPU {group} MSM differs from (sum s_k * k) * G at 2^{log_n}: not timing a wrong kernel")
-        sm = summary(_wall_ms(lambda: gpu_msm.msm(table, s), args.repeats_msm))
+        sm = summary(_wall_ms(lambda: gpu_msm.msm(table, s, args.options), args.repeats_msm))
         print(f"  msm {group} 2^{log_n}: {sm}", flush=True)
         return sm
 
@@ -378,8 +380,8 @@ def bench_msm(args, rng) -> dict:
         from proofflow.prover.device import msm as gpu_msm
         n = 1 << skew_log
         table = tiled(multiples_table("g1"), n)
-        gpu_msm.device_points(table)
-        skewed = _msm_skewed(table, rng, args.repeats_msm)
+        gpu_msm.device_points(table, args.options)
+        skewed = _msm_skewed(table, rng, args.repeats_msm, args.options)
         print(f"  msm 2^{skew_log} skewed scalars: {skewed}", flush=True)
         worst, uniform = max(skewed.values()), detail[str(skew_log)]["median"]
         if worst > 2 * uniform:
@@ -390,7 +392,7 @@ def bench_msm(args, rng) -> dict:
     return out
 
 
-def _msm_skewed(table, rng, repeats: int) -> dict:
+def _msm_skewed(table, rng, repeats: int, options) -> dict:
     """Median wall ms of the MSM under skewed scalars (correctness: tests/device/test_gpu_backend.py):
     90% ones and twos, and all scalars equal (every window's entries in one bucket)."""
     from proofflow.prover.device import msm as gpu_msm
@@ -404,7 +406,7 @@ def _msm_skewed(table, rng, repeats: int) -> dict:
         for i in range(repeats + 1):
             cp.cuda.get_current_stream().synchronize()
             t0 = time.perf_counter()
-            gpu_msm.msm_g1(table, s)
+            gpu_msm.msm_g1(table, s, options)
             if i:
                 times.append((time.perf_counter() - t0) * 1e3)
         out[name] = round(statistics.median(times), 3)
@@ -427,7 +429,7 @@ def _bench_msm_precomputed_group(args, rng, group: str) -> tuple[dict, dict]:
     resident plain points (device time), then the MSM and the plain one on the same
     scalars (wall time, as the plain rows), after checking both against (sum s_k * k) * G."""
     from proofflow.prover.device import msm as gpu_msm, pippenger
-    gpu = GpuBackend()
+    gpu = GpuBackend(args.options)
     base = multiples_table(group)
     width = CURVE.xy_bytes(group)
 
@@ -436,19 +438,20 @@ def _bench_msm_precomputed_group(args, rng, group: str) -> tuple[dict, dict]:
         table = tiled(base, n)
         plan = _key_plan(group, n, args)
         s = random_device(n, rng)
-        pts = gpu_msm.device_points(table)
-        build = gpu_times(lambda: pippenger.precompute(gpu_msm.executor(CURVE, group), group, pts, plan),
+        pts = gpu_msm.device_points(table, args.options)
+        build = gpu_times(lambda: pippenger.precompute(gpu_msm.executor(CURVE, group, args.options), group, pts, plan),
                           args.repeats_precompute, warmup=0)
-        gpu_msm.device_points(table, plan)
+        gpu_msm.device_points(table, args.options, plan)
         want = expected_msm(gpu, group, s, len(base))
         for p in (plan, pippenger.plain(n)):
-            if gpu_msm.msm(table, s, plan=p) != want:
+            if gpu_msm.msm(table, s, args.options, plan=p) != want:
                 sys.exit(f"GPU {group} MSM under {p} differs from (sum s_k * k) * G at 2^{log_n}: not timing it")
         row = {"plan": _plan_row(plan),
                "copies_gib": round((plan.shifts - 1) * n * width / 2**30, 2),
                "precompute_s": {k: round(v / 1e3, 3) if k != "repeats" else v for k, v in summary(build).items()},
-               "msm_ms": summary(_wall_ms(lambda: gpu_msm.msm(table, s, plan=plan), args.repeats_msm)),
-               "plain_ms": summary(_wall_ms(lambda: gpu_msm.msm(table, s, plan=pippenger.plain(n)), args.repeats_msm))}
+               "msm_ms": summary(_wall_ms(lambda: gpu_msm.msm(table, s, args.options, plan=plan), args.repeats_msm)),
+               "plain_ms": summary(_wall_ms(lambda: gpu_msm.msm(table, s, args.options, plan=pippenger.plain(n)),
+                                           args.repeats_msm))}
         row["speedup"] = round(row["plain_ms"]["median"] / row["msm_ms"]["median"], 3)
         print(f"  msm {group} 2^{log_n} precomputed: {row}", flush=True)
         return row
@@ -470,15 +473,15 @@ def bench_msm_variants(args, rng) -> dict:
     ms of each step (the accumulation is where the products are). Each result checked
     against (sum s_k * k) * G first; speedups against mul32 in pieces."""
     from proofflow.prover.device import msm as gpu_msm, pippenger
-    gpu, out = GpuBackend(), {}
+    gpu, out = GpuBackend(args.options), {}
     for group, sizes in (("g1", args.msm_variant_sizes), ("g2", args.msm_variant_g2_sizes)):
         base, width = multiples_table(group), CURVE.xy_bytes(group)
-        executors = {v: gpu_msm.CupyExecutor(CURVE, "msm.cu", group, v) for v in kernels.CURVE_VARIANTS}
+        executors = {v: gpu_msm.CupyExecutor(CURVE, "msm.cu", group, args.options, v) for v in kernels.CURVE_VARIANTS}
 
         def run(log_n):
             n = 1 << log_n
             table = tiled(base, n)
-            pts, s = gpu_msm.device_points(table), random_device(n, rng)
+            pts, s = gpu_msm.device_points(table, args.options), random_device(n, rng)
             want, row = expected_msm(gpu, group, s, len(base)), {}
             for (variant, ex), balanced in itertools.product(executors.items(), (False, True)):
                 name = variant + ("+spans" if balanced else "")
@@ -514,7 +517,7 @@ def bench_msm_density(args, rng) -> dict:
     checked against (sum s_k * k) * G over the finite rows first: median wall ms and the
     speedup. G1 at --msm-variant sizes, G2 at the G2 variant sizes."""
     from proofflow.prover.device import density, msm as gpu_msm
-    gpu, out = GpuBackend(), {}
+    gpu, out = GpuBackend(args.options), {}
     for group, sizes in (("g1", args.msm_variant_sizes), ("g2", args.msm_variant_g2_sizes)):
         base, width = multiples_table(group), CURVE.xy_bytes(group)
 
@@ -523,10 +526,10 @@ def bench_msm_density(args, rng) -> dict:
             xy = tiled(base, n).xy.copy()
             xy[2::3] = 0
             kept, whole = points.PointTable(CURVE, group, xy), points.PointTable(CURVE, group, xy)
-            gpu_msm.device_points(kept)
+            gpu_msm.device_points(kept, args.options)
             rule, density.kept_rows = density.kept_rows, lambda xp, points: None
             try:
-                gpu_msm.device_points(whole)
+                gpu_msm.device_points(whole, args.options)
             finally:
                 density.kept_rows = rule
             s = random_device(n, rng)
@@ -534,10 +537,11 @@ def bench_msm_density(args, rng) -> dict:
             finite[2::3] = 0
             want, row = expected_msm(gpu, group, finite, len(base)), {}
             for name, table in (("whole", whole), ("kept", kept)):
-                if gpu_msm.msm(table, s) != want:
+                if gpu_msm.msm(table, s, args.options) != want:
                     sys.exit(f"the {group} MSM over the {name} table differs from (sum s_k * k) * G at 2^{log_n}")
-                row[name] = {"rows": int(gpu_msm.device_points(table).shape[0]),
-                             "ms": summary(_wall_ms(lambda t=table: gpu_msm.msm(t, s), args.repeats_msm))}
+                row[name] = {"rows": int(gpu_msm.device_points(table, args.options).shape[0]),
+                             "ms": summary(_wall_ms(lambda t=table: gpu_msm.msm(t, s, args.options),
+                                                    args.repeats_msm))}
             row["speedup"] = round(row["whole"]["ms"]["median"] / row["kept"]["ms"]["median"], 3)
             print(f"  msm {group} 2^{log_n} over kept rows: {row}", flush=True)
             return row
@@ -600,7 +604,7 @@ def bench_msm_affine(args, rng) -> dict:
 
 def _bench_msm_affine_group(args, rng, group: str, sizes):
     from proofflow.prover.device import msm as gpu_msm
-    gpu = GpuBackend()
+    gpu = GpuBackend(args.options)
     base = multiples_table(group)
     width = CURVE.xy_bytes(group)
 
@@ -609,13 +613,14 @@ def _bench_msm_affine_group(args, rng, group: str, sizes):
         table = tiled(base, n)
         plan = _key_plan(group, n, args)
         s = random_device(n, rng)
-        gpu_msm.device_points(table, plan)
+        gpu_msm.device_points(table, args.options, plan)
         want = expected_msm(gpu, group, s, len(base))
         row = {"plan": _plan_row(plan)}
         runs = [(f"rounds_{r}", r, False) for r in args.affine_rounds] + [("rounds_0+spans", 0, True)]
         for label, rounds, balanced in runs:
             def msm(spans=None, rounds=rounds, balanced=balanced):
-                return gpu_msm.msm(table, s, plan=plan, spans=spans, affine_rounds=rounds, balanced=balanced)
+                return gpu_msm.msm(table, s, args.options, plan=plan, spans=spans, affine_rounds=rounds,
+                                   balanced=balanced)
             if msm() != want:
                 sys.exit(f"{group} MSM {label} differs from (sum s_k * k) * G at 2^{log_n}: not timing it")
             row[label] = {"wall_ms": summary(_wall_ms(msm, args.repeats_msm)),
@@ -659,7 +664,7 @@ def bench_msm_bits(args, rng) -> dict:
     prover runs A, B and L), the same witness through Pippenger alone, and uniform scalars
     (a dense circuit's witness). Each result checked against (sum s_k * k) * G."""
     from proofflow.prover.device import msm as gpu_msm
-    gpu = GpuBackend()
+    gpu = GpuBackend(args.options)
     out = {}
     for group, sizes in (("g1", args.msm_bits_sizes), ("g2", args.msm_bits_g2_sizes)):
         base = multiples_table(group)
@@ -667,16 +672,17 @@ def bench_msm_bits(args, rng) -> dict:
 
         def run(log_n):
             table = tiled(base, 1 << log_n)
-            gpu_msm.device_points(table)
+            gpu_msm.device_points(table, args.options)
             w = _bits_witness(log_n)
-            cases = {"bits_split": (gpu.msm_witness, cp.asarray(w)), "bits_pippenger": (gpu_msm.msm, cp.asarray(w)),
-                     "uniform": (gpu_msm.msm, random_device(1 << log_n, rng))}
+            pippenger_msm = partial(gpu_msm.msm, options=args.options)
+            cases = {"bits_split": (gpu.msm_witness, cp.asarray(w)), "bits_pippenger": (pippenger_msm, cp.asarray(w)),
+                     "uniform": (pippenger_msm, random_device(1 << log_n, rng))}
             row = {"bit_share": round(float(np.mean(np.all(w == 0, axis=1) | np.all(w == fr.one(), axis=1))), 4)}
             for name, (fn, s) in cases.items():
                 if fn(table, s) != expected_msm(gpu, group, s, len(base)):
                     sys.exit(f"{name} {group} MSM differs from (sum s_k * k) * G at 2^{log_n}: not timing a wrong kernel")
                 row[f"{name}_ms"] = summary(_wall_ms(lambda: fn(table, s), args.repeats_msm))["median"]
-            row["bits_split_parts_ms"] = _split_parts(table, cp.asarray(w), args.repeats_msm)
+            row["bits_split_parts_ms"] = _split_parts(table, cp.asarray(w), args.repeats_msm, args.options)
             row["speedup_vs_uniform"] = round(row["uniform_ms"] / row["bits_split_ms"], 1)
             row["speedup_vs_pippenger"] = round(row["bits_pippenger_ms"] / row["bits_split_ms"], 1)
             print(f"  msm {group} 2^{log_n} bits vs dense: {row}", flush=True)
@@ -697,15 +703,15 @@ def bench_msm_bits(args, rng) -> dict:
 ONES_ROUNDS = (2, 4, 8, 32)  # batch-affine rounds before the ones' tree sum (sparse.ONES_AFFINE_ROUNDS)
 
 
-def _split_parts(table: points.PointTable, s: cp.ndarray, repeats: int) -> dict:
+def _split_parts(table: points.PointTable, s: cp.ndarray, repeats: int, options) -> dict:
     """Where the split's time goes (median wall ms): classifying the scalars and gathering
     the indices, summing the ones' points (by the tree alone, and after ``ONES_ROUNDS``
     batch-affine rounds, each checked against the tree's sum), Pippenger over the
     compacted rest."""
     from proofflow.prover.device import msm as gpu_msm, pippenger, sparse
     from proofflow.prover.device.backend import _bitsum_executor
-    group, pts = table.group, gpu_msm.device_points(table)
-    ex = _bitsum_executor(cp.cuda.runtime.getDevice(), CURVE, group)
+    group, pts = table.group, gpu_msm.device_points(table, options)
+    ex = _bitsum_executor(cp.cuda.runtime.getDevice(), CURVE, group, options)
 
     def indices():
         cls = sparse.classify(ex, s)
@@ -713,9 +719,10 @@ def _split_parts(table: points.PointTable, s: cp.ndarray, repeats: int) -> dict:
         cp.cuda.get_current_stream().synchronize()
         return out
     ones, other = indices()
-    msm_ex = gpu_msm.executor(CURVE, group)
+    msm_ex = gpu_msm.executor(CURVE, group, options)
     parts = {"classify": indices, "ones_sum": lambda: sparse.point_sum(ex, group, pts, ones),
-             "rest_pippenger": lambda: pippenger.msm(msm_ex, group, pts[other], s[other])}
+             "rest_pippenger": lambda: pippenger.msm(msm_ex, group, pts[other], s[other],
+                                                     balanced=options.msm_balanced)}
     want = parts["ones_sum"]()
     for r in ONES_ROUNDS:  # the ones paired up by batch-affine rounds before the tree sum
         parts[f"ones_sum_rounds_{r}"] = fn = partial(sparse.point_sum, ex, group, pts, ones, msm_ex, r)
@@ -735,7 +742,8 @@ def _partition(gpu: GpuBackend, name: str, log_n: int):
     from proofflow.prover.groth16 import generator
     circuit = get_circuit(name, log_n)
     pk = generator.setup(circuit, 1, backend=gpu)
-    gpu.prepare(pk, pippenger.proving_key_plans(pk, settings.key_budget_bytes(device.memory_bytes())))
+    budget = settings.current().key_budget.of(device.memory_bytes())
+    gpu.prepare(pk, pippenger.proving_key_plans(pk, budget, gpu.options.msm_precompute))
     inst = circuit.instance(0, 0)
     domain = Radix2Domain.for_size(circuit.domain_size, CURVE)
     return pk, inst, circuit.witness_map(inst.witness), domain, circuit.num_public + 1
@@ -747,7 +755,7 @@ def bench_prove_bits(args, rng) -> dict:
     the same size, keys set up and resident on the GPU; the first proof of each verified."""
     from proofflow.prover.groth16 import prover, verifier
     from proofflow.prover.timing import PhaseTimer
-    gpu, log_n, out = GpuBackend(), args.prove_bits_log, {}
+    gpu, log_n, out = GpuBackend(args.options), args.prove_bits_log, {}
     for name in ("mimc", "bits"):
         pk, inst, abc, domain, k = _partition(gpu, name, log_n)
         uploaded = prover.upload(gpu, abc, inst.witness)
@@ -810,12 +818,11 @@ def bench_prove_overlap(args, rng) -> dict:
     every thread: arkworks' on the host, and any thread spinning while it waits for the
     device). One key per circuit and size, ``prove_overlap_<circuit>_2p<log>``, so sizes and
     circuits may run in separate invocations."""
-    from proofflow import settings
     from proofflow.prover import device, resources
     from proofflow.prover.device import msm as gpu_msm
     from proofflow.prover.groth16 import prover, verifier
     from proofflow.prover.groth16.data_structures import PK_TABLES, Proof
-    ways = {name: GpuBackend(**{"overlap": False, **OVERLAP_WAYS[name]}) for name in args.overlap_ways}
+    ways = {name: GpuBackend(args.options, **{"overlap": False, **OVERLAP_WAYS[name]}) for name in args.overlap_ways}
     for backend in ways.values():
         backend.warm_up()
     out = {}
@@ -843,7 +850,7 @@ def bench_prove_overlap(args, rng) -> dict:
                 r["stream_speedup"] = round(first["stream_bound_ms"] / r["stream_bound_ms"], 3)
             result["plans"] = {t: [gpu_msm.resident_plan(getattr(pk, t)).c, gpu_msm.resident_plan(getattr(pk, t)).shifts]
                                for t in PK_TABLES}
-            precompute = settings.msm_precompute_bytes()
+            precompute = args.options.msm_precompute
             result["msm_precompute"] = "auto" if precompute is None else precompute
             result["repeats"] = args.repeats_overlap
             print(f"  {circuit} 2^{log_n} device phase by way: {result}", flush=True)
@@ -874,7 +881,7 @@ def bench_setup(args, rng) -> dict:
     alone at the large sizes."""
     from proofflow.prover.circuits.by_name import get_circuit
     from proofflow.prover.groth16 import generator
-    gpu = GpuBackend()
+    gpu = GpuBackend(args.options)
     rates, cpu_rates = {}, {}
     for group in ("g1", "g2"):
         sample = fr.random(args.fb_cpu_points, rng)
@@ -977,13 +984,14 @@ def main(argv=None) -> dict:
     args.overlap_logs = args.overlap_logs or ([12] if args.quick else [22, 24])
     args.repeats, args.repeats_h2d, args.repeats_msm, args.repeats_precompute = 10, 5, 5, 3
     args.repeats_overlap = 2 if args.quick else 5
+    args.options = device_options(settings.current())  # the kernels' and MSMs' options, as a prover's
 
     rng = np.random.default_rng(2026)
     props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
     result = json.loads(args.out.read_text()) if args.only and args.out.exists() else {}
     result.update({"device": props["name"].decode(), "versions": versions(), "variant": args.variant,
-                   "curve_variant": kernels.curve_variant(), "msm_balanced": settings.msm_balanced()})
-    result.update(check_against_cpu(GpuBackend(args.variant), rng))
+                   "curve_variant": args.options.curve_variant, "msm_balanced": args.options.msm_balanced})
+    result.update(check_against_cpu(GpuBackend(args.options, args.variant), rng))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     done = result.setdefault("sections_done", [])
     for section in SECTIONS:

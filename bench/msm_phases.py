@@ -11,8 +11,8 @@ its phases and the median wall time of 3 MSMs).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
-import os
 import statistics
 import time
 
@@ -21,6 +21,7 @@ import numpy as np
 
 from proofflow import settings
 from proofflow.prover import points
+from proofflow.prover.backend.by_name import device_options
 from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
 from proofflow.prover.device import msm as gpu_msm, pippenger, source as kernels
 from proofflow.prover.field.fr import Fr
@@ -29,6 +30,7 @@ fr = Fr.of(CURVE)
 
 
 def main() -> None:
+    configured = device_options(settings.current())
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--group", choices=("g1", "g2"), default="g1")
     ap.add_argument("--log2", type=int, default=24)
@@ -37,12 +39,12 @@ def main() -> None:
     ap.add_argument("--plan", nargs="+", metavar="C,K", help="time these plans (c, precomputed copies) instead")
     ap.add_argument("--note", help="recorded with each line")
     ap.add_argument("--distinct-log2", type=int, default=16, help="log2 of the distinct points the table repeats")
-    ap.add_argument("--variant", choices=kernels.CURVE_VARIANTS, default=kernels.curve_variant(),
-                    help="the curve kernels' product variant")
-    ap.add_argument("--balanced", action=argparse.BooleanOptionalAction, default=settings.msm_balanced(),
+    ap.add_argument("--variant", choices=kernels.CURVE_VARIANTS, default=configured.curve_variant,
+                    help="the curve kernels' product variant (default: PROOFFLOW_CURVE_VARIANT)")
+    ap.add_argument("--balanced", action=argparse.BooleanOptionalAction, default=configured.msm_balanced,
                     help="the accumulation in balanced spans, or in pieces (default: PROOFFLOW_MSM_BALANCED)")
     args = ap.parse_args()
-    os.environ["PROOFFLOW_CURVE_VARIANT"] = args.variant  # before the first executor is made
+    options = dataclasses.replace(configured, curve_variant=args.variant, msm_balanced=args.balanced)
     rng = np.random.default_rng(1)
     g = CURVE.point_class(args.group)()
     pts, acc = [], g
@@ -53,21 +55,21 @@ def main() -> None:
     base = points.PointTable.from_points(CURVE, args.group, pts)
     table = points.PointTable(CURVE, args.group, np.tile(base.xy, (max(1, n >> args.distinct_log2), 1))[:n])
     s = cp.asarray(fr.random(n, rng))
-    gpu_msm.device_points(table)
+    gpu_msm.device_points(table, options)
     if args.plan:
         for text in args.plan:
             line = {"group": args.group, "log2": args.log2, "distinct_log2": args.distinct_log2,
                     "variant": args.variant, "balanced": args.balanced}
-            line.update(_time_plan(table, s, pippenger.Plan(*map(int, text.split(","))), args.balanced))
+            line.update(_time_plan(table, s, pippenger.Plan(*map(int, text.split(","))), options))
             if args.note:
                 line["note"] = args.note
             print(json.dumps(line), flush=True)
         return
     for c in args.c:
         for piece in args.piece:
-            gpu_msm.msm(table, s, c=c, piece=piece, balanced=args.balanced)  # warm-up
+            gpu_msm.msm(table, s, options, c=c, piece=piece)  # warm-up
             spans = {}
-            gpu_msm.msm(table, s, c=c, spans=spans, piece=piece, balanced=args.balanced)
+            gpu_msm.msm(table, s, options, c=c, spans=spans, piece=piece)
             line = {"group": args.group, "log2": args.log2, "distinct_log2": args.distinct_log2, "c": c, "piece": piece,
                     "variant": args.variant, "balanced": args.balanced, "ms": {k: round(v, 2) for k, v in spans.items()}}
             if args.note:
@@ -75,22 +77,22 @@ def main() -> None:
             print(json.dumps(line), flush=True)
 
 
-def _time_plan(table, s, plan, balanced: bool) -> dict:
+def _time_plan(table, s, plan, options) -> dict:
     """One plan's copies built (seconds), its MSM's phases (ms) and its median wall ms."""
     sync = cp.cuda.get_current_stream().synchronize
     sync()
     t0 = time.perf_counter()
-    gpu_msm.device_points(table, plan)
+    gpu_msm.device_points(table, options, plan)
     sync()
     build = time.perf_counter() - t0
-    gpu_msm.msm(table, s, plan=plan, balanced=balanced)  # warm-up
+    gpu_msm.msm(table, s, options, plan=plan)  # warm-up
     spans = {}
-    gpu_msm.msm(table, s, plan=plan, spans=spans, balanced=balanced)
+    gpu_msm.msm(table, s, options, plan=plan, spans=spans)
     walls = []
     for _ in range(3):
         sync()
         t0 = time.perf_counter()
-        gpu_msm.msm(table, s, plan=plan, balanced=balanced)
+        gpu_msm.msm(table, s, options, plan=plan)
         walls.append((time.perf_counter() - t0) * 1e3)
     return {"c": plan.c, "shifts": plan.shifts, "groups": plan.groups, "build_s": round(build, 2),
             "wall_ms": round(statistics.median(walls), 1), "ms": {k: round(v, 1) for k, v in spans.items()}}

@@ -35,6 +35,8 @@ def main(argv=None) -> int:
         print("bench.overlap needs a GPU", file=sys.stderr)
         return 2
     import cupy as cp
+    from proofflow import settings
+    from proofflow.prover.backend.by_name import device_options
     from proofflow.prover.curves.bls12_381 import BLS12_381
     from proofflow.prover.device.backend import GpuBackend
     from proofflow.prover.polynomial.domain import Radix2Domain
@@ -56,7 +58,7 @@ def main(argv=None) -> int:
     def rounds() -> list[float]:
         return [upload_ms() for _ in range(args.reps + 1)][1:]
 
-    backend, domain = GpuBackend(), Radix2Domain(args.log2, BLS12_381)
+    backend, domain = GpuBackend(device_options(settings.current())), Radix2Domain(args.log2, BLS12_381)
     x = cp.asarray(domain.fr.random(n, np.random.default_rng(2)))
     backend.ntt_device(domain, x)  # compiled, tables made
     cp.cuda.Device().synchronize()

@@ -38,6 +38,7 @@ import numpy as np
 
 from bench import _env
 from proofflow.phases import Phase
+from proofflow.spec import MemoryKind, RunConfig
 
 TARGETS_S = {"bits": 2.0, "mimc": 7.0}  # the median device phase of a 2^27 partition, issue #20 item 5
 TARGET_LOG2 = 27
@@ -127,16 +128,16 @@ def device_memory() -> dict:
     return {"total_bytes": total, "used_bytes": total - free, "pool_bytes": device.pool_bytes()}
 
 
-def kept_rows(pk) -> dict:
+def kept_rows(pk, options) -> dict:
     """Each resident table's rows on the device: its points less those at infinity, where it
     drops them (``device.density``)."""
     from proofflow.prover.device import msm as gpu_msm
     tables = {t: getattr(pk, t) for t in MSMS if getattr(pk, t).device_cache}
-    return {t: len(table) if (rows := gpu_msm.kept_rows(table)) is None else int(rows.shape[0])
+    return {t: len(table) if (rows := gpu_msm.kept_rows(table, options)) is None else int(rows.shape[0])
             for t, table in tables.items()}
 
 
-def _check(args) -> dict:
+def _check(args) -> RunConfig:
     """The run's config (``spec.validate_params``: the circuit, size and backend, and unless
     --no-check whether it fits this machine, its key in ``args.key``)."""
     from proofflow import spec
@@ -149,22 +150,24 @@ def _check(args) -> dict:
                                  "backend": args.backend}, device.available, None if args.no_check else fit_check)
 
 
-def describe(args, config: dict, key, key_budget: int | None) -> dict:
+def describe(args, config: RunConfig, key, key_budget: int | None) -> dict:
     """The run's sizes, its settings (the MSM plans the key cache chose for the key within
     ``key_budget``) and the resource check's estimate of it."""
     from proofflow import settings
-    from proofflow.prover import pipeline, resources
-    precompute = settings.msm_precompute_bytes()
+    from proofflow.prover import resources
+    from proofflow.prover.staging.segment import abc_bytes
+    current = settings.current()
+    precompute = current.msm_precompute
     n, cs = key.domain_size, key.cs
     need = resources.estimate(config, resources.probe(config, key_dir=args.key),
                               resources.Shape(n, cs.num_variables, cs.num_instance, cs.curve))
-    return {"sizes": {"n": n, "variables": cs.num_variables, "abc_bytes": pipeline.abc_bytes(n),
+    return {"sizes": {"n": n, "variables": cs.num_variables, "abc_bytes": abc_bytes(n),
                       "witness_bytes": cs.num_variables * 32,
                       "key_table_bytes": sum(getattr(key.pk, t).xy.nbytes for t in MSMS),
                       "key_resident_bytes": key.nbytes},
             "settings": {"msm_precompute": "auto" if precompute is None else precompute,
-                         "key_budget_bytes": key_budget, "msm_overlap": settings.msm_overlap(),
-                         "staging_budget": settings.staging_budget(), "staging": config["staging"],
+                         "key_budget_bytes": key_budget, "msm_overlap": current.msm_overlap,
+                         "staging_budget": current.staging_budget, "staging": config.staging.value,
                          "plans": {t: [p.c, p.shifts] for t, p in (key.plans or {}).items()}},
             "estimate": {"host_prove_bytes": need.host_prove, "device_bytes": need.device}}
 
@@ -172,29 +175,32 @@ def describe(args, config: dict, key, key_budget: int | None) -> dict:
 def run(args) -> dict:
     from proofflow import settings
     from proofflow.prover import pipeline, resources
-    from proofflow.prover.backend.by_name import get_backend
+    from proofflow.prover.keys import KeyCache
+    from proofflow.prover.staging.pool import staging_pool
+    from proofflow.prover.backend.by_name import device_options, get_backend
     from proofflow.prover.circuits.by_name import get_circuit
     from proofflow.prover.timing import PhaseTimer
-    config = _check(args)
-    gpu = config["backend"] == "gpu"
-    circuit, backend, timer = get_circuit(args.circuit, args.log2), get_backend(config["backend"]), PhaseTimer()
+    config, current = _check(args), settings.current()
+    gpu, options = config.backend == "gpu", device_options(current)
+    circuit, timer = get_circuit(args.circuit, args.log2), PhaseTimer()
+    backend = get_backend(config.backend, options)
     host = {"start": resources.mem_available()}
     env = _env.environment(("numpy", "py-arkworks-bls12381", "cupy-cuda12x", "cupy-cuda13x"))
     from proofflow.prover import device
     if gpu:
         env["device"] = device.name()
-    result = {"environment": env, "circuit": args.circuit, "log2": args.log2, "backend": config["backend"],
+    result = {"environment": env, "circuit": args.circuit, "log2": args.log2, "backend": config.backend,
               "key": str(args.key), "seed": args.seed, "warmup": args.warmup, "repeats": args.repeats,
               "checked": not args.no_check, "host_available_bytes": host}
 
     def save() -> None:
         _env.write(args.out, result)
 
-    _say(f"partition: {args.circuit} 2^{args.log2} on the {config['backend']} backend, key {args.key}")
+    _say(f"partition: {args.circuit} 2^{args.log2} on the {config.backend} backend, key {args.key}")
     with timer.phase(Phase.WARM_UP):
         backend.warm_up()
     # as a prover service keeps keys: within the device's key budget, with MSM copies on the GPU
-    keys = pipeline.KeyCache(settings.key_budget_bytes(device.memory_bytes()) if gpu else None, copies=gpu)
+    keys = KeyCache(current.key_budget.of(device.memory_bytes()) if gpu else None, options if gpu else None)
     key = keys.get(args.key, args.circuit, args.log2, timer)
     _say(f"  key loaded in {timer.totals()['key_load']:.1f} s; uploading it")
     keys.make_resident(key, backend.prepare, timer)
@@ -202,9 +208,9 @@ def run(args) -> dict:
     result.update(describe(args, config, key, keys.budget))
     result["device_memory"] = memory = {"after_key_upload": device_memory()} if gpu else None
     if gpu:
-        result["kept_rows"] = kept_rows(key.pk)
+        result["kept_rows"] = kept_rows(key.pk, options)
     _say(f"  key resident in {timer.totals()['key_upload']:.1f} s; synthesizing the partition")
-    with pipeline.synthesize(circuit, args.seed, 0, pipeline.staging_pool(config["staging"] == "pinned"),
+    with pipeline.synthesize(circuit, args.seed, 0, staging_pool(config.staging is MemoryKind.PINNED),
                              timer) as staged:
         host["after_synthesis"] = resources.mem_available()
         result["witness"] = witness_classes(staged.witness, key.cs.num_instance, key.cs.fr)

@@ -6,9 +6,9 @@
 Each variant runs one 16-partition ``proof_run`` through a real Airflow (api-server,
 scheduler with LocalExecutor, dag-processor; fresh home, SQLite metadata DB unless
 --metadata-db), triggered through the REST API, all variants in the same invocation and
-writing to one timing store. The busy fraction is the ``steady_state`` view's: device-phase
-time over the window from the first steady partition's device start to the last one's end
-(the first --warmup partitions left out). Variants:
+writing to one timing store. The busy fraction is the ``steady_state`` view's: the union of
+the device-phase spans over the window from the first steady partition's device start to the
+last one's end (the first --warmup partitions left out). Variants:
 
     naive         prove_gpu proves in its own process; pool gpu has 1 slot (the GPU mutex)
     naive-tuned   the same with the scheduler's idle sleep at 0.1 s instead of 1 s

@@ -10,7 +10,7 @@ allocator, would hide a later one's growth), on the circuit family of ``--circui
 row names it). ``--update`` replaces, in the --out file, the rows of the kinds measured
 (for that family) and keeps the others.
 
-* setup: ``pipeline.ensure_key``'s path on the CPU backend (each table written straight into
+* setup: ``ensure_key``'s path on the CPU backend (each table written straight into
   its memory-mapped file in a fresh key directory; with code that predates that, the key
   built in memory and saved, as ensure_key did), wall seconds, CPU seconds of the process
   and of its worker processes (sampled every 0.1 s with psutil: on a shared machine the
@@ -182,17 +182,18 @@ def _setup_once(circuit, backend, root: Path) -> dict:
 
 def bench_prove(circuit, root: Path) -> dict:
     from proofflow.prover import pipeline
+    from proofflow.prover.keys import Key, ensure_key
     from proofflow.prover.backend.by_name import get_backend
     from proofflow.prover.groth16.data_structures import ProvingKey
-    from proofflow.prover.staging import StagingPool
+    from proofflow.prover.staging.pool import StagingPool
     log2 = circuit.log2
     d = root / f"key-{log2}"
-    pipeline.ensure_key(d, circuit.name, log2, 1, backend="cpu")  # made by an earlier process ("key") when run by main
+    ensure_key(d, circuit.name, log2, 1, backend="cpu")  # made by an earlier process ("key") when run by main
     n = circuit.domain_size
     pool = StagingPool(pipeline.segment_bytes(n, circuit.num_variables) * 2, pinned=False)
     with PeakAnon() as mem:
         t0 = time.perf_counter()
-        key = pipeline.Key(ProvingKey.load(d, verify_digests=False), circuit.constraint_system)
+        key = Key(ProvingKey.load(d, verify_digests=False), circuit.constraint_system)
         with pipeline.synthesize(circuit, 1, 0, pool) as staged:
             pipeline.prove(key, staged, get_backend("cpu"))
         seconds = time.perf_counter() - t0
@@ -215,11 +216,12 @@ def bench_synthesis(circuit, root: Path) -> dict:
     """A partition's synthesis as the Airflow synthesize task does it (``synthesize_shared``),
     into shared staging in /dev/shm."""
     from proofflow.prover import pipeline
-    from proofflow.prover.shared_staging import SharedStaging
+    from proofflow.prover.staging.segment import abc_bytes
+    from proofflow.prover.staging.shared import SharedStaging
     log2, n = circuit.log2, circuit.domain_size
     circuit.constraint_system  # noqa: B018 - cached, mapped
     with tempfile.TemporaryDirectory(dir="/dev/shm") as shm:
-        staging = SharedStaging(Path(shm), 2 * pipeline.abc_bytes(n) + 64 * n)
+        staging = SharedStaging(Path(shm), 2 * abc_bytes(n) + 64 * n)
         with PeakAnon() as mem:
             t0 = time.perf_counter()
             pipeline.synthesize_shared(circuit, 1, 0, staging, "bench/setup_sizes/p0000")
@@ -244,8 +246,8 @@ def measure(kind: str, name: str, log2: int, root: Path) -> dict:
     if kind == "prove":
         return bench_prove(circuit, root)
     if kind == "key":  # the key a proof measurement uses, made in a process of its own
-        from proofflow.prover import pipeline
-        pipeline.ensure_key(root / f"key-{log2}", name, log2, 1, backend="cpu")
+        from proofflow.prover.keys import ensure_key
+        ensure_key(root / f"key-{log2}", name, log2, 1, backend="cpu")
         return {}
     return _setup_once(circuit, None, root)
 

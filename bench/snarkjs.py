@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from bench import _env
+from proofflow import settings
 from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
 from proofflow.prover.field.fr import Fr
 
@@ -108,6 +109,8 @@ def snarkjs_version() -> str | None:
 def bench_size(log2: int, backend, work: Path, repeats: int, snarkjs_repeats: int, run_snarkjs: bool,
                seed: int = 7) -> dict:
     from proofflow.prover import pipeline
+    from proofflow.prover.keys import KeyCache
+    from proofflow.prover.staging.pool import staging_pool
     from proofflow.prover.circom import read_r1cs, registry, setup, snarkjs_json, verify_files
     from proofflow.prover.circuits.by_name import get_circuit
     d = work / f"2p{log2}"
@@ -131,14 +134,14 @@ def bench_size(log2: int, backend, work: Path, repeats: int, snarkjs_repeats: in
           f"registered {register_s:.1f} s", flush=True)
 
     circuit = get_circuit(name, log2)
-    pool = pipeline.staging_pool(pinned=backend.name == "gpu")
+    pool = staging_pool(pinned=backend.name == "gpu")
 
     def prove(timer=None):
         with pipeline.synthesize(circuit, 0, 0, pool, timer, input=str(wtns_path)) as staged:
             return pipeline.prove(key, staged, backend, timer)
 
     t0 = time.perf_counter()
-    key = pipeline.KeyCache().get(registry.key_dir(name), name, log2)
+    key = KeyCache().get(registry.key_dir(name), name, log2)
     backend.prepare(key.pk)
     proof = prove()
     out["proofflow_cold_s"] = round(time.perf_counter() - t0, 4)
@@ -207,6 +210,7 @@ def main(argv=None) -> dict:
         result["device"] = device.name()
     with tempfile.TemporaryDirectory(prefix="proofflow-bench-snarkjs-") as tmp:
         os.environ.setdefault("PROOFFLOW_HOME", str(Path(tmp) / "home"))  # the registry of this run
+        settings.reload()
         for log2 in args.sizes:
             result["sizes"][str(log2)] = bench_size(log2, backend, Path(tmp), args.repeats,
                                                     args.snarkjs_repeats if log2 <= 16 else 1,

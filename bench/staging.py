@@ -51,19 +51,23 @@ def _uploads(staged, backend, reps: int) -> dict:
 
 
 def measure(log2: int, reps: int, root: Path) -> dict:
+    from proofflow import settings
     from proofflow.prover import device, pipeline
+    from proofflow.prover.staging.mapped import MappedSegments
+    from proofflow.prover.staging.staged import Staged
+    from proofflow.prover.backend.by_name import device_options
     from proofflow.prover.circuits.by_name import get_circuit
     from proofflow.prover.device.backend import GpuBackend
-    from proofflow.prover.shared_staging import SharedStaging
+    from proofflow.prover.staging.shared import SharedStaging
     circuit = get_circuit("mimc", log2)
     staging = SharedStaging(root / f"shm-{log2}", 8 * (3 << log2) * 32)
     t0 = time.perf_counter()
     out = pipeline.synthesize_shared(circuit, 0, 0, staging, "bench/staging/p0000")
     synth_s = time.perf_counter() - t0
-    backend = GpuBackend()
+    backend = GpuBackend(device_options(settings.current()))
     res = {"log2": log2, "synthesis_s": round(synth_s, 2), "segment_bytes": staging.stats()["leased"],
            "host_copy_bytes": 0}
-    pinned = pipeline.MappedSegments(staging, pin=True)
+    pinned = MappedSegments(staging, pin=True)
     reg = pinned.stage(out["segment"])
     res["register_s"] = round(reg["seconds"], 3)
     res["register_s_per_gib"] = round(reg["seconds"] / (res["segment_bytes"] / 2**30), 3)
@@ -71,7 +75,7 @@ def measure(log2: int, reps: int, root: Path) -> dict:
     res["register_again_s"] = round(again["seconds"], 4)  # mapped and pinned already: a lookup
     with pinned.get(out["segment"]) as staged:
         res["registered_segment"] = _uploads(staged, backend, reps)
-    pageable = pipeline.MappedSegments(staging, pin=False)
+    pageable = MappedSegments(staging, pin=False)
     with pageable.get(out["segment"]) as staged:
         res["pageable_segment"] = _uploads(staged, backend, reps)
     with pinned.get(out["segment"]) as staged:  # the reference: CuPy's own pinned allocation
@@ -82,7 +86,7 @@ def measure(log2: int, reps: int, root: Path) -> dict:
         np.copyto(block, np.stack(staged.abc))
         witness = flat[3 * n * 4:].reshape(staged.witness.shape)
         np.copyto(witness, staged.witness)
-        ref = pipeline.Staged((block[0], block[1], block[2]), witness)
+        ref = Staged((block[0], block[1], block[2]), witness)
         res["cupy_pinned"] = _uploads(ref, backend, reps)
         del ref, block, witness, flat, mem
     pinned.close()

@@ -37,7 +37,7 @@ def bench_size(log2: int, repeats: int, baseline: bool) -> dict:
     from proofflow.prover.circuits.mimc import MimcChain
     from proofflow.prover.curves.bls12_381 import BLS12_381
     from proofflow.prover.groth16 import r1cs_to_qap
-    from proofflow.prover.staging import StagingPool
+    from proofflow.prover.staging.pool import StagingPool
     circuit = MimcChain(log2, BLS12_381)
     n = circuit.domain_size
     pool = StagingPool(StagingPool.block_size(pipeline.segment_bytes(n, circuit.num_variables)), pinned=False)

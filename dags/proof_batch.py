@@ -14,14 +14,16 @@ from airflow.sdk import DAG, task
 
 from proofflow import settings
 
+deployment = settings.current()
+
 with DAG(
     dag_id="proof_batch",
     description="Trigger proof_run for each pending work file.",
-    schedule=settings.batch_cron(),
+    schedule=deployment.batch_cron,
     start_date=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc),
     catchup=False,
     max_active_runs=1,
-    default_args={"queue": settings.cpu_queue()},  # CeleryExecutor: the CPU workers
+    default_args={"queue": deployment.cpu_queue},  # CeleryExecutor: the CPU workers
     tags=["proofflow"],
     doc_md=__doc__,
 ) as dag:

@@ -26,19 +26,21 @@ from proofflow.airflow.operators.proof import (CleanupScratchOperator, FinalizeP
 from proofflow.airflow.operators.summary import PublishSummaryOperator
 from proofflow.airflow.params import dag_params
 
+deployment = settings.current()
+
 with DAG(
     dag_id="proof_run",
     description="Batch Groth16 proving: synthesize, stage and prove each partition, then bundle and verify.",
     schedule=None,
     start_date=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc),
     catchup=False,
-    max_active_runs=settings.max_active_runs(),
+    max_active_runs=deployment.max_active_runs,
     params=dag_params(),
     # weight_rule upstream: a partition further down its chain goes first, so the GPU is fed
     # as soon as one partition is staged while the others are still being synthesized.
     # queue: where the CeleryExecutor sends a task (prove_gpu overrides it with the GPU queue)
-    default_args={"retries": settings.retries(), "retry_delay": dt.timedelta(seconds=2), "weight_rule": "upstream",
-                  "queue": settings.cpu_queue()},
+    default_args={"retries": deployment.retries, "retry_delay": dt.timedelta(seconds=2), "weight_rule": "upstream",
+                  "queue": deployment.cpu_queue},
     on_failure_callback=RunStateNotifier("failed"),
     tags=["proofflow"],
     doc_md=__doc__,
@@ -53,7 +55,7 @@ with DAG(
         # Synthesis is CPU- and memory-heavy at real sizes: PROOFFLOW_SYNTH_CONCURRENCY bounds
         # the partitions synthesized at once per run (unset: the executor's parallelism).
         synth = SynthesizeOperator(task_id="synthesize", config=config, partition=p,
-                                   max_active_tis_per_dagrun=settings.synth_concurrency())
+                                   max_active_tis_per_dagrun=deployment.synth_concurrency)
         stage = StageOperator(task_id="stage", config=config, partition=p, synthesized=synth.output)
         prove = ProveGpuOperator(task_id="prove_gpu", config=config, partition=p, staged=stage.output,
                                  setup_result=setup.output, ready_after_task_id=stage.task_id)

@@ -3,7 +3,7 @@
 Layers, lowest first, each importable on its own; a module imports only its own layer or
 lower ones (``tests/test_layout.py``), and this package face imports none of them:
 
-    proofflow.settings  every environment variable proofflow reads
+    proofflow.settings  every environment variable proofflow reads, read once into a typed Settings
     proofflow.spec      the parameter domains (circuits, sizes, backends, staging); beside it
                         proofflow.phases, the phases a proof's time is split into
     proofflow.prover    the proving engine (no Airflow); proofflow.prover.device holds every

@@ -24,6 +24,7 @@ import sys
 import time
 from pathlib import Path
 
+from proofflow import settings
 from proofflow.spec import (BACKENDS, CIRCUITS, DEFAULTS, MAX_LOG2, MAX_PARTITIONS, MAX_SEED, MIN_LOG2,
                             MIN_PARTITIONS, STAGING)
 
@@ -70,9 +71,9 @@ def _output_to(path: Path | None):
 
 
 def print_summary(s: dict) -> None:
+    from proofflow.timing.report import run_setup
     print(f"proof_run {s['run_id']}: {s['state']}")
-    print(f"  {s['circuit']} 2^{s['log2']}, {s['partitions']} partition(s), backend {s['backend']}, "
-          f"staging {s['staging']}, seed {s['seed']}")
+    print(f"  {s['circuit']} 2^{s['log2']}, {s['partitions']} partition(s), {run_setup(s)}, seed {s['seed']}")
     print(f"  {'task':<30}{'phase':<14}{'count':>6}{'total s':>10}{'mean s':>10}{'max s':>10}")
     for p in s["phases"]:
         if p["phase"] == "task":
@@ -154,12 +155,14 @@ def _setup_kernels() -> dict:
     from proofflow.prover.device import cache
     if not cache.cupy_installed():
         return {"skipped": "CuPy is not installed"}
+    config = settings.current()
     try:
-        results = cache.build(cache.default_archs(), progress=_kernel_progress)
+        results = cache.build(cache.default_archs(config.cuda_archs), cache.modules(config.curve_variant),
+                              config.kernel_dir, progress=_kernel_progress)
     except (cache.KernelBuildError, ValueError, OSError) as exc:
         _say(f"setup: GPU kernels not built, they will compile on first use: {exc}")
         return {"skipped": str(exc)}
-    return {"directory": str(cache.directory()), "archs": sorted({r["arch"] for r in results}),
+    return {"directory": str(config.kernel_dir), "archs": sorted({r["arch"] for r in results}),
             "cubins": len(results), "compiled": sum(r["built"] for r in results)}
 
 
@@ -170,11 +173,12 @@ def _kernel_progress(r: dict) -> None:
 
 def cmd_kernels_build(args) -> int:
     from proofflow.prover.device import cache
+    config = settings.current()
     t0 = time.time()
     try:
         archs = [a for spec in args.arch for a in spec.replace(",", " ").split()] if args.arch else \
-            cache.default_archs()
-        results = cache.build(archs, cache.modules(args.variants or ()),
+            cache.default_archs(config.cuda_archs)
+        results = cache.build(archs, cache.modules(config.curve_variant, args.variants or ()), config.kernel_dir,
                               progress=None if args.json else _kernel_progress)
     except cache.KernelBuildError as exc:
         _say(f"error: {exc}")
@@ -184,18 +188,20 @@ def cmd_kernels_build(args) -> int:
     else:
         built = sum(r["built"] for r in results)
         print(f"{len(results)} cubins for {', '.join(sorted({'sm_' + r['arch'] for r in results}))} in "
-              f"{cache.directory()}: {built} compiled, {len(results) - built} already cached ({time.time() - t0:.1f} s)")
+              f"{config.kernel_dir}: {built} compiled, {len(results) - built} already cached "
+              f"({time.time() - t0:.1f} s)")
     return EXIT_OK
 
 
 def cmd_kernels_list(args) -> int:
     from proofflow.prover.device import cache
-    entries = cache.entries()
+    directory = settings.current().kernel_dir
+    entries = cache.entries(directory)
     if args.json:
-        print(json.dumps({"directory": str(cache.directory()), "kernels": entries}))
+        print(json.dumps({"directory": str(directory), "kernels": entries}))
         return EXIT_OK
     total = sum(e["bytes"] for e in entries)
-    print(f"{cache.directory()}: {len(entries)} cubin(s), {total / 1e6:.2f} MB")
+    print(f"{directory}: {len(entries)} cubin(s), {total / 1e6:.2f} MB")
     for e in entries:
         arch = f"sm_{e['arch']}" if e.get("arch") else "?"
         print(f"  {e.get('module', '?'):<22}{arch:<8}{e['bytes'] / 1e6:>8.2f} MB  {e['status']:<8}"
@@ -244,7 +250,7 @@ def cmd_summary(args) -> int:
 
 
 def cmd_staging_receiver(args) -> int:
-    from proofflow.prover import staging_receiver
+    from proofflow.prover.staging import receiver as staging_receiver
     return staging_receiver.main(["--listen", args.listen] if args.listen else [])
 
 
@@ -351,7 +357,6 @@ HOME_HELP = ("the proofflow home: timing store, keys, bundles, and the embedded 
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
     if args.home:
-        from proofflow import settings
         settings.set_home(Path(args.home).resolve())
     try:
         return args.func(args)

@@ -1,104 +1,22 @@
-"""Every environment variable proofflow reads, in one place (read when asked, so a changed
-environment applies to the next call). No other module of the product reads the
-environment.
-
-Where things live:
-    PROOFFLOW_HOME          base of the defaults below (~/.proofflow; $AIRFLOW_HOME/proofflow
-                            when AIRFLOW_HOME is set, so each Airflow deployment has its own)
-    PROOFFLOW_DB_URL        timing store URL (else the Airflow connection ``proofflow_timing``,
-                            else SQLite at $PROOFFLOW_HOME/timing.db)
-    PROOFFLOW_SCRATCH       run-scoped scratch dirs ($PROOFFLOW_HOME/scratch)
-    PROOFFLOW_PARAMS_CACHE  proving keys, one dir per (circuit, log2, seed) ($PROOFFLOW_HOME/params)
-    PROOFFLOW_CIRCUITS      registered circom circuits, one dir each ($PROOFFLOW_HOME/circuits)
-    PROOFFLOW_BUNDLES       finished proof bundles ($PROOFFLOW_HOME/bundles)
-    PROOFFLOW_PENDING       proof_batch's pending work files ($PROOFFLOW_HOME/pending)
-    PROOFFLOW_REPORTS       check_h2d's results and data docs ($PROOFFLOW_HOME/reports)
-    PROOFFLOW_AIRFLOW_HOME  the embedded Airflow home of `proofflow run` ($PROOFFLOW_HOME/airflow)
-    PROOFFLOW_DAGS_FOLDER   the DAG files `proofflow run` loads (the source tree's dags/)
-    PROOFFLOW_CACHE         compiled CPU kernels ($XDG_CACHE_HOME/proofflow, ~/.cache/proofflow)
-    PROOFFLOW_KERNEL_DIR    compiled GPU kernels, cubins ($PROOFFLOW_CACHE/kernels)
-    PROOFFLOW_RUNTIME       the prover services' sockets (/tmp/proofflow-<uid>/<digest of home>)
-
-The GPU kernels:
-    PROOFFLOW_CUDA_ARCHS    compute capabilities `proofflow kernels build` compiles for when no
-                            --arch is given (e.g. "90" or "80,90"; default: the visible device's)
-
-How prove_gpu reaches the device:
-    PROOFFLOW_GPU_SERVICE   1 (default): through the device's long-lived prover service
-                            (proofflow/prover/service); 0: in the task's own process (the naive
-                            design, kept for comparison)
-    PROOFFLOW_GPU_DEPTH     prove_gpu tasks in flight per device with the service (default 4:
-                            one on the device, the next one uploading, the others mapped, enough to
-                            cover Airflow's hand-off of ~1-2.5 s at a ~1 s device phase); the
-                            pool `gpu` gets devices x depth slots (1 a device in-process)
-    PROOFFLOW_GPU_SLOTS     the pool's slots, overriding devices x depth (a deployment's sum)
-    PROOFFLOW_GPU_DEVICES   device indices this worker proves on (e.g. "0,1"; default: one
-                            per entry of CUDA_VISIBLE_DEVICES, else 0)
-    PROOFFLOW_STANDIN_GPU_S stretch each proof's device phase to this many seconds (a
-                            calibrated stand-in for a GPU phase, for the pipeline benchmark)
-    PROOFFLOW_STAGING_BUDGET / PROOFFLOW_STAGING_TIMEOUT
-                            the byte budget (8 GiB) of the shared staging (the partitions'
-                            a/b/c segments on a host) and of a process's own staging pool, and
-                            how long a request waits for room before failing (600 s)
-    PROOFFLOW_SHARED_STAGING / PROOFFLOW_STAGING_LEASE_TTL_S / _IDLE_TTL_S
-                            the shared staging directory (a tmpfs: /dev/shm/proofflow-<uid>-<home
-                            digest>), how long a segment may stay leased (86400 s), and how long
-                            a released one is kept for reuse (600 s)
-    PROOFFLOW_STAGING_ENDPOINT / _LISTEN / _TOKEN
-                            cross-host staging: where a CPU worker of another host streams its
-                            partitions (the GPU host's receiver, HOST:PORT), where that receiver
-                            listens (127.0.0.1:7017), and the secret both share
-    PROOFFLOW_SERVICE_IDLE_S / _START_TIMEOUT / _JOB_TIMEOUT
-                            a prover service stops after this long idle (600 s); a caller waits
-                            this long for one to start (600 s: a first compile) and for a job (3600 s)
-    PROOFFLOW_KEY_BUDGET    device memory a prover service keeps proving keys resident in: bytes
-                            (an integer), or a fraction of the device's memory (a number up to
-                            1; the host's memory for the CPU backend); default 0.5. Least
-                            recently used keys are evicted to fit a new one
-    PROOFFLOW_MSM_PRECOMPUTE
-                            device bytes a GPU prover may add to each proving key for its
-                            MSMs' precomputed multiples of the key's points (default 0: none),
-                            or auto: half the key budget less the key's own tables, so two
-                            keys as large stay resident; counted in the key's resident bytes
-                            (proofflow/prover/device/pippenger.py)
-    PROOFFLOW_MSM_OVERLAP   1: a GPU proof's independent MSMs (A, B_G1, B_G2, L, H) run at once,
-                            each on a stream of its own (proofflow/prover/device/overlap.py);
-                            default 0: one after another. Their scratch then adds up, and
-                            ``resources`` counts it so
-    PROOFFLOW_CURVE_VARIANT the product variant of a GPU prover's curve kernels (MSMs, fixed-base,
-                            bit sums): call (default), wide or mul32 (proofflow/prover/device/source.py;
-                            all give the same values, docs/gpu-kernels.md compares their speed)
-    PROOFFLOW_MSM_BALANCED  1 (default): a GPU prover's MSMs accumulate their buckets in balanced
-                            spans (pippenger.msm ``balanced``); 0: pieces a bucket
-    PROOFFLOW_SETUP_WORKERS processes of the CPU setup's fixed-base multiplications (the cores)
-    PROOFFLOW_SETUP_LOCK    the lock file that lets one GPU setup run at a time on a host
-                            (/tmp/proofflow-<uid>/gpu-setup.lock)
-
-Where tasks run (CeleryExecutor; LocalExecutor and dag.test() ignore queues):
-    PROOFFLOW_GPU_QUEUE / PROOFFLOW_CPU_QUEUE   the GPU host's tasks' queue (gpu: synthesize,
-                            stage and prove_gpu, which share its memory), every other task's (cpu)
-    PROOFFLOW_WORKER_NAME   the host name a worker records (proofflow.airflow.worker)
-
-The DAGs: PROOFFLOW_RETRIES (1), PROOFFLOW_SYNTH_CONCURRENCY (no limit),
-PROOFFLOW_MAX_ACTIVE_RUNS (4), PROOFFLOW_BATCH_CRON (*/15 * * * *; none: proof_batch runs
-only when triggered).
-    PROOFFLOW_PRELOAD       1 (default): the scheduler, dag-processor and triggerer import the
-                            tasks' modules at their start, so the processes they fork for tasks
-                            and parsing inherit them (proofflow/airflow/preload.py); 0: off
-
-Checks and alerts: PROOFFLOW_H2D_<NAME> (check_h2d's settings, proofflow.timing.h2d_check),
-PROOFFLOW_SMTP_CONN_ID (smtp_default), PROOFFLOW_ALERT_EMAIL.
-
-Faults:
-    PROOFFLOW_DB_RETRY_S    how long the timing store retries a lost database connection (60)
-    PROOFFLOW_FAULT         fault injection for the reliability tests (proofflow/prover/faults.py);
-                            unset in operation
-"""
+"""Every environment variable proofflow reads, each declared once as a field of ``Settings``
+(variable, type, default, meaning), and read once per process: ``current()`` is this
+process's ``Settings``, ``reload()`` makes the next ``current()`` read the environment again
+(after the process changed it: ``set_home``, ``configure_airflow``). A bad value fails the
+read with a message naming its variable. No other module of the product reads the
+environment; docs/configuration.md is generated from the declarations
+(``python -m proofflow.settings``)."""
 from __future__ import annotations
 
+import dataclasses
+import functools
 import hashlib
+import math
 import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 TIMING_CONN_ID = "proofflow_timing"
 API_CONN_ID = "proofflow_airflow_api"
@@ -106,325 +24,416 @@ WEBHOOK_CONN_ID = "proofflow_webhook"
 GPU_POOL = "gpu"
 
 
-def _get(name: str, default: str | None = None) -> str | None:
-    """The variable's value, or ``default`` when it is unset or empty."""
-    return os.environ.get(name) or default
+# -- how a variable's text becomes a value ----------------------------------------------------
+@dataclass(frozen=True)
+class Kind:
+    """A value type: ``parse`` turns a variable's text into the value (ValueError when it
+    cannot); ``name`` is the type the docs show, ``expects`` what an error says it must be."""
+    name: str
+    expects: str
+    parse: Callable[[str], Any]
 
 
-def _float(name: str, default: float) -> float:
-    return float(_get(name) or default)
+def _switch(raw: str) -> bool:
+    value = raw.strip().lower()
+    if value not in ("0", "1", "false", "true", "no", "yes", "off", "on"):
+        raise ValueError(f"{raw!r} is not a switch: 1/0, true/false, yes/no or on/off")
+    return value in ("1", "true", "yes", "on")
 
 
-# -- where things live -----------------------------------------------------------------------
-def home() -> Path:
-    if _get("PROOFFLOW_HOME"):
-        return Path(_get("PROOFFLOW_HOME"))
-    if _get("AIRFLOW_HOME"):
-        return Path(_get("AIRFLOW_HOME")) / "proofflow"
-    return Path.home() / ".proofflow"
+def _whole(raw: str) -> int:
+    """A whole, non-negative number: 8589934592, or 16e9."""
+    value = float(raw)
+    if not 0 <= value < math.inf or value != int(value):
+        raise ValueError(raw)
+    return int(raw) if raw.strip().isdigit() else int(value)  # digits: exact beyond 2^53
 
 
-def _dir(env: str, default: str) -> Path:
-    return Path(_get(env)) if _get(env) else home() / default
+def _at_least(low: int) -> Kind:
+    def parse(raw: str) -> int:
+        if (value := int(raw)) < low:
+            raise ValueError(raw)
+        return value
+    return Kind(f"integer >= {low}", f"an integer >= {low}", parse)
 
 
-def scratch_root() -> Path:
-    return _dir("PROOFFLOW_SCRATCH", "scratch")
+def _choice(*names: str) -> Kind:
+    def parse(raw: str) -> str:
+        if (value := raw.strip().lower()) not in names:
+            raise ValueError(raw)
+        return value
+    return Kind(f"one of {', '.join(names)}", f"one of {', '.join(names)}", parse)
 
 
-def params_cache() -> Path:
-    return _dir("PROOFFLOW_PARAMS_CACHE", "params")
+@dataclass(frozen=True)
+class KeyBudget:
+    """Device memory a prover service keeps proving keys resident in: a fraction of the
+    memory (the device's; the host's for the CPU backend), or a number of bytes."""
+    fraction: float | None = None
+    nbytes: int | None = None
+
+    def of(self, memory_bytes: int) -> int:
+        """The budget in bytes on a device of ``memory_bytes``."""
+        return int(self.fraction * memory_bytes) if self.fraction is not None else self.nbytes
+
+    @classmethod
+    def parse(cls, raw: str) -> "KeyBudget":
+        value = float(raw)
+        if not 0 < value < math.inf or (value > 1 and value != int(value)):
+            raise ValueError(raw)
+        return cls(fraction=value) if value <= 1 else cls(nbytes=int(value))
 
 
-def circuits_dir() -> Path:
-    return _dir("PROOFFLOW_CIRCUITS", "circuits")
+TEXT = Kind("text", "text", str)
+TRIMMED = Kind("text", "text", str.strip)
+PATH = Kind("path", "a path", Path)
+INT = Kind("integer", "an integer", int)
+NUMBER = Kind("number", "a number", float)
+SECONDS = Kind("seconds", "a number of seconds", float)
+BYTES = Kind("bytes", "a number of bytes", _whole)
+SWITCH = Kind("switch", "0 or 1", _switch)
+KEY_BUDGET = Kind("bytes or fraction", "a number of bytes or a fraction in (0, 1]", KeyBudget.parse)
+BYTES_OR_AUTO = Kind("bytes or auto", "a number of bytes or auto",
+                     lambda raw: None if raw.strip().lower() == "auto" else _whole(raw))
+CRON = Kind("cron or none", "a cron expression or none",
+            lambda raw: None if raw.strip().lower() == "none" else raw.strip())
+DEVICES = Kind("integers, comma-separated", "device indices separated by commas",
+               lambda raw: tuple(int(x) for x in raw.split(",") if x.strip()))
+ARCHS = Kind("list, comma- or space-separated", "compute capabilities separated by commas or spaces",
+             lambda raw: tuple(raw.replace(",", " ").split()))
+CURVE_VARIANTS = ("mul32", "wide", "call")  # proofflow/prover/device/source.py's CURVE_VARIANTS
 
 
-def bundles_root() -> Path:
-    return _dir("PROOFFLOW_BUNDLES", "bundles")
+# -- the declarations ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Derived:
+    """A default computed from the values read before it (``value(v)``, ``v`` a namespace of
+    them); ``text`` says what it is in the docs."""
+    text: str
+    value: Callable[[SimpleNamespace], Any]
 
 
-def pending_dir() -> Path:
-    return _dir("PROOFFLOW_PENDING", "pending")
+@dataclass(frozen=True)
+class Option:
+    """One variable: its ``Settings`` field, type, default when unset or empty (text read as
+    the variable's would be, a ``Derived`` default, or None: the field is None), meaning and
+    docs section; ``blank_is_value``: an empty value is a value, not unset."""
+    env: str
+    kind: Kind
+    default: str | Derived | None
+    doc: str
+    section: str
+    blank_is_value: bool = False
+    field: str = ""
+
+    def read(self, environ: Mapping[str, str], before: SimpleNamespace) -> Any:
+        raw = environ.get(self.env)
+        if raw is None or not (raw.strip() or self.blank_is_value):
+            if isinstance(self.default, Derived):
+                return self.default.value(before)
+            return None if self.default is None else self.kind.parse(self.default)
+        try:
+            return self.kind.parse(raw)
+        except (ValueError, ArithmeticError):
+            raise ValueError(f"{self.env} must be {self.kind.expects}, got {raw!r}") from None
+
+    def shown_default(self) -> str:
+        if isinstance(self.default, Derived):
+            return self.default.text
+        return "unset" if self.default is None else f"`{self.default}`"
 
 
-def reports_root() -> Path:
-    return _dir("PROOFFLOW_REPORTS", "reports")
+WHERE = "Where things live"
+KERNELS = "GPU kernels and MSMs"
+SERVICE = "Devices and the prover service"
+STAGING = "Staging"
+AIRFLOW = "Airflow: queues and DAGs"
+STORE = "Timing store"
+CHECKS = "Checks, alerts and faults"
+OTHERS = "Other programs' variables"
+SECTIONS = (WHERE, KERNELS, SERVICE, STAGING, AIRFLOW, STORE, CHECKS, OTHERS)
 
 
-def local_airflow_home() -> Path:
-    return _dir("PROOFFLOW_AIRFLOW_HOME", "airflow")
+def _opt(env: str, kind: Kind, default: str | Derived | None, doc: str, section: str, *,
+         blank_is_value: bool = False, secret: bool = False):
+    """A ``Settings`` field declaring variable ``env`` (``secret``: left out of the repr)."""
+    option = Option(env, kind, default, " ".join(doc.split()), section, blank_is_value)
+    return dataclasses.field(repr=not secret, metadata={"option": option})
 
 
-def dags_folder() -> Path:
-    """The DAG files: PROOFFLOW_DAGS_FOLDER, else the source tree's dags/."""
-    return Path(_get("PROOFFLOW_DAGS_FOLDER")) if _get("PROOFFLOW_DAGS_FOLDER") else \
-        Path(__file__).resolve().parents[1] / "dags"
+def _home(v) -> Path:
+    return v.airflow_home / "proofflow" if v.airflow_home else Path.home() / ".proofflow"
 
 
-def cache_root() -> Path:
-    if _get("PROOFFLOW_CACHE"):
-        return Path(_get("PROOFFLOW_CACHE"))
-    return Path(_get("XDG_CACHE_HOME") or Path.home() / ".cache") / "proofflow"
+def _under_home(name: str) -> Derived:
+    return Derived(f"`$PROOFFLOW_HOME/{name}`", lambda v: v.home / name)
 
 
-def runtime_dir() -> Path:
-    """Short enough for a Unix socket path, private to the user, one per proofflow home."""
-    if _get("PROOFFLOW_RUNTIME"):
-        return Path(_get("PROOFFLOW_RUNTIME"))
-    # one per home and shared staging: a service only sees the segments of its staging
-    key = f"{home().absolute()}\0{shared_staging_dir().absolute()}"
-    digest = hashlib.sha256(key.encode()).hexdigest()[:10]
-    return Path(f"/tmp/proofflow-{os.getuid()}") / digest
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:10]
 
 
-def kernel_dir() -> Path:
-    """The compiled GPU kernels (cubins, proofflow/prover/device/cache.py)."""
-    return Path(_get("PROOFFLOW_KERNEL_DIR")) if _get("PROOFFLOW_KERNEL_DIR") else cache_root() / "kernels"
-
-
-def cuda_archs() -> list[str]:
-    """PROOFFLOW_CUDA_ARCHS as written, one entry per comma or space (empty: unset)."""
-    return [a for a in (_get("PROOFFLOW_CUDA_ARCHS") or "").replace(",", " ").split() if a]
-
-
-def c_compiler() -> str | None:
-    return _get("CC")
-
-
-# -- the timing store --------------------------------------------------------------------
-def db_url() -> str | None:
-    """PROOFFLOW_DB_URL, or None (then the connection or the SQLite default)."""
-    return _get("PROOFFLOW_DB_URL")
-
-
-def default_db_url() -> str:
-    return f"sqlite:///{home() / 'timing.db'}"
-
-
-def db_retry_s() -> float:
-    return _float("PROOFFLOW_DB_RETRY_S", 60)
-
-
-# -- devices and the prover service ----------------------------------------------------------
-def gpu_service_enabled() -> bool:
-    return (_get("PROOFFLOW_GPU_SERVICE") or "1").strip().lower() not in ("0", "false", "no", "off")
-
-
-def preload_enabled() -> bool:
-    return _switch("PROOFFLOW_PRELOAD", default=True)
-
-
-def gpu_depth() -> int:
-    depth = int(_get("PROOFFLOW_GPU_DEPTH") or 4)
-    if depth < 1:
-        raise ValueError(f"PROOFFLOW_GPU_DEPTH must be >= 1, got {depth}")
-    return depth
-
-
-def gpu_slots() -> int | None:
-    return max(1, int(_get("PROOFFLOW_GPU_SLOTS"))) if _get("PROOFFLOW_GPU_SLOTS") else None
-
-
-def cuda_visible_devices() -> str | None:
-    """CUDA_VISIBLE_DEVICES as set (None: unset; '' hides every device)."""
-    return os.environ.get("CUDA_VISIBLE_DEVICES")
-
-
-def gpu_devices() -> list[int]:
-    spec = _get("PROOFFLOW_GPU_DEVICES") or ""
-    if spec.strip():
-        return [int(x) for x in spec.split(",") if x.strip()]
-    visible = [x for x in (cuda_visible_devices() or "").split(",") if x.strip()]
-    return list(range(len(visible))) or [0]
-
-
-def standin_gpu_s() -> float | None:
-    v = _get("PROOFFLOW_STANDIN_GPU_S")
-    return float(v) if v else None
-
-
-def staging_budget() -> int:
-    return int(_get("PROOFFLOW_STAGING_BUDGET") or 8 << 30)
-
-
-def shared_staging_dir() -> Path:
-    """Where synthesis leaves a/b/c for the device: shared memory (tmpfs), one directory per
-    user and proofflow home."""
-    if _get("PROOFFLOW_SHARED_STAGING"):
-        return Path(_get("PROOFFLOW_SHARED_STAGING"))
+def _shared_staging(v) -> Path:
     if not Path("/dev/shm").is_dir():
-        return home() / "staging"
-    digest = hashlib.sha256(str(home().absolute()).encode()).hexdigest()[:10]
-    return Path("/dev/shm") / f"proofflow-{os.getuid()}-{digest}"
+        return v.home / "staging"
+    return Path("/dev/shm") / f"proofflow-{os.getuid()}-{_digest(str(v.home.absolute()))}"
 
 
-def staging_endpoint() -> str | None:
-    """HOST:PORT of the GPU host's staging receiver, set on workers of other hosts: their
-    syntheses stream there instead of writing the local shared staging."""
-    return _get("PROOFFLOW_STAGING_ENDPOINT")
+def _runtime(v) -> Path:
+    # one per home and shared staging: a service only sees the segments of its staging
+    key = f"{v.home.absolute()}\0{v.shared_staging_dir.absolute()}"
+    return Path(f"/tmp/proofflow-{os.getuid()}") / _digest(key)
 
 
-def staging_listen() -> str:
-    return _get("PROOFFLOW_STAGING_LISTEN", "127.0.0.1:7017")
+def _visible_devices(v) -> tuple[int, ...]:
+    visible = [x for x in (v.cuda_visible_devices or "").split(",") if x.strip()]
+    return tuple(range(len(visible))) or (0,)
 
 
-def staging_token() -> str | None:
-    return _get("PROOFFLOW_STAGING_TOKEN")
+def _h2d(name: str, kind: Kind, doc: str):
+    return _opt(f"PROOFFLOW_H2D_{name.upper()}", kind, None,
+                f"check_h2d's {name}: {doc}; unset: the Airflow Variable proofflow_h2d_{name}, else the "
+                "check's default (proofflow/timing/h2d_check.py)", CHECKS)
 
 
-def staging_lease_ttl_s() -> float:
-    return _float("PROOFFLOW_STAGING_LEASE_TTL_S", 86400)
+@dataclass(frozen=True)
+class Settings:
+    """The environment as proofflow reads it, typed; fields in reading order (a derived
+    default uses those before it)."""
+
+    # read first: defaults below derive from them
+    airflow_home: Path | None = _opt("AIRFLOW_HOME", PATH, None, "Airflow's home; proofflow's home defaults "
+                                     "inside it", OTHERS)
+    xdg_cache_home: Path | None = _opt("XDG_CACHE_HOME", PATH, None, "the user's cache directory, base of "
+                                       "PROOFFLOW_CACHE's default", OTHERS)
+    c_compiler: str | None = _opt("CC", TEXT, None, "the C compiler of the CPU kernels "
+                                  "(proofflow/prover/native); unset: cc, gcc or clang", OTHERS)
+    cuda_visible_devices: str | None = _opt(
+        "CUDA_VISIBLE_DEVICES", TEXT, None, "the devices CUDA shows this process (empty: none); it names "
+        "the prover services' sockets and gives PROOFFLOW_GPU_DEVICES's default", OTHERS, blank_is_value=True)
+
+    home: Path = _opt("PROOFFLOW_HOME", PATH, Derived("`$AIRFLOW_HOME/proofflow` when AIRFLOW_HOME is set, "
+                                                      "else `~/.proofflow`", _home),
+                      "base of the default paths below (each Airflow deployment gets its own)", WHERE)
+    scratch_root: Path = _opt("PROOFFLOW_SCRATCH", PATH, _under_home("scratch"), "run-scoped scratch "
+                              "directories", WHERE)
+    params_cache: Path = _opt("PROOFFLOW_PARAMS_CACHE", PATH, _under_home("params"), "proving keys, one "
+                              "directory per (circuit, log2, seed)", WHERE)
+    circuits_dir: Path = _opt("PROOFFLOW_CIRCUITS", PATH, _under_home("circuits"), "registered circom "
+                              "circuits, one directory each", WHERE)
+    bundles_root: Path = _opt("PROOFFLOW_BUNDLES", PATH, _under_home("bundles"), "finished proof bundles",
+                              WHERE)
+    pending_dir: Path = _opt("PROOFFLOW_PENDING", PATH, _under_home("pending"), "proof_batch's pending work "
+                             "files", WHERE)
+    reports_root: Path = _opt("PROOFFLOW_REPORTS", PATH, _under_home("reports"), "check_h2d's results and "
+                              "data docs", WHERE)
+    local_airflow_home: Path = _opt("PROOFFLOW_AIRFLOW_HOME", PATH, _under_home("airflow"), "the embedded "
+                                    "Airflow home of `proofflow run`", WHERE)
+    dags_folder: Path = _opt("PROOFFLOW_DAGS_FOLDER", PATH, Derived(
+        "the source tree's `dags/`", lambda v: Path(__file__).resolve().parents[1] / "dags"),
+        "the DAG files `proofflow run` loads", WHERE)
+    cache_root: Path = _opt("PROOFFLOW_CACHE", PATH, Derived(
+        "`$XDG_CACHE_HOME/proofflow`, else `~/.cache/proofflow`",
+        lambda v: (v.xdg_cache_home or Path.home() / ".cache") / "proofflow"),
+        "compiled CPU kernels, constraint systems, round constants", WHERE)
+
+    kernel_dir: Path = _opt("PROOFFLOW_KERNEL_DIR", PATH, Derived("`$PROOFFLOW_CACHE/kernels`",
+                                                                  lambda v: v.cache_root / "kernels"),
+                            "compiled GPU kernels, cubins (proofflow/prover/device/cache.py)", KERNELS)
+    cuda_archs: tuple[str, ...] = _opt(
+        "PROOFFLOW_CUDA_ARCHS", ARCHS, Derived("none: the visible device's", lambda v: ()),
+        "compute capabilities `proofflow kernels build` and `proofflow setup` compile for without --arch "
+        "(e.g. 90, or 80,90)", KERNELS)
+    curve_variant: str = _opt(
+        "PROOFFLOW_CURVE_VARIANT", _choice(*CURVE_VARIANTS), "call",
+        "the product variant of a GPU prover's curve kernels (MSMs, fixed-base, bit sums); all give the same "
+        "values, docs/gpu-kernels.md compares their speed", KERNELS)
+    msm_balanced: bool = _opt(
+        "PROOFFLOW_MSM_BALANCED", SWITCH, "1", "on: a GPU prover's MSMs accumulate their buckets in balanced "
+        "spans; off: in pieces of each bucket (proofflow/prover/device/pippenger.py)", KERNELS)
+    msm_overlap: bool = _opt(
+        "PROOFFLOW_MSM_OVERLAP", SWITCH, "0", "on: a GPU proof's independent MSMs (A, B_G1, B_G2, L, H) run at "
+        "once, each on a stream of its own (proofflow/prover/device/overlap.py); their scratch then adds up, "
+        "and the resource check counts it so", KERNELS)
+    msm_precompute: int | None = _opt(
+        "PROOFFLOW_MSM_PRECOMPUTE", BYTES_OR_AUTO, "0",
+        "device bytes a GPU prover may add to each proving key for its MSMs' precomputed multiples of the "
+        "key's points (0: none), or auto: half the key budget less the key's own tables, so two keys as "
+        "large stay resident; counted in the key's resident bytes", KERNELS)
+
+    gpu_service: bool = _opt(
+        "PROOFFLOW_GPU_SERVICE", SWITCH, "1", "on: prove_gpu reaches the device through its long-lived "
+        "prover service (proofflow/prover/service); off: in the task's own process (the naive design, kept "
+        "for comparison)", SERVICE)
+    gpu_depth: int = _opt(
+        "PROOFFLOW_GPU_DEPTH", _at_least(1), "4", "prove_gpu tasks in flight per device with the service "
+        "(one on the device, the next uploading, the others mapped: enough to cover Airflow's hand-off at a "
+        "~1 s device phase); pool `gpu` gets devices x depth slots (1 a device in-process)", SERVICE)
+    gpu_slots: int | None = _opt(
+        "PROOFFLOW_GPU_SLOTS", Kind("integer", "an integer", lambda raw: max(1, int(raw))), None,
+        "the pool's slots, overriding devices x depth (a deployment's sum; below 1 counts as 1); unset: "
+        "devices x depth", SERVICE)
+    gpu_devices: tuple[int, ...] = _opt(
+        "PROOFFLOW_GPU_DEVICES", DEVICES, Derived("one per entry of CUDA_VISIBLE_DEVICES, else 0",
+                                                  _visible_devices),
+        "device indices this worker proves on (e.g. 0,1)", SERVICE)
+    standin_gpu_s: float | None = _opt(
+        "PROOFFLOW_STANDIN_GPU_S", SECONDS, None, "stretch each proof's device phase to this long (a "
+        "calibrated stand-in for a GPU phase, for the pipeline benchmark); unset: no stand-in", SERVICE)
+    service_idle_s: float = _opt("PROOFFLOW_SERVICE_IDLE_S", SECONDS, "600", "a prover service stops after "
+                                 "this long idle", SERVICE)
+    service_start_timeout_s: float = _opt("PROOFFLOW_SERVICE_START_TIMEOUT", SECONDS, "600", "how long a "
+                                          "caller waits for a prover service to start (a first kernel "
+                                          "compile included)", SERVICE)
+    service_job_timeout_s: float = _opt("PROOFFLOW_SERVICE_JOB_TIMEOUT", SECONDS, "3600", "how long a caller "
+                                        "waits for a prover service's job", SERVICE)
+    key_budget: KeyBudget = _opt(
+        "PROOFFLOW_KEY_BUDGET", KEY_BUDGET, "0.5", "device memory a prover service keeps proving keys "
+        "resident in: bytes (a number above 1), or a fraction of the device's memory (the host's for the CPU "
+        "backend); least recently used keys are evicted to fit a new one", SERVICE)
+    setup_workers: int = _opt("PROOFFLOW_SETUP_WORKERS", INT, Derived("the CPU count", lambda v: os.cpu_count() or 1),
+                              "processes of the CPU setup's fixed-base multiplications", SERVICE)
+    setup_lock_path: Path = _opt(
+        "PROOFFLOW_SETUP_LOCK", PATH, Derived("`/tmp/proofflow-<uid>/gpu-setup.lock`",
+                                              lambda v: Path(f"/tmp/proofflow-{os.getuid()}/gpu-setup.lock")),
+        "the lock file that lets one GPU setup run at a time on a host (shared by the user's homes)", SERVICE)
+
+    staging_budget: int = _opt(
+        "PROOFFLOW_STAGING_BUDGET", BYTES, "8589934592", "bytes (8 GiB by default) of the shared staging "
+        "(the partitions' a/b/c segments on a host) and of a process's own staging pool", STAGING)
+    staging_timeout_s: float = _opt("PROOFFLOW_STAGING_TIMEOUT", SECONDS, "600", "how long a staging request "
+                                    "waits for room before failing", STAGING)
+    shared_staging_dir: Path = _opt(
+        "PROOFFLOW_SHARED_STAGING", PATH, Derived(
+            "`/dev/shm/proofflow-<uid>-<digest of the home>` (`$PROOFFLOW_HOME/staging` without /dev/shm)",
+            _shared_staging),
+        "where synthesis leaves a/b/c for the device: shared memory (a tmpfs), one directory per user and "
+        "home", STAGING)
+    staging_lease_ttl_s: float = _opt("PROOFFLOW_STAGING_LEASE_TTL_S", SECONDS, "86400", "how long a shared "
+                                      "staging segment may stay leased", STAGING)
+    staging_idle_ttl_s: float = _opt("PROOFFLOW_STAGING_IDLE_TTL_S", SECONDS, "600", "how long a released "
+                                     "segment is kept for reuse", STAGING)
+    staging_endpoint: str | None = _opt(
+        "PROOFFLOW_STAGING_ENDPOINT", TEXT, None, "HOST:PORT of the GPU host's staging receiver, set on "
+        "workers of other hosts: their syntheses stream there instead of writing the local shared staging",
+        STAGING)
+    staging_listen: str = _opt("PROOFFLOW_STAGING_LISTEN", TEXT, "127.0.0.1:7017", "where the staging "
+                               "receiver listens", STAGING)
+    staging_token: str | None = _opt("PROOFFLOW_STAGING_TOKEN", TEXT, None, "the secret the staging receiver "
+                                     "and its senders share (needed to listen beyond loopback)", STAGING,
+                                     secret=True)
+    runtime_dir: Path = _opt(
+        "PROOFFLOW_RUNTIME", PATH, Derived("`/tmp/proofflow-<uid>/<digest of the home and shared staging>`",
+                                           _runtime),
+        "the prover services' sockets (short enough for a Unix socket path, private to the user)", SERVICE)
+
+    gpu_queue: str = _opt("PROOFFLOW_GPU_QUEUE", TEXT, "gpu", "the queue of the GPU host's tasks "
+                          "(synthesize, stage and prove_gpu, which share its memory) under the CeleryExecutor",
+                          AIRFLOW)
+    cpu_queue: str = _opt("PROOFFLOW_CPU_QUEUE", TEXT, "cpu", "every other task's queue", AIRFLOW)
+    worker_name: str | None = _opt("PROOFFLOW_WORKER_NAME", TRIMMED, None, "the host name a worker records "
+                                   "(proofflow/airflow/worker.py); unset: the host's name", AIRFLOW)
+    retries: int = _opt("PROOFFLOW_RETRIES", INT, "1", "proof_run's task retries", AIRFLOW)
+    synth_concurrency: int | None = _opt("PROOFFLOW_SYNTH_CONCURRENCY", INT, None, "syntheses at once in a "
+                                         "run; unset: no limit", AIRFLOW)
+    max_active_runs: int = _opt("PROOFFLOW_MAX_ACTIVE_RUNS", INT, "4", "proof_run's runs at once", AIRFLOW)
+    batch_cron: str | None = _opt(
+        "PROOFFLOW_BATCH_CRON", CRON, "*/15 * * * *", "proof_batch's schedule; none: it runs only when "
+        "triggered (the UI, the REST API or a scheduler outside Airflow)", AIRFLOW)
+    preload: bool = _opt(
+        "PROOFFLOW_PRELOAD", SWITCH, "1", "on: the scheduler, dag-processor and triggerer import the tasks' "
+        "modules at their start, so the processes they fork inherit them (proofflow/airflow/preload.py)",
+        AIRFLOW)
+
+    db_url: str | None = _opt(
+        "PROOFFLOW_DB_URL", TEXT, None, "the timing store's URL; unset: the Airflow connection "
+        "proofflow_timing, else SQLite at `$PROOFFLOW_HOME/timing.db`", STORE, secret=True)
+    db_retry_s: float = _opt("PROOFFLOW_DB_RETRY_S", SECONDS, "60", "how long the timing store retries a "
+                             "lost database connection", STORE)
+
+    h2d_tol: float | None = _h2d("tol", NUMBER, "how far above the expected time a transfer may take, as a "
+                                 "fraction of it")
+    h2d_tol_low: float | None = _h2d("tol_low", NUMBER, "how far below, a fraction in 0..1")
+    h2d_floor_gbps: float | None = _h2d("floor_gbps", NUMBER, "the lowest rate allowed, GB/s")
+    h2d_floor_fraction: float | None = _h2d("floor_fraction", NUMBER, "the lowest rate allowed as a fraction "
+                                            "of the reference, without floor_gbps")
+    h2d_slack_ms: float | None = _h2d("slack_ms", NUMBER, "milliseconds that widen the allowed range both ways")
+    h2d_require_pinned: bool | None = _h2d("require_pinned", SWITCH, "also flag transfers from pageable memory")
+    h2d_auto_calibrate: bool | None = _h2d("auto_calibrate", SWITCH, "calibrate a host and device that have "
+                                           "no calibration stored")
+    smtp_conn_id: str = _opt("PROOFFLOW_SMTP_CONN_ID", TEXT, "smtp_default", "the Airflow connection alert "
+                             "e-mails go through", CHECKS)
+    alert_email: str | None = _opt("PROOFFLOW_ALERT_EMAIL", TEXT, None, "where alert e-mails go; unset: the "
+                                   "Airflow Variable proofflow_alert_email", CHECKS)
+    fault_specs: str | None = _opt("PROOFFLOW_FAULT", TEXT, None, "fault injection for the reliability tests "
+                                   "(proofflow/prover/faults.py); unset in operation", CHECKS)
+
+    @property
+    def default_db_url(self) -> str:
+        """The timing store without PROOFFLOW_DB_URL or a connection: SQLite in the home."""
+        return f"sqlite:///{self.home / 'timing.db'}"
 
 
-def staging_idle_ttl_s() -> float:
-    return _float("PROOFFLOW_STAGING_IDLE_TTL_S", 600)
+OPTIONS: tuple[Option, ...] = tuple(dataclasses.replace(f.metadata["option"], field=f.name)
+                                    for f in dataclasses.fields(Settings))
 
 
-def staging_timeout_s() -> float:
-    return _float("PROOFFLOW_STAGING_TIMEOUT", 600)
+# -- reading ---------------------------------------------------------------------------------------
+def load(environ: Mapping[str, str]) -> Settings:
+    """``environ`` read into a ``Settings`` (ValueError naming the variable of a bad value)."""
+    values = SimpleNamespace()
+    for option in OPTIONS:
+        setattr(values, option.field, option.read(environ, values))
+    return Settings(**vars(values))
 
 
-def service_idle_s() -> float:
-    return _float("PROOFFLOW_SERVICE_IDLE_S", 600)
+@functools.cache
+def current() -> Settings:
+    """This process's settings, read from its environment the first time they are asked for."""
+    return load(os.environ)
 
 
-def service_start_timeout_s() -> float:
-    return _float("PROOFFLOW_SERVICE_START_TIMEOUT", 600)  # a first NVRTC compile included
+def reload() -> None:
+    """Forget the settings read, so the next ``current()`` reads the environment again."""
+    current.cache_clear()
 
 
-def service_job_timeout_s() -> float:
-    return _float("PROOFFLOW_SERVICE_JOB_TIMEOUT", 3600)
-
-
-def key_budget_bytes(memory_bytes: int) -> int:
-    """PROOFFLOW_KEY_BUDGET in bytes, for a device of ``memory_bytes``: an integer is bytes,
-    a number in (0, 1] a fraction of the device's memory (default 0.5)."""
-    raw = (_get("PROOFFLOW_KEY_BUDGET") or "0.5").strip()
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not value > 0 or (value > 1 and value != int(value)):
-        raise ValueError(f"PROOFFLOW_KEY_BUDGET must be a number of bytes or a fraction in (0, 1], got {raw!r}")
-    return int(value * memory_bytes) if value <= 1 else int(value)
-
-
-def msm_precompute_bytes() -> int | None:
-    """PROOFFLOW_MSM_PRECOMPUTE: bytes (an integer, 0 for none, the default; e.g. 16e9), or
-    None for ``auto`` (``pippenger.copies_budget`` sizes them from the key budget)."""
-    raw = (_get("PROOFFLOW_MSM_PRECOMPUTE") or "0").strip()
-    if raw.lower() == "auto":
-        return None
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value < float("inf") or value != int(value):
-        raise ValueError(f"PROOFFLOW_MSM_PRECOMPUTE must be a number of bytes or auto, got {raw!r}")
-    return int(value)
-
-
-def _switch(name: str, default: bool = False) -> bool:
-    """An on/off setting, ``default`` when unset: 1/0, true/false, yes/no, on/off."""
-    raw = (_get(name) or ("1" if default else "0")).strip().lower()
-    if raw not in ("0", "1", "false", "true", "no", "yes", "off", "on"):
-        raise ValueError(f"{name} must be 0 or 1, got {raw!r}")
-    return raw in ("1", "true", "yes", "on")
-
-
-def msm_overlap() -> bool:
-    """PROOFFLOW_MSM_OVERLAP: whether the GPU backend runs a proof's MSMs at once (default off)."""
-    return _switch("PROOFFLOW_MSM_OVERLAP")
-
-
-def curve_variant(choices) -> str | None:
-    """PROOFFLOW_CURVE_VARIANT, one of ``choices``; None when unset."""
-    raw = _get("PROOFFLOW_CURVE_VARIANT")
-    if raw is not None and raw.strip().lower() not in choices:
-        raise ValueError(f"PROOFFLOW_CURVE_VARIANT must be one of {', '.join(choices)}, got {raw!r}")
-    return raw and raw.strip().lower()
-
-
-def msm_balanced() -> bool:
-    """PROOFFLOW_MSM_BALANCED: whether GPU MSMs accumulate in balanced spans (default on: the
-    H200 measured 1.07-1.38x over pieces, docs/gpu-kernels.md)."""
-    return _switch("PROOFFLOW_MSM_BALANCED", default=True)
-
-
-def setup_lock_path() -> Path:
-    """Host-wide, shared by every proofflow home of the user: one GPU setup at a time."""
-    return Path(_get("PROOFFLOW_SETUP_LOCK") or f"/tmp/proofflow-{os.getuid()}/gpu-setup.lock")
-
-
-def setup_workers() -> int:
-    return int(_get("PROOFFLOW_SETUP_WORKERS") or os.cpu_count() or 1)
-
-
-# -- Airflow ---------------------------------------------------------------------------------
-def gpu_queue() -> str:
-    return _get("PROOFFLOW_GPU_QUEUE", "gpu")
-
-
-def cpu_queue() -> str:
-    return _get("PROOFFLOW_CPU_QUEUE", "cpu")
-
-
-def worker_name() -> str | None:
-    return (_get("PROOFFLOW_WORKER_NAME") or "").strip() or None
-
-
-def retries() -> int:
-    return int(_get("PROOFFLOW_RETRIES") or 1)
-
-
-def synth_concurrency() -> int | None:
-    return int(_get("PROOFFLOW_SYNTH_CONCURRENCY")) if _get("PROOFFLOW_SYNTH_CONCURRENCY") else None
-
-
-def max_active_runs() -> int:
-    return int(_get("PROOFFLOW_MAX_ACTIVE_RUNS") or 4)
-
-
-def batch_cron() -> str | None:
-    """proof_batch's schedule: a cron expression, or None for ``none`` (runs only when
-    triggered: from the UI, the REST API or a scheduler outside Airflow)."""
-    raw = (_get("PROOFFLOW_BATCH_CRON") or "*/15 * * * *").strip()
-    return None if raw.lower() == "none" else raw
-
-
-def airflow(name: str) -> str | None:
-    """An Airflow setting from the environment (AIRFLOW_HOME, AIRFLOW__SECTION__KEY)."""
-    return _get(name)
+# a forked child (Airflow's task processes) reads its own environment, as a started one does
+os.register_at_fork(after_in_child=reload)
 
 
 def configure_airflow(values: dict[str, str]) -> None:
     """Set Airflow's settings for this process and its children (before Airflow is imported:
     it reads its configuration at import time)."""
     os.environ.update(values)
+    reload()
 
 
 def set_home(path: Path) -> None:
     """Fix this process's (and its children's) proofflow home, e.g. before a command sets
     AIRFLOW_HOME, so the home does not move with it."""
     os.environ["PROOFFLOW_HOME"] = str(path)
+    reload()
 
 
-# -- checks, alerts, faults ----------------------------------------------------------------
-def h2d_check(name: str) -> str | None:
-    return _get(f"PROOFFLOW_H2D_{name.upper()}")
+# -- the generated reference ----------------------------------------------------------------
+def markdown() -> str:
+    """docs/configuration.md: every variable by section, with its type, default and meaning."""
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|")
+
+    out = ["# Configuration", "",
+           "Generated from `proofflow/settings.py` by `python -m proofflow.settings > docs/configuration.md`;",
+           "edit the declarations there, not this file. A process reads its environment once, when it",
+           "first needs a setting; an empty variable counts as unset. A switch is 1 or 0 (also true/false,",
+           "yes/no, on/off).", ""]
+    for section in SECTIONS:
+        out += [f"## {section}", "", "| Variable | Type | Default | Meaning |", "| --- | --- | --- | --- |"]
+        out += [f"| `{o.env}` | {cell(o.kind.name)} | {cell(o.shown_default())} | {cell(o.doc)} |"
+                for o in OPTIONS if o.section == section]
+        out.append("")
+    return "\n".join(out)
 
 
-def smtp_conn_id() -> str:
-    return _get("PROOFFLOW_SMTP_CONN_ID", "smtp_default")
-
-
-def alert_email() -> str | None:
-    return _get("PROOFFLOW_ALERT_EMAIL")
-
-
-FAULT_ENV = "PROOFFLOW_FAULT"
-
-
-def fault_specs() -> str:
-    return _get(FAULT_ENV, "")
+if __name__ == "__main__":
+    print(markdown(), end="")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import asdict, dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Callable
@@ -68,7 +69,7 @@ def check_choice(name: str, value, options) -> str:
 
 def registered_circuits() -> list[str]:
     """Names of the circom circuits registered in this proofflow home."""
-    root = settings.circuits_dir()
+    root = settings.current().circuits_dir
     return sorted(p.parent.name for p in root.glob("*/circuit.json")) if root.is_dir() else []
 
 
@@ -77,7 +78,7 @@ def circuit_info(name: str) -> dict | None:
     if not isinstance(name, str) or not CIRCUIT_NAME.fullmatch(name) or name in CIRCUITS:
         return None
     try:
-        return json.loads((settings.circuits_dir() / name / "circuit.json").read_text())
+        return json.loads((settings.current().circuits_dir / name / "circuit.json").read_text())
     except (OSError, ValueError):
         return None
 
@@ -143,15 +144,69 @@ def resolve_staging(staging: str, backend: str) -> MemoryKind:
     return MemoryKind.effective(staging, backend)
 
 
+@dataclass(frozen=True)
+class RunConfig:
+    """A proof run as it will really run: made once by ``validate_params``, then handed from
+    task to task (and to the engine) as ``to_dict``'s plain form. ``backend`` and ``staging``
+    are what is used; ``*_requested`` what the form asked for."""
+    circuit: str
+    log2: int
+    partitions: int
+    backend: str  # cpu or gpu
+    staging: MemoryKind
+    seed: int = 0
+    inputs: tuple | None = None  # a registered circuit's, one per partition: input objects or file paths
+    circom: bool = False  # a registered circom circuit
+    backend_requested: str | None = None
+    staging_requested: MemoryKind | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "staging", MemoryKind(self.staging))
+        if self.staging_requested is not None:
+            object.__setattr__(self, "staging_requested", MemoryKind(self.staging_requested))
+        if self.inputs is not None:
+            object.__setattr__(self, "inputs", tuple(self.inputs))
+
+    @property
+    def partition_ids(self) -> list[int]:
+        return list(range(self.partitions))
+
+    def to_dict(self) -> dict:
+        """The JSON form (XCom, run.json, logs)."""
+        out = asdict(self)
+        out.update(staging=self.staging.value, inputs=list(self.inputs) if self.inputs is not None else None,
+                   staging_requested=self.staging_requested and self.staging_requested.value)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "RunConfig":
+        """A config ``to_dict`` wrote; anything else is refused, naming the field."""
+        if not isinstance(data, dict):
+            raise InvalidParams(f"a run config must be an object, got {type(data).__name__}")
+        names = {f for f in cls.__dataclass_fields__}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise InvalidParams(f"unknown run config field(s) {', '.join(map(repr, unknown))}")
+        try:
+            config = cls(**data)
+        except (TypeError, ValueError) as exc:
+            raise InvalidParams(f"malformed run config: {exc}") from None
+        for name, kind in (("circuit", str), ("log2", int), ("partitions", int), ("seed", int), ("circom", bool)):
+            value = getattr(config, name)
+            if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+                raise InvalidParams(f"run config field {name!r} must be a {kind.__name__}, got {value!r}")
+        if config.backend not in ("cpu", "gpu"):
+            raise InvalidParams(f"run config backend must be cpu or gpu, got {config.backend!r}")
+        return config
+
+
 def validate_params(params: dict, gpu_available: Callable[[], bool],
-                    fit_check: Callable[[dict], str | None] | None = None) -> dict:
-    """Checked, normalized proof_run config; raises InvalidParams with one message naming
-    every problem. ``gpu_available``: asked only when the GPU is asked for or 'auto' must
-    choose. ``fit_check``: takes the normalized config and says why the run cannot fit the
+                    fit_check: Callable[[RunConfig], str | None] | None = None) -> RunConfig:
+    """The run a proof_run's params ask for, checked once; raises InvalidParams with one
+    message naming every problem. ``gpu_available``: asked only when the GPU is asked for or
+    'auto' must choose. ``fit_check``: takes the config and says why the run cannot fit the
     machine (one message naming each number that fails), or None; asked last (the engine's:
-    ``proofflow.prover.resources.fit_check``); None: no resource check. The result has the
-    backend and staging that will really be used, what was asked for (``backend_requested``,
-    ``staging_requested``) and ``partition_ids``."""
+    ``proofflow.prover.resources.fit_check``); None: no resource check."""
     params = dict(params)
     p = {**DEFAULTS, **{k: v for k, v in params.items() if k in DEFAULTS}}
     problems = []
@@ -183,9 +238,9 @@ def validate_params(params: dict, gpu_available: Callable[[], bool],
     if problems:
         raise InvalidParams("invalid proof_run parameters: " + "; ".join(problems))
     backend = resolve_backend(p["backend"], gpu_available)
-    config = {**p, "circom": info is not None, "backend_requested": p["backend"], "backend": backend,
-              "staging_requested": p["staging"], "staging": resolve_staging(p["staging"], backend),
-              "partition_ids": list(range(p["partitions"]))}
+    config = RunConfig(p["circuit"], p["log2"], p["partitions"], backend, resolve_staging(p["staging"], backend),
+                       p["seed"], p["inputs"] if info is not None else None, info is not None, p["backend"],
+                       MemoryKind(p["staging"]))
     if fit_check is not None and (refusal := fit_check(config)):
         raise InvalidParams(refusal)
     return config

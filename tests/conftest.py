@@ -3,6 +3,30 @@ import pytest
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _settings_follow_the_environment():
+    """proofflow reads its settings once per process (``settings.current()``); a test that
+    changes the environment through a MonkeyPatch (the ``monkeypatch`` fixture or one of its
+    own: setenv, delenv, and undo at teardown) gets them read again at its next use, as a
+    process started with that environment would."""
+    from proofflow import settings
+
+    def reloading(method):
+        def call(self, *args, **kwargs):
+            try:
+                return method(self, *args, **kwargs)
+            finally:
+                settings.reload()
+        return call
+
+    originals = {name: getattr(pytest.MonkeyPatch, name) for name in ("setenv", "delenv", "undo")}
+    for name, method in originals.items():
+        setattr(pytest.MonkeyPatch, name, reloading(method))
+    yield
+    for name, method in originals.items():
+        setattr(pytest.MonkeyPatch, name, method)
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _no_staging_left_in_shared_memory(tmp_path_factory):
     """Tests whose processes run with a fresh home and no PROOFFLOW_SHARED_STAGING (the fresh
     machine's defaults) stage in /dev/shm/proofflow-<uid>-<digest of the home>: those of this
@@ -144,6 +168,8 @@ os.environ.update({
 for _var in ("PROOFFLOW_DB_URL", "AIRFLOW_CONN_PROOFFLOW_TIMING", "PROOFFLOW_SCRATCH", "PROOFFLOW_PARAMS_CACHE",
              "PROOFFLOW_BUNDLES"):
     os.environ.pop(_var, None)
+from proofflow import settings as _settings  # noqa: E402  (read after the session's environment is set)
+_settings.reload()
 
 
 @pytest.fixture(scope="session", autouse=True)

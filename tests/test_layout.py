@@ -1,6 +1,7 @@
 """The layout's rules, checked on the source: one installed package; Airflow imported only
 by its provider layer and the DAG files; CuPy only by the device layer; the environment
-read only by the settings module; no import cycles, and imports that follow the layers."""
+read only by the settings module, and the settings not by the device layer (its callers
+pass it typed options); no import cycles, and imports that follow the layers."""
 import ast
 import glob
 import subprocess
@@ -196,6 +197,13 @@ def test_the_product_has_no_import_cycle():
     assert not found, f"{len(found)} import cycle(s):\n" + "\n".join(found)
 
 
+def test_the_device_layer_reads_no_settings():
+    graph = import_graph(ROOT, PRODUCT)
+    device = [rel for rel in graph if rel.startswith("proofflow/prover/device/")]
+    assert len(device) > 5 and "proofflow/settings.py" in graph["proofflow/cli.py"]
+    assert [rel for rel in device if "proofflow/settings.py" in graph[rel]] == []
+
+
 def test_imports_follow_the_layers():
     found = upward(import_graph(ROOT, PRODUCT))
     assert not found, (f"{len(found)} import(s) from a lower layer to a higher one (settings 1, spec 2, prover 3, "
@@ -243,3 +251,21 @@ def test_pip_install_installs_only_proofflow(tmp_path):
     entry = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
     assert "proofflow = proofflow.cli:main" in entry and "proofflow.airflow.plugins.plugin:ProofflowPlugin" in entry
     assert "provider_info = proofflow.airflow.get_provider_info:get_provider_info" in entry
+
+
+def test_operators_are_thin():
+    """Each operator's ``run``/``execute`` is a few lines over the engine: at most 30."""
+    long = {}
+    for path in sorted((ROOT / "proofflow" / "airflow" / "operators").glob("*.py")):
+        for cls in (n for n in ast.parse(path.read_text()).body if isinstance(n, ast.ClassDef)):
+            for fn in (n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name in ("run", "execute")):
+                if fn.end_lineno - fn.lineno + 1 > 30:
+                    long[f"{_rel(path)}:{cls.name}.{fn.name}"] = fn.end_lineno - fn.lineno + 1
+    assert long == {}
+
+
+def test_the_readme_is_a_front_door():
+    """At most 250 lines; the depth lives in docs/."""
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 250 and all((ROOT / "docs" / name).is_file() for name in (
+        "architecture.md", "configuration.md", "deployment.md", "sizing.md", "prover-service.md", "reliability.md"))

@@ -18,15 +18,16 @@ POOL_DESCRIPTION = ("prove_gpu slots: per GPU, one (in-process: the GPU mutex) o
 
 
 def configure_env() -> dict:
-    """Point Airflow at the embedded home (``settings.local_airflow_home()``, SQLite metadata
-    DB inside it) and the DAG files. The proofflow home is fixed first: setting AIRFLOW_HOME
-    must not move it from where a plain shell finds it (``proofflow report`` after ``run``)."""
-    settings.set_home(settings.home())
-    home = settings.local_airflow_home().resolve()
+    """Point Airflow at the embedded home (PROOFFLOW_AIRFLOW_HOME, SQLite metadata DB inside
+    it) and the DAG files. The proofflow home is fixed first: setting AIRFLOW_HOME must not
+    move it from where a plain shell finds it (``proofflow report`` after ``run``)."""
+    current = settings.current()
+    settings.set_home(current.home)
+    home = current.local_airflow_home.resolve()
     home.mkdir(parents=True, exist_ok=True)
     env = {
         "AIRFLOW_HOME": str(home),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(settings.dags_folder()),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(current.dags_folder),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
     }
@@ -79,10 +80,11 @@ def default_slots() -> int:
     """Slots of pool ``gpu``: PROOFFLOW_GPU_SLOTS, else per device one (in-process: the pool
     is the mutex) or PROOFFLOW_GPU_DEPTH (the prover service holds the device; the pool
     bounds the partitions in flight per device)."""
-    if settings.gpu_slots():
-        return settings.gpu_slots()
+    current = settings.current()
+    if current.gpu_slots:
+        return current.gpu_slots
     from proofflow.prover import device
-    per_device = settings.gpu_depth() if settings.gpu_service_enabled() else 1
+    per_device = current.gpu_depth if current.gpu_service else 1
     return max(1, device.count()) * per_device  # no GPU: the CPU backend proves, one device's worth
 
 

@@ -28,7 +28,7 @@ def configure() -> Path:
 
 
 def run_proof_run(conf: dict, log_path: Path | None = None) -> LocalRun:
-    dags = settings.dags_folder()
+    dags = settings.current().dags_folder
     if not (dags / "proof_run.py").exists():
         raise FileNotFoundError(f"no proof_run.py in the dags folder {dags} (set PROOFFLOW_DAGS_FOLDER)")
     setup = bootstrap.setup_all(log_path=log_path)

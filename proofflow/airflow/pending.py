@@ -25,7 +25,7 @@ def _inputs_from(conf: dict, base: Path) -> dict:
 def claim(directory: Path | None = None, limit: int = 64) -> list[dict]:
     """Confs for proof_run, one per claimed file (oldest first)."""
     from proofflow.spec import InvalidParams, validate_params
-    d = Path(directory or settings.pending_dir())
+    d = Path(directory or settings.current().pending_dir)
     if not d.is_dir():
         return []
     (d / "claimed").mkdir(exist_ok=True)

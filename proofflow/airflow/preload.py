@@ -41,7 +41,7 @@ MODULES = (
     "numpy",
     "proofflow.prover.pipeline",
     "proofflow.prover.circuits",
-    "proofflow.prover.shared_staging",
+    "proofflow.prover.staging.shared",
     "proofflow.prover.service.client",
     "proofflow.prover.groth16.verifier",
     "proofflow.prover.resources",
@@ -71,6 +71,6 @@ def preload() -> float:
 def on_starting(component) -> None:
     """A job process (scheduler, dag-processor, triggerer) preloads; a task process (its
     component is the task runner's marker, not a Job) does not."""
-    if type(component).__name__ != "Job" or not settings.preload_enabled():
+    if type(component).__name__ != "Job" or not settings.current().preload:
         return
     log.info("proofflow preloaded the tasks' modules in %.2f s", preload())

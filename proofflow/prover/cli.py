@@ -74,8 +74,8 @@ def _does_not_fit(circuit: str, log2: int, curve: str, backend: str, out: Path) 
     from dataclasses import replace
 
     from proofflow.prover import resources
-    config = {"circuit": circuit, "log2": log2, "curve": curve, "partitions": 0, "backend": backend,
-              "staging": "pageable"}
+    from proofflow.spec import MemoryKind, RunConfig
+    config = RunConfig(circuit, log2, 0, backend, MemoryKind.PAGEABLE, curve=curve)
     machine = replace(resources.probe(config, key_dir=out), key_on_disk=False)  # written again whatever is there
     return resources.fit_check(config, machine)
 
@@ -87,8 +87,8 @@ def _backend(name: str):
 
 def _staging_pool(mode: str, backend):
     """This process's staging pool: page-locked when the GPU backend can pin it."""
-    from proofflow.prover import pipeline
-    return pipeline.staging_pool(pinned=resolve_staging(mode, backend.name) == "pinned")
+    from proofflow.prover.staging.pool import staging_pool
+    return staging_pool(pinned=resolve_staging(mode, backend.name) == "pinned")
 
 
 def _key(pk, circuit):

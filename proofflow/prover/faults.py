@@ -35,7 +35,6 @@ import signal
 
 from proofflow import settings
 
-ENV = settings.FAULT_ENV
 KINDS = ("kill", "kill_mid_write", "oom")
 
 
@@ -43,9 +42,9 @@ class DeviceOutOfMemory(MemoryError):
     """The stand-in of CuPy's OutOfMemoryError where CuPy is not installed."""
 
 
-def _specs() -> list[tuple[str, str, str]]:
+def _specs(specs: str) -> list[tuple[str, str, str]]:
     out = []
-    for spec in settings.fault_specs().split(","):
+    for spec in specs.split(","):
         parts = spec.strip().split(":", 2)
         if len(parts) == 3 and parts[0] in KINDS:
             out.append((parts[0], parts[1], parts[2]))
@@ -64,16 +63,17 @@ def _claim(marker: str) -> bool:
 
 def fires(kind: str, where: str) -> bool:
     """True once, for the first caller reaching a spec of this kind and place."""
-    if not settings.fault_specs():
+    specs = settings.current().fault_specs
+    if not specs:
         return False
-    return any(k == kind and w == where and _claim(m) for k, w, m in _specs())
+    return any(k == kind and w == where and _claim(m) for k, w, m in _specs(specs))
 
 
 def out_of_memory(nbytes: int = 1 << 34) -> MemoryError:
     """The exception a device allocation of ``nbytes`` raises when the device is full."""
     from proofflow.prover import device
     return device.out_of_memory(nbytes) or DeviceOutOfMemory(
-        f"Out of memory allocating {nbytes:,} bytes (injected: {ENV})")
+        f"Out of memory allocating {nbytes:,} bytes (injected: PROOFFLOW_FAULT)")
 
 
 def kill_self() -> None:
@@ -82,7 +82,7 @@ def kill_self() -> None:
 
 def point(where: str) -> None:
     """A named point of the code where a kill or an out-of-memory error can be injected."""
-    if not settings.fault_specs():
+    if not settings.current().fault_specs:
         return
     if fires("kill", where):
         kill_self()

@@ -23,12 +23,13 @@ def params_dir(circuit: str, log2: int, seed: int, curve: str = registry.DEFAULT
     """The proving key of a run's circuit: a built-in family's, generated per seed and curve,
     or the one a registered circuit came with."""
     if circuit not in spec.CIRCUITS:
-        return settings.circuits_dir() / circuit / "key"
-    return settings.params_cache() / f"{registry.path_tag(registry.get_curve(curve))}{circuit}-log2_{log2}-seed{seed}"
+        return settings.current().circuits_dir / circuit / "key"
+    tag = registry.path_tag(registry.get_curve(curve))
+    return settings.current().params_cache / f"{tag}{circuit}-log2_{log2}-seed{seed}"
 
 
 def run_dir(dag_id: str, run_id: str, root: Path | None = None) -> Path:
-    return Path(root or settings.scratch_root()) / safe_name(dag_id) / safe_name(run_id)
+    return Path(root or settings.current().scratch_root) / safe_name(dag_id) / safe_name(run_id)
 
 
 def partition_dir(dag_id: str, run_id: str, partition: int, root: Path | None = None) -> Path:
@@ -47,8 +48,8 @@ def owner(dag_id: str, run_id: str, partition: int) -> str:
 
 
 def bundle_dir(dag_id: str, run_id: str) -> Path:
-    return settings.bundles_root() / safe_name(dag_id) / safe_name(run_id)
+    return settings.current().bundles_root / safe_name(dag_id) / safe_name(run_id)
 
 
 def report_dir(dag_id: str, run_id: str) -> Path:
-    return settings.reports_root() / safe_name(dag_id) / safe_name(run_id)
+    return settings.current().reports_root / safe_name(dag_id) / safe_name(run_id)

@@ -48,8 +48,9 @@ from pathlib import Path
 from proofflow import settings, spec
 from proofflow.prover.curves import registry
 from proofflow.prover.curves.descriptor import Curve
+from proofflow.prover.staging.segment import FR_BYTES, abc_bytes
+from proofflow.spec import RunConfig
 
-FR_BYTES = 32
 NPY_HEADER = 128  # bytes before a .npy file's data (numpy's format 1.0, as np.save writes it)
 KEY_JSON = 64 << 10  # vk.json and params.json, generously (a few KB)
 
@@ -136,20 +137,15 @@ class Needs:
     key_tables: int  # the key's tables, resident on the device on the GPU backend (with their copies)
 
 
-def run_curve(config: dict) -> str:
-    """The curve a run's config names (the default one where it names none)."""
-    return config.get("curve", registry.DEFAULT)
-
-
-def shape(config: dict) -> Shape:
+def shape(config: RunConfig) -> Shape:
     """The run's circuit sizes: a registered circuit's from its circuit.json, a built-in
     family's from the family (without building its constraint system)."""
-    info = spec.circuit_info(config["circuit"]) if config.get("circom") else None
+    info = spec.circuit_info(config.circuit) if config.circom else None
     if info is not None:
         return Shape(1 << int(info["log2"]), int(info["signals"]), int(info["public"]) + 1,
                      registry.get_curve(info.get("curve", registry.DEFAULT)))
     from proofflow.prover.circuits.by_name import get_circuit
-    circuit = get_circuit(config["circuit"], config["log2"], run_curve(config))
+    circuit = get_circuit(config.circuit, config.log2, config.curve)
     return Shape(circuit.domain_size, circuit.num_variables, circuit.num_public + 1, circuit.curve)
 
 
@@ -167,8 +163,10 @@ def _key_plans(s: Shape, device_total: int | None) -> tuple[tuple, tuple]:
     from proofflow.prover.groth16.data_structures import PK_TABLES, table_points
     points = table_points(s.n, s.variables, s.instance)
     tables = tuple((group, points[name]) for name, group in PK_TABLES.items())
-    budget = settings.key_budget_bytes(device_total) if device_total else None
-    return tables, pippenger.key_plans(s.curve, tables, pippenger.copies_budget(s.curve, tables, budget))
+    current = settings.current()
+    budget = current.key_budget.of(device_total) if device_total else None
+    return tables, pippenger.key_plans(s.curve, tables,
+                                       pippenger.copies_budget(s.curve, tables, budget, current.msm_precompute))
 
 
 def key_copy_bytes(s: Shape, device_total: int | None = None) -> int:
@@ -195,7 +193,7 @@ def msm_scratch_bytes(s: Shape, device_total: int | None = None) -> list[int]:
 def msm_overlap_bytes(s: Shape, device_total: int | None = None) -> int:
     """Device bytes a proof's MSMs add when they run at once (PROOFFLOW_MSM_OVERLAP) beyond
     the costliest one's scratch: the others'. 0 without overlap."""
-    if not settings.msm_overlap():
+    if not settings.current().msm_overlap:
         return 0
     each = msm_scratch_bytes(s, device_total)
     return sum(each) - max(each)
@@ -207,17 +205,10 @@ def proof_device_bytes(s: Shape, device_total: int | None = None) -> int:
     return DEVICE_VECTORS * s.n + max(DEVICE_H_EVALS * s.n, max(each)) + msm_overlap_bytes(s, device_total)
 
 
-def abc_bytes(n: int) -> int:
-    """A partition's a/b/c over a domain of n points (as ``pipeline.abc_bytes``)."""
-    return 3 * n * FR_BYTES
-
-
-def estimate(config: dict, machine: Machine, s: Shape | None = None) -> Needs:
-    """What the run of ``config`` (validate_params's normalized config: circuit, log2,
-    partitions, backend as it will be used, staging) needs on ``machine``. Partitions 0:
-    the key's setup alone."""
+def estimate(config: RunConfig, machine: Machine, s: Shape | None = None) -> Needs:
+    """What the run of ``config`` needs on ``machine``. Partitions 0: the key's setup alone."""
     s = s or shape(config)
-    n, partitions = s.n, int(config.get("partitions") or 0)
+    n, partitions = s.n, int(config.partitions or 0)
     abc, witness = abc_bytes(n), s.variables * FR_BYTES
     tables = key_table_bytes(s)
     key_disk = 0 if machine.key_on_disk else tables + KEY_JSON
@@ -237,10 +228,10 @@ def estimate(config: dict, machine: Machine, s: Shape | None = None) -> Needs:
     host_prove = 0
     if partitions:
         filled = min(machine.staging_budget, partitions * staging)
-        host_prove = files + filled + SYNTHESIS_HOST * n + (CPU_PROVE_HOST * n if config["backend"] == "cpu" else 0)
-    resident = tables + (key_copy_bytes(s, machine.device_total) if config["backend"] == "gpu" else 0)
+        host_prove = files + filled + SYNTHESIS_HOST * n + (CPU_PROVE_HOST * n if config.backend == "cpu" else 0)
+    resident = tables + (key_copy_bytes(s, machine.device_total) if config.backend == "gpu" else 0)
     device = None
-    if config["backend"] == "gpu" and partitions:
+    if config.backend == "gpu" and partitions:
         device = resident + DEVICE_NTT_TABLES * n + proof_device_bytes(s, machine.device_total)
     return Needs(key_disk, shared, cache, staging, max(host_setup, host_prove), host_setup, host_prove, files,
                  device, resident)
@@ -254,11 +245,11 @@ def _gib(x: int) -> str:
     return f"{x / (1 << 30):.1f} GiB" if x >= 1 << 30 else f"{x / (1 << 20):.1f} MiB"
 
 
-def check(config: dict, machine: Machine, s: Shape | None = None) -> list[str]:
+def check(config: RunConfig, machine: Machine, s: Shape | None = None) -> list[str]:
     """Each way the run does not fit ``machine``, with its numbers; [] when it fits."""
     need = estimate(config, machine, s)
     problems = []
-    parts = config.get("partitions")
+    parts = config.partitions
     # (where, bytes, said alone, said beside the others on its file system)
     items = [(machine.key, need.key_disk, f"the proving key needs {_gb(need.key_disk)}",
               f"the proving key ({_gb(need.key_disk)})"),
@@ -293,7 +284,7 @@ def check(config: dict, machine: Machine, s: Shape | None = None) -> list[str]:
                  f"{', '.join(str(d.path) for d in (machine.key, machine.cache) if d.memory)})" if need.host_files else "")
         problems.append(f"{what} of host memory ({_gib(machine.host_available)} available, MemAvailable{files})")
     if need.device is not None and machine.device_total is not None:
-        budget = settings.key_budget_bytes(machine.device_total)
+        budget = settings.current().key_budget.of(machine.device_total)
         if need.device > machine.device_total:
             free = f", {_gib(machine.device_free)} free" if machine.device_free is not None else ""
             problems.append(f"proving on the GPU needs about {_gib(need.device)} of device memory (the key's tables "
@@ -306,14 +297,14 @@ def check(config: dict, machine: Machine, s: Shape | None = None) -> list[str]:
     return problems
 
 
-def refusal(config: dict, problems: list[str]) -> str:
+def refusal(config: RunConfig, problems: list[str]) -> str:
     """One message for a run that does not fit."""
-    what = (f"circuit {config['circuit']!r} (2^{config['log2']})" if config.get("circom")
-            else f"log2 {config['log2']}")
+    what = (f"circuit {config.circuit!r} (2^{config.log2})" if config.circom
+            else f"log2 {config.log2}")
     return f"{what} does not fit this machine: " + "; ".join(problems)
 
 
-def fit_check(config: dict, machine: Machine | None = None) -> str | None:
+def fit_check(config: RunConfig, machine: Machine | None = None) -> str | None:
     """Why the run of ``config`` cannot fit ``machine`` (this one, probed, when None), in one
     message; None when it fits."""
     problems = check(config, machine if machine is not None else probe(config))
@@ -371,7 +362,7 @@ def disk(path: Path) -> Disk:
         return Disk(Path(path), None)
 
 
-def probe(config: dict, key_dir: Path | None = None) -> Machine:
+def probe(config: RunConfig, key_dir: Path | None = None) -> Machine:
     """This machine, for the run of ``config``: its key's directory (``layout.params_dir``
     unless given) and whether the key is there, whether the constraint system is cached,
     the free space of the key's and the cache's file systems and of the shared staging's
@@ -379,20 +370,20 @@ def probe(config: dict, key_dir: Path | None = None) -> Machine:
     device's memory."""
     from proofflow.prover import layout
     from proofflow.prover.circuits.by_name import get_circuit
-    key_dir = Path(key_dir) if key_dir is not None else layout.params_dir(config["circuit"], config["log2"],
-                                                                           config.get("seed", 0), run_curve(config))
-    cs_dir = get_circuit(config["circuit"], config["log2"], run_curve(config)).constraint_system_dir
+    key_dir = Path(key_dir) if key_dir is not None else layout.params_dir(config.circuit, config.log2,
+                                                                           config.seed, config.curve)
+    cs_dir = get_circuit(config.circuit, config.log2, config.curve).constraint_system_dir
     device_total = device_free = device_name = None
-    if config.get("backend") == "gpu":
+    if config.backend == "gpu":
         from proofflow.prover import device
-        seen = [(m, i) for i in settings.gpu_devices() if (m := device.memory(i)) is not None]
+        seen = [(m, i) for i in settings.current().gpu_devices if (m := device.memory(i)) is not None]
         if seen:
             (device_free, device_total), index = min(seen, key=lambda x: x[0][1])
             device_name = device.name(index)
-    from proofflow.prover.shared_staging import SharedStaging
-    shared_dir = settings.shared_staging_dir()
+    from proofflow.prover.staging.shared import SharedStaging
+    shared_dir = settings.current().shared_staging_dir
     held = SharedStaging(shared_dir, 1).held_bytes() if shared_dir.exists() else 0
     return Machine(key=disk(key_dir), shared=disk(shared_dir), shared_held=held, cache=disk(cs_dir),
                    key_on_disk=(key_dir / "params.json").exists(), cs_cached=(cs_dir / "shape.npy").exists(),
-                   host_available=mem_available(), staging_budget=settings.staging_budget(),
+                   host_available=mem_available(), staging_budget=settings.current().staging_budget,
                    device_total=device_total, device_free=device_free, device_name=device_name)

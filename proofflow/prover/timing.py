@@ -40,3 +40,8 @@ class PhaseTimer:
         for s in self.spans:
             out[s.phase] = out.get(s.phase, 0.0) + s.seconds
         return out
+
+
+def ensure(timer):
+    """``timer``, or a fresh PhaseTimer where the caller passed none."""
+    return timer if timer is not None else PhaseTimer()

@@ -33,8 +33,8 @@ import time
 import uuid
 
 from proofflow import settings
+from proofflow.prover.staging.segment import FR_BYTES, abc_bytes
 
-FR_BYTES = 32
 DEFAULT_MIN_LOG2 = 8
 DEFAULT_MAX_LOG2_CPU = 20
 DEFAULT_MAX_LOG2_GPU = 24
@@ -59,11 +59,11 @@ def host_name() -> str:
     """The host name the proof-run tasks record: PROOFFLOW_WORKER_NAME where a worker names
     itself (Airflow's hostname_callable is then ``proofflow.airflow.worker.hostname``, which
     returns this), else Airflow's default, the FQDN."""
-    return settings.worker_name() or _fqdn()
+    return settings.current().worker_name or _fqdn()
 
 
 def partition_bytes(log2: int) -> int:
-    return 3 * (1 << log2) * FR_BYTES
+    return abc_bytes(1 << log2)
 
 
 def default_device() -> str:
@@ -72,7 +72,7 @@ def default_device() -> str:
 
 
 def _pool(nbytes: int, pinned: bool):
-    from proofflow.prover.staging import StagingPool
+    from proofflow.prover.staging.pool import StagingPool
     return StagingPool(nbytes + (1 << 16), pinned=pinned)
 
 

@@ -60,10 +60,6 @@ CHECK_NAME = "check_h2d"
 PARTITION_TASKS = ("synthesize", "stage", "prove_gpu", "finalize_partition")
 
 
-def _truthy(v) -> bool:
-    return str(v).strip().lower() in ("1", "true", "yes", "on")
-
-
 @dataclasses.dataclass
 class H2DCheckConfig:
     tol: float = 2.0
@@ -79,16 +75,16 @@ class H2DCheckConfig:
         """Each field: the override if not None, else env PROOFFLOW_H2D_<NAME>, else
         ``variable(f"proofflow_h2d_{name}")`` (the check task passes Airflow's Variables), else
         the default."""
-        out = {}
+        out, env = {}, settings.current()
         for f in dataclasses.fields(cls):
             v = overrides.get(f.name)
             if v is None:
-                v = settings.h2d_check(f.name)
+                v = getattr(env, f"h2d_{f.name}")
             if v is None and variable is not None:
                 v = variable(f"proofflow_h2d_{f.name}")
             if v is None or v == "":
                 continue
-            out[f.name] = _truthy(v) if f.type in ("bool", bool) else float(v)
+            out[f.name] = settings.SWITCH.parse(str(v)) if f.type in ("bool", bool) else float(v)
         cfg = cls(**out)
         if cfg.tol <= 0 or not 0 <= cfg.tol_low <= 1:
             raise ValueError(f"tolerances out of range: tol {cfg.tol} (> 0), tol_low {cfg.tol_low} (0..1)")

@@ -28,8 +28,11 @@ runs = Table(
     Column("circuit", String(64)),
     Column("log2", Integer),
     Column("partitions", Integer),
-    Column("backend", String(16)),
-    Column("staging", String(16)),
+    Column("backend", String(16)),  # what ran: cpu | gpu
+    Column("staging", String(16)),  # where a/b/c really lived: pinned | pageable (the CPU backend pins nothing)
+    # what the run asked for (its conf), where it may differ from the above: auto | cpu | gpu; pinned | pageable
+    Column("backend_requested", String(16)),
+    Column("staging_requested", String(16)),
     Column("seed", BigInteger),
     Column("state", String(32), nullable=False, server_default="running"),
     Column("started_at", DateTime(timezone=True)),

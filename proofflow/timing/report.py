@@ -6,9 +6,14 @@ warm-up from --warmup-partitions / --warmup-seconds or table ``report_settings``
 statistics (``phase_stats_run``), H2D per partition (``h2d_partitions``) and pool waits
 (``pool_waits``). With --compare, the headline figures of both runs side by side.
 
-PNG (matplotlib, Agg): per run, a Gantt of every task per partition, the GPU lane (device
-phases h2d/ntt/msm/d2h busy vs idle while the run's prove_gpu tasks held the GPU), and the
-H2D bars per partition coloured by memory kind (flagged ones hatched, the expected time of check_h2d's latest result marked).
+PNG (matplotlib, Agg): per run, a Gantt of every task per partition, a lane per device (device
+phases h2d/ntt/msm/d2h busy vs idle while the run's prove_gpu tasks held it), and the H2D bars
+per partition coloured by memory kind (flagged ones hatched, the expected time of check_h2d's
+latest result marked).
+
+Every label names the device by what ran: "GPU" for a CUDA device (cuda:N), "CPU" for the CPU
+backend's (cpu, cpu:N); the header names the backend and staging that ran and, where they
+differ, what the run asked for.
 """
 from __future__ import annotations
 
@@ -21,6 +26,32 @@ TASK_COLORS = {"synthesize": "#8ab4f8", "stage": "#fdd663", "prove_gpu": "#81c99
                "cleanup_scratch": "#e8eaed", "check_h2d": "#fcad70"}
 PHASE_COLORS = {Phase.H2D: "#d93025", Phase.NTT: "#1a73e8", Phase.MSM: "#188038", Phase.D2H: "#f9ab00"}
 KIND_COLORS = {"pinned": "#1a73e8", "pageable": "#d93025"}
+
+
+# -- what ran ------------------------------------------------------------------------------
+def device_kind(device) -> str:
+    """'GPU' for a CUDA device of the timing rows (cuda:N), 'CPU' for the CPU backend's (cpu, cpu:N)."""
+    return "GPU" if str(device).startswith("cuda") else "CPU"
+
+
+def run_device_kind(rep: dict) -> str:
+    """What the run's device phases ran on, GPU or CPU: from its rows, else its backend."""
+    kinds = {device_kind(d) for d in device_lanes(rep["timings"]) if d != "-"}
+    if len(kinds) == 1:
+        return kinds.pop()
+    return "GPU" if rep["summary"].get("backend") == "gpu" else "CPU"
+
+
+def _asked(ran, asked, why: str = "") -> str:
+    return str(ran) if asked in (None, ran) else f"{ran} ({asked} asked for{why})"
+
+
+def run_setup(run: dict, reason: bool = True) -> str:
+    """The backend and staging a run really used, and what it asked for where that differs
+    (a conf's 'auto', or pinned staging on the CPU backend, which pins nothing)."""
+    why = "; the CPU backend pins nothing" if reason and run.get("backend") == "cpu" else ""
+    return (f"backend {_asked(run.get('backend'), run.get('backend_requested'))}, "
+            f"staging {_asked(run.get('staging'), run.get('staging_requested'), why)}")
 
 
 # -- data ------------------------------------------------------------------------------------
@@ -54,7 +85,7 @@ def run_report(store, dag_id: str, run_id: str, warmup_partitions: float | None 
               if t["direction"] == "h2s"}
     for h in h2d:
         h["host_copy_bytes"] = copies.get(h["partition"])
-    return {
+    rep = {
         "summary": summary[0],
         "steady_state": steady or {"warmup_partitions": k, "warmup_seconds": s, "partitions": 0},
         "steady_devices": per_device,
@@ -65,6 +96,8 @@ def run_report(store, dag_id: str, run_id: str, warmup_partitions: float | None 
                                   "ORDER BY partition, try_number", p),
         "timings": store.timings(dag_id, run_id),
     }
+    rep["device_kind"] = run_device_kind(rep)
+    return rep
 
 
 def steady_state(store, dag_id: str, run_id: str, warmup_partitions: float,
@@ -107,28 +140,28 @@ def _table(headers: list[str], rows: list[list], out) -> None:
 
 def print_report(rep: dict, out=None) -> None:
     out = out or sys.stdout
-    s = rep["summary"]
-    print(f"proof run {s['run_id']} ({s['dag_id']}): {s['state']}; {s['circuit']} 2^{s['log2']}, backend "
-          f"{s['backend']}, staging {s['staging']}, host {s['host']}", file=out)
+    s, kind = rep["summary"], rep["device_kind"]
+    print(f"proof run {s['run_id']} ({s['dag_id']}): {s['state']}; {s['circuit']} 2^{s['log2']}, {run_setup(s)}, "
+          f"host {s['host']}", file=out)
     print("\nrun summary (run_summary)", file=out)
-    _table(["wall s", "partitions", "proofs verified", "GPU busy s", "GPU busy %", "GPU slot s", "pool wait s",
-            "flagged"],
-           [[s["wall_s"], s["partitions"], s["proofs_verified"], s["gpu_busy_s"],
+    _table(["wall s", "partitions", "proofs verified", "devices", f"{kind} busy s", f"{kind} busy %", "pool slot s",
+            "pool wait s", "flagged"],
+           [[s["wall_s"], s["partitions"], s["proofs_verified"], s["devices"], s["gpu_busy_s"],
              _pct(s["gpu_busy_fraction"]), s["gpu_slot_s"],
              s["pool_wait_s"], s["flagged_partitions"]]], out)
     st = rep["steady_state"]
-    print(f"\nsteady state (warm-up: first {_n(st['warmup_partitions'], 0)} GPU partition(s) and first "
+    print(f"\nsteady state (warm-up: first {_n(st['warmup_partitions'], 0)} partition(s) on the {kind} and first "
           f"{_n(st['warmup_seconds'], 1)} s left out)", file=out)
     if st.get("partitions"):
-        _table(["partitions", "window s", "GPU busy s", "GPU busy %", "kernel busy %", "s/partition", "mean slot s",
-                "mean pool wait s", "mean mutex wait s", "H2D GB/s"],
+        _table(["partitions", "window s", f"{kind} busy s", f"{kind} busy %", "kernel busy %", "s/partition",
+                "mean slot s", "mean pool wait s", "mean mutex wait s", "H2D GB/s"],
                [[st["partitions"], st["window_s"], st["gpu_busy_s"],
                  _pct(st["gpu_busy_fraction"]),
                  _pct(st["kernel_busy_fraction"]), st["s_per_partition"],
                  st["mean_slot_s"], st["mean_pool_wait_s"], st["mean_mutex_wait_s"], st["h2d_gbps"]]], out)
         if len(rep["steady_devices"]) > 1:
             print("\n  per device (steady_state_devices)", file=out)
-            _table(["device", "partitions", "GPU busy s", "GPU busy %", "kernel busy %"],
+            _table(["device", "partitions", f"{kind} busy s", f"{kind} busy %", "kernel busy %"],
                    [[d["device"], d["partitions"], d["gpu_busy_s"], _pct(d["gpu_busy_fraction"]),
                      _pct(d["kernel_busy_fraction"])] for d in rep["steady_devices"]], out)
     else:
@@ -150,11 +183,12 @@ def print_report(rep: dict, out=None) -> None:
             for w in rep["pool_waits"]], out)
 
 
-HEADLINES = [("wall s", "summary", "wall_s"), ("GPU busy s", "summary", "gpu_busy_s"),
-             ("GPU busy fraction", "summary", "gpu_busy_fraction"), ("pool wait s", "summary", "pool_wait_s"),
+# "device": the runs compared may have run on a GPU and on the CPU
+HEADLINES = [("wall s", "summary", "wall_s"), ("device busy s", "summary", "gpu_busy_s"),
+             ("device busy fraction", "summary", "gpu_busy_fraction"), ("pool wait s", "summary", "pool_wait_s"),
              ("flagged partitions", "summary", "flagged_partitions"),
              ("steady partitions", "steady_state", "partitions"), ("steady s/partition", "steady_state", "s_per_partition"),
-             ("steady GPU busy fraction", "steady_state", "gpu_busy_fraction"),
+             ("steady device busy fraction", "steady_state", "gpu_busy_fraction"),
              ("steady kernel busy fraction", "steady_state", "kernel_busy_fraction"),
              ("steady H2D GB/s", "steady_state", "h2d_gbps")]
 
@@ -171,8 +205,7 @@ def comparison(a: dict, b: dict) -> list[dict]:
 def print_comparison(a: dict, b: dict, out=None) -> None:
     out = out or sys.stdout
     sa, sb = a["summary"], b["summary"]
-    print(f"\ncompare: A = {sa['run_id']} (staging {sa['staging']}), B = {sb['run_id']} (staging {sb['staging']})",
-          file=out)
+    print(f"\ncompare: A = {sa['run_id']} ({run_setup(sa)}), B = {sb['run_id']} ({run_setup(sb)})", file=out)
     _table(["figure", "A", "B", "B/A"], [[c["figure"], c["a"], c["b"], c["b_over_a"]] for c in comparison(a, b)], out)
 
 
@@ -182,12 +215,12 @@ def _epoch(t):
 
 
 def device_lanes(rows: list[dict]) -> list[str]:
-    """The devices a run's device phases ran on, in order: the GPU panel's lanes."""
+    """The devices a run's device phases ran on, in order: the device panel's lanes."""
     found = {r["device"] for r in rows if r["task_id"].endswith("prove_gpu") and r["phase"] in DEVICE_PHASES}
     return sorted(found, key=str) or ["-"]
 
 
-def _draw_run(rep: dict, ax_gantt, ax_gpu, label: str) -> None:
+def _draw_run(rep: dict, ax_gantt, ax_dev, label: str) -> None:
     rows = rep["timings"]
     t0 = min(_epoch(r["start"]) for r in rows)
     tasks = [r for r in rows if r["phase"] == Phase.TASK]
@@ -215,35 +248,35 @@ def _draw_run(rep: dict, ax_gantt, ax_gpu, label: str) -> None:
 
     # one lane per device the run's device phases ran on
     device_rows = [r for r in rows if r["task_id"].endswith("prove_gpu") and r["phase"] in DEVICE_PHASES]
-    devices = device_lanes(rows)
+    devices, kind = device_lanes(rows), rep["device_kind"]
     gpu_tasks = [r for r in tasks if r["task_id"].endswith("prove_gpu")]
     if gpu_tasks:
         lo = min(_epoch(r["start"]) for r in gpu_tasks) - t0
         hi = max(_epoch(r["end"]) for r in gpu_tasks) - t0
         for y in range(len(devices)):
-            ax_gpu.barh(y, hi - lo, left=lo, height=0.8, color="#e8eaed", edgecolor="#9aa0a6",
-                        label="GPU idle" if y == 0 else None)
+            ax_dev.barh(y, hi - lo, left=lo, height=0.8, color="#e8eaed", edgecolor="#9aa0a6",
+                        label=f"{kind} idle" if y == 0 else None)
     seen = set()
     for r in device_rows:
-        ax_gpu.barh(devices.index(r["device"]), max(r["duration_s"], 1e-6), left=_epoch(r["start"]) - t0, height=0.8,
+        ax_dev.barh(devices.index(r["device"]), max(r["duration_s"], 1e-6), left=_epoch(r["start"]) - t0, height=0.8,
                     color=PHASE_COLORS[r["phase"]], label=f"busy: {r['phase']}" if r["phase"] not in seen else None)
         seen.add(r["phase"])
     s, st = rep["summary"], rep["steady_state"]
     frac, steady = s.get("gpu_busy_fraction"), st.get("gpu_busy_fraction")
-    ax_gpu.set_yticks(range(len(devices)))
-    ax_gpu.set_yticklabels(["GPU"] if len(devices) == 1 else [f"GPU {d}" for d in devices])
-    ax_gpu.invert_yaxis()
-    ax_gpu.set_xlabel("seconds since the run's first task started")
-    n = len(devices)  # run_summary's fraction is device-seconds per wall second: per device here
+    ax_dev.set_yticks(range(len(devices)))
+    ax_dev.set_yticklabels([kind if d == "-" else f"{device_kind(d)} ({d})" for d in devices])
+    ax_dev.invert_yaxis()
+    ax_dev.set_xlabel("seconds since the run's first task started")
+    n = len(devices)
     per_device = ", ".join(f"{100 * d['gpu_busy_fraction']:.1f}%" for d in rep.get("steady_devices", [])
                            if d["gpu_busy_fraction"] is not None)
-    ax_gpu.set_title(f"{label}: GPU busy vs idle (busy {_n(s.get('gpu_busy_s'))} s of wall {_n(s.get('wall_s'))} s"
+    ax_dev.set_title(f"{label}: {kind} busy vs idle (busy {_n(s.get('gpu_busy_s'))} s of wall {_n(s.get('wall_s'))} s"
                      + (f" x {n} devices" if n > 1 else "")
-                     + (f", {100 * frac / n:.1f}%" if frac is not None else "")
+                     + (f", {100 * frac:.1f}%" if frac is not None else "")
                      + (f"; steady state {100 * steady:.1f}% over {_n(st.get('window_s'))} s" if steady is not None
                         else "") + (f", per device {per_device}" if n > 1 and per_device else "") + ")")
-    ax_gpu.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=7)
-    ax_gpu.grid(axis="x", alpha=0.3)
+    ax_dev.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=7)
+    ax_dev.grid(axis="x", alpha=0.3)
 
 
 def _draw_h2d(reps: list[tuple[str, dict]], ax) -> None:
@@ -278,6 +311,14 @@ def _draw_h2d(reps: list[tuple[str, dict]], ax) -> None:
 
 
 def render_png(path, reps: list[tuple[str, dict]]) -> None:
+    import matplotlib.pyplot as plt
+    fig = timeline_figure(reps)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def timeline_figure(reps: list[tuple[str, dict]]):
+    """The timeline of ``reps`` ((label, run_report) pairs) as a matplotlib figure (Agg)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -297,27 +338,27 @@ def render_png(path, reps: list[tuple[str, dict]]) -> None:
         for ax in axes[:-1]:
             ax.set_xlim(0, hi)
     _draw_h2d(reps, axes[-1])
-    title = " vs ".join(f"{label} = {rep['summary']['run_id']} ({rep['summary']['staging']})" for label, rep in reps)
+    title = " vs ".join(f"{label} = {rep['summary']['run_id']} ({run_setup(rep['summary'], reason=False)})"
+                        for label, rep in reps)
     fig.suptitle(f"proofflow report: {title}", fontsize=10)
     fig.tight_layout(rect=(0, 0, 1, 0.985))  # room for the suptitle
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    return fig
 
 
 # -- the CLI subcommand (registered by proofflow.cli) ----------------------------------------
 def add_parser(sub) -> None:
     r = sub.add_parser("report", help="a run's report from the timing store's views (text, PNG timeline)",
                        description="Print a run's report from the reporting views; --png writes a timeline "
-                                   "(Gantt per partition, GPU busy vs idle, H2D bars by memory kind); --compare "
-                                   "adds another run (e.g. pageable vs pinned staging).")
+                                   "(Gantt per partition, each device busy vs idle, H2D bars by memory kind); "
+                                   "--compare adds another run (e.g. pageable vs pinned staging).")
     r.add_argument("run_id")
     r.add_argument("--dag-id", default="proof_run")
     r.add_argument("--png", help="write the timeline PNG here")
     r.add_argument("--compare", metavar="OTHER_RUN", help="a second run to compare with (B)")
-    r.add_argument("--warmup-partitions", type=float, help="steady state: leave out the first K GPU partitions "
-                                                           "(default: table report_settings, 1)")
-    r.add_argument("--warmup-seconds", type=float, help="steady state: leave out GPU work starting in the first S "
-                                                        "seconds (default: table report_settings, 0)")
+    r.add_argument("--warmup-partitions", type=float, help="steady state: leave out the first K partitions to reach "
+                                                           "a device (default: table report_settings, 1)")
+    r.add_argument("--warmup-seconds", type=float, help="steady state: leave out device work starting in the first "
+                                                        "S seconds (default: table report_settings, 0)")
     r.add_argument("--json", action="store_true", help="print the report as JSON instead of tables")
     r.set_defaults(func=cmd_report)
 

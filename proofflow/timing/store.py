@@ -70,7 +70,7 @@ class StoreUnavailable(RuntimeError):
 
 
 def retry_window_s() -> float:
-    return settings.db_retry_s()
+    return settings.current().db_retry_s
 
 
 def _reconnecting(method):
@@ -205,7 +205,8 @@ def resolve_url(from_connection: Callable[[], str | None] | None = None) -> str:
     """The timing store's URL, the one order every caller uses: PROOFFLOW_DB_URL, else what
     ``from_connection`` finds (the Airflow connection, looked up by the hooks of
     ``proofflow.airflow``), else the SQLite file in the proofflow home."""
-    return settings.db_url() or (from_connection() if from_connection else None) or settings.default_db_url()
+    current = settings.current()
+    return current.db_url or (from_connection() if from_connection else None) or current.default_db_url
 
 
 _open: dict[str, "TimingStore"] = {}

@@ -1,8 +1,10 @@
 """A run's summary from the timing store: the headline figures, the dag run note (markdown,
 within the REST API's 1000 characters) and the HTML report page the UI plugin serves.
 
-Figures: state, partitions, proofs verified, wall time, GPU busy fraction, H2D GB/s per
-partition (its latest attempt), flagged partitions (``h2d_flags``, with check_h2d's reason).
+Figures: state, partitions, proofs verified, the backend and staging that ran (and what the
+run asked for where they differ), wall time, the device's busy fraction (named GPU or CPU by
+what ran), H2D GB/s per partition (its latest attempt), flagged partitions (``h2d_flags``, with
+check_h2d's reason).
 """
 from __future__ import annotations
 
@@ -31,9 +33,10 @@ def run_figures(store, dag_id: str, run_id: str) -> dict | None:
     flagged = sorted({f["partition"] for f in flags if f["partition"] is not None})
     return {
         "dag_id": dag_id, "run_id": run_id, "state": s["state"], "circuit": s["circuit"], "log2": s["log2"],
-        "backend": s["backend"], "staging": s["staging"], "partitions": s["partitions"],
-        "proofs_verified": s["proofs_verified"], "wall_s": s["wall_s"], "gpu_busy_s": s["gpu_busy_s"],
-        "gpu_busy_fraction": s["gpu_busy_fraction"],
+        "backend": s["backend"], "backend_requested": s["backend_requested"], "staging": s["staging"],
+        "staging_requested": s["staging_requested"], "partitions": s["partitions"],
+        "proofs_verified": s["proofs_verified"], "wall_s": s["wall_s"], "device_kind": rep["device_kind"],
+        "devices": s["devices"], "gpu_busy_s": s["gpu_busy_s"], "gpu_busy_fraction": s["gpu_busy_fraction"],
         "h2d": [{"partition": p, "gbps": h["gbps"], "ms": h["ms"], "bytes": h["bytes"],
                  "memory_kind": h["memory_kind"], "flagged": bool(h["flagged"])} for p, h in sorted(latest.items())],
         "flagged_partitions": flagged,
@@ -58,16 +61,17 @@ def note_markdown(fig: dict, link_prefix: str = "") -> str:
     """The dag run note: markdown, at most NOTE_MAX_CHARS. Its first line carries the
     headline figures (the run page shows only that line until the note is opened). When the
     per-partition H2D list does not fit, it is cut and says how many the full report adds."""
+    from proofflow.timing.report import run_setup
     page = report_path(fig["dag_id"], fig["run_id"], link_prefix)
     flagged = ", ".join(map(str, fig["flagged_partitions"])) or "none"
     if any(f["partition"] is None for f in fig["flags"]):
         flagged += " (and run-level checks)"
     head = [
         f"**Proof run {fig['state'] or 'unknown'}**: {fig['proofs_verified']}/{fig['partitions']} proofs verified"
-        f" · GPU busy {_percent(fig['gpu_busy_fraction'])} · flagged partitions: {flagged}",
+        f" · {fig['device_kind']} busy {_percent(fig['gpu_busy_fraction'])} · flagged partitions: {flagged}",
         "",
-        f"{fig['partitions']} partition(s) of {fig['circuit']} 2^{fig['log2']}, backend {fig['backend']}, "
-        f"{fig['staging']} staging, wall {_num(fig['wall_s'], '.2f')} s",
+        f"{fig['partitions']} partition(s) of {fig['circuit']} 2^{fig['log2']}, {run_setup(fig)}, "
+        f"wall {_num(fig['wall_s'], '.2f')} s",
         "",
     ]
     tail = ["", f"[Full report]({page}) · [Timeline PNG]({page}/timeline.png)"]
@@ -91,8 +95,9 @@ def note_markdown(fig: dict, link_prefix: str = "") -> str:
 def html_page(fig: dict, png_src: str) -> str:
     """The report page of a run: the figures, H2D per partition, flags and phase statistics
     as tables, and the timeline PNG (``png_src``: its URL, or a data: URL to inline it)."""
+    from proofflow.timing.report import run_setup
     e = html.escape
-    rep = fig["report"]
+    rep, kind = fig["report"], fig["device_kind"]
     steady = rep["steady_state"]
 
     def table(headers, rows):
@@ -100,7 +105,7 @@ def html_page(fig: dict, png_src: str) -> str:
         body = "".join("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in r) + "</tr>" for r in rows)
         return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
-    summary = table(["state", "partitions", "proofs verified", "wall s", "GPU busy s", "GPU busy",
+    summary = table(["state", "partitions", "proofs verified", "wall s", f"{kind} busy s", f"{kind} busy",
                      "steady H2D GB/s", "flagged partitions"],
                     [[fig["state"], fig["partitions"], fig["proofs_verified"], _num(fig["wall_s"], ".2f"),
                       _num(fig["gpu_busy_s"], ".3f"), _percent(fig["gpu_busy_fraction"]),
@@ -124,8 +129,7 @@ th, td {{ border: 1px solid #dadce0; padding: 0.2rem 0.6rem; text-align: right; 
 th {{ background: #f1f3f4; }} img {{ max-width: 100%; }}
 </style></head><body>
 <h2>{e(title)}</h2>
-<p>{e(fig['circuit'] or '')} 2^{e(str(fig['log2']))}, backend {e(str(fig['backend']))},
-staging {e(str(fig['staging']))}</p>
+<p>{e(fig['circuit'] or '')} 2^{e(str(fig['log2']))}, {e(run_setup(fig))}</p>
 <section id="proofflow-summary"><h3>Summary</h3>{summary}</section>
 <section id="proofflow-h2d"><h3>H2D per partition</h3>{h2d}</section>
 <section id="proofflow-flags"><h3>Flagged by check_h2d</h3>{flags}</section>
@@ -153,7 +157,8 @@ def summarize(store, dag_id: str, run_id: str) -> dict:
     return {
         "dag_id": dag_id, "run_id": run_id, "state": run.get("state"),
         "circuit": run.get("circuit"), "log2": run.get("log2"), "partitions": run.get("partitions"),
-        "backend": run.get("backend"), "staging": run.get("staging"), "seed": run.get("seed"),
+        "backend": run.get("backend"), "backend_requested": run.get("backend_requested"),
+        "staging": run.get("staging"), "staging_requested": run.get("staging_requested"), "seed": run.get("seed"),
         "proofs_verified": run.get("proofs_verified") or 0, "wall_s": run.get("wall_s"),
         "bundle_dir": run.get("bundle_dir"),
         "phases": [{"task": p["task_id"], "phase": p["phase"], "count": p["count"],

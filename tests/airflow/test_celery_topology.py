@@ -163,7 +163,7 @@ def test_celery_topology_routes_prove_gpu_to_the_gpu_worker(tmp_path, pg_new_dat
     moved = Counter((t["task_id"], t["direction"], t["bytes"] == 0) for t in store.transfers("proof_run", run_id))
     assert moved[("partition.synthesize", "net", False)] == PARTITIONS
     assert moved[("partition.stage", "h2s", True)] == PARTITIONS
-    from proofflow.prover.shared_staging import SharedStaging
+    from proofflow.prover.staging.shared import SharedStaging
     assert not list((tmp_path / "cpu-host-shm").glob("*.seg")), "the CPU host's staging was written"
     assert SharedStaging(tmp_path / "gpu-host-shm", 1).stats()["leases"] == 0
     tasks = [r for r in rows if r["phase"] == "task"]

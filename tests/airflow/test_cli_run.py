@@ -45,6 +45,7 @@ def test_a_fresh_user_runs_then_reports_with_no_environment(tmp_path):
     assert summary.returncode == 0, summary.stderr[-3000:]
     s = json.loads(summary.stdout)
     assert s["proofs_verified"] == 2 and s["staging"] == "pageable"  # the CPU backend pins nothing
+    assert (s["backend_requested"], s["staging_requested"]) == ("auto", "pinned")  # the defaults, as asked
     assert {t["memory_kind"] for t in s["transfers"].values()} == {"pageable"}
 
 

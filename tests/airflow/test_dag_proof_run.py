@@ -60,7 +60,7 @@ def test_a_partition_s_light_tasks_import_no_engine():
     minute."""
     code = ("import sys\n"
             "import proofflow.airflow.operators.proof, proofflow.prover.errors, proofflow.prover.layout\n"
-            "import proofflow.prover.shared_staging, proofflow.prover.service.client, proofflow.timing.store\n"
+            "import proofflow.prover.staging.shared, proofflow.prover.service.client, proofflow.timing.store\n"
             "print(sorted(m for m in ('numpy', 'proofflow.prover.pipeline', 'proofflow.prover.groth16')"
             " if m in sys.modules))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
@@ -117,7 +117,7 @@ def test_validate_rejects_bad_params_with_a_clear_message(bad, msg):
 def test_gpu_absent_is_a_clear_error():
     with pytest.raises(InvalidParams, match="backend 'gpu' asked for, but no GPU is visible"):
         validate_params({"backend": "gpu"}, gpu_available=lambda: False)
-    assert validate_params({"backend": "auto"}, gpu_available=lambda: False)["backend"] == "cpu"
+    assert validate_params({"backend": "auto"}, gpu_available=lambda: False).backend == "cpu"
 
 
 IN_PROCESS_PROVE = {"task", "pool_wait", "key_load", "load", "h2d", "ntt", "msm", "assemble", "finalize"}
@@ -129,6 +129,7 @@ def _check_run(store, dr, staging="pageable", prove_phases=None):
     run = store.run(DAG_ID, dr.run_id)
     assert run["state"] == "success" and run["proofs_verified"] == PARTITIONS and run["wall_s"] > 0
     assert run["staging"] == staging  # what really held a/b/c: the CPU backend pins nothing
+    assert (run["backend_requested"], run["staging_requested"]) == ("cpu", dr.conf["staging"])
     results = verify_bundle(run["bundle_dir"])
     assert len(results) == PARTITIONS and all(r.ok for r in results)
 
@@ -174,7 +175,7 @@ def _check_run(store, dr, staging="pageable", prove_phases=None):
 
     from proofflow.prover import files, layout
     assert not layout.run_dir(DAG_ID, dr.run_id).exists(), "scratch is removed when the run finishes"
-    from proofflow.prover.shared_staging import SharedStaging
+    from proofflow.prover.staging.shared import SharedStaging
     assert SharedStaging.from_settings().leases() == [], "every partition's segment is released"
     from proofflow.timing.report import run_report
     assert [h["host_copy_bytes"] for h in run_report(store, DAG_ID, dr.run_id)["h2d"]] == [0] * PARTITIONS
@@ -215,13 +216,25 @@ def test_dag_test_on_postgres_through_the_connection(proof_run_dag, pg_url, monk
 
 
 def test_a_run_of_one_partition(proof_run_dag, monkeypatch, tmp_path):
-    """The mapped group's only result reaches finalize_run unwrapped: still one proof."""
+    """The mapped group's only result reaches finalize_run unwrapped: still one proof. The run
+    records what ran beside what its conf (kept as typed) asked for: the CPU backend pins nothing."""
     from proofflow.timing import TimingStore
+    from proofflow.timing.summary import run_figures
     url = f"sqlite:///{tmp_path / 'timing.db'}"
     monkeypatch.setenv("PROOFFLOW_DB_URL", url)
-    dr = proof_run_dag.test(run_conf={"log2": 8, "partitions": 1, "backend": "cpu"})
+    dr = proof_run_dag.test(run_conf={"log2": 8, "partitions": 1, "backend": "cpu", "staging": "pinned"})
     assert str(getattr(dr.state, "value", dr.state)) == "success"
-    assert TimingStore(url).run(DAG_ID, dr.run_id)["proofs_verified"] == 1
+    store = TimingStore(url)
+    run = store.run(DAG_ID, dr.run_id)
+    assert run["proofs_verified"] == 1
+    assert dr.conf["staging"] == "pinned"
+    assert (run["backend"], run["backend_requested"], run["staging"], run["staging_requested"]) == (
+        "cpu", "cpu", "pageable", "pinned")
+    assert {t["memory_kind"] for t in store.transfers(DAG_ID, dr.run_id)} == {"pageable"}
+    summary = json.loads((Path(run["bundle_dir"]) / "run-summary.json").read_text())
+    assert (summary["staging"], summary["staging_requested"]) == ("pageable", "pinned")
+    fig = run_figures(store, DAG_ID, dr.run_id)
+    assert fig["device_kind"] == "CPU" and fig["staging_requested"] == "pinned"
 
 
 def test_schema_rejects_bad_conf_before_the_run(proof_run_dag):

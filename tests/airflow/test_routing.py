@@ -52,4 +52,4 @@ def test_worker_name_is_the_hostname_airflow_records(monkeypatch):
 def test_empty_queue_setting_keeps_the_default(monkeypatch, name):
     from proofflow import settings
     monkeypatch.setenv(name, "")
-    assert (settings.gpu_queue(), settings.cpu_queue()) == ("gpu", "cpu")
+    assert (settings.current().gpu_queue, settings.current().cpu_queue) == ("gpu", "cpu")

@@ -148,7 +148,7 @@ def test_scheduler_rest_trigger_pool_mutex_and_sigkill_retry(tmp_path, pg_new_da
     krows = [r for r in rows if r["task_id"] == "partition.synthesize" and r["map_index"] == k]
     assert sorted((r["try_number"], r["phase"]) for r in krows) == \
         [(2, "staging_wait"), (2, "synthesis"), (2, "task"), (2, "witness_map")]
-    from proofflow.prover.shared_staging import SharedStaging
+    from proofflow.prover.staging.shared import SharedStaging
     assert SharedStaging.from_settings().leases() == []
     # pool_wait is recorded for every prove_gpu, measured from its stage finishing
     waits = [r for r in rows if r["task_id"] == "partition.prove_gpu" and r["phase"] == "pool_wait"]

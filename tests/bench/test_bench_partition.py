@@ -6,16 +6,16 @@ import json
 import pytest
 
 from bench import partition
+from proofflow.prover.keys import ensure_key
 
 LOG2 = 8
 
 
 @pytest.fixture(scope="module")
 def keys(tmp_path_factory):
-    from proofflow.prover import pipeline
     root = tmp_path_factory.mktemp("keys")
     for circuit in ("mimc", "bits"):
-        pipeline.ensure_key(root / circuit, circuit, LOG2, 0, backend="cpu")
+        ensure_key(root / circuit, circuit, LOG2, 0, backend="cpu")
     return root
 
 

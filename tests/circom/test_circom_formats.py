@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import circom_files
-from proofflow.prover import circom, points
+from proofflow.prover import circom
 from proofflow.prover.backend.by_name import get_backend
 from proofflow.prover.circom import encoding, snarkjs_json
 from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE

@@ -102,13 +102,13 @@ def test_bad_inputs_are_named_before_any_work(ceremony, home, tmp_path):
     (d / "notes.txt").write_text("not an input")
     cfg = validate_params({"circuit": "chain", "inputs": str(d), "log2": 8, "partitions": 64},
                           gpu_available=lambda: False)
-    assert cfg["circom"] and cfg["log2"] == registry.get("chain")["log2"]
-    assert cfg["inputs"] == [str(d / "a.wtns"), str(d / "b.wtns")] and cfg["partitions"] == 2
+    assert cfg.circom and cfg.log2 == registry.get("chain")["log2"]
+    assert cfg.inputs == (str(d / "a.wtns"), str(d / "b.wtns")) and cfg.partitions == 2
 
 
 def test_an_input_violating_a_constraint_fails_synthesis_naming_it(ceremony, home, tmp_path):
     from proofflow.prover import pipeline
-    from proofflow.prover.shared_staging import SharedStaging
+    from proofflow.prover.staging.shared import SharedStaging
     from proofflow.prover.circom import registry
     from proofflow.prover.circuits.by_name import get_circuit
     chain = ceremony["chain"]
@@ -157,7 +157,7 @@ def test_setup_writes_a_test_only_zkey_the_registry_takes(ceremony, home, tmp_pa
 
 def test_an_input_the_circuit_refuses_fails_its_partition_naming_the_file(ceremony, home, tmp_path):
     from proofflow.prover import pipeline
-    from proofflow.prover.shared_staging import SharedStaging
+    from proofflow.prover.staging.shared import SharedStaging
     from proofflow.prover.circom import registry
     from proofflow.prover.circuits.by_name import get_circuit
     gadgets = ceremony["gadgets"]

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import circom_files
-from proofflow.prover import circom, points
+from proofflow.prover import circom
 from proofflow.prover.backend.cpu import CpuBackend
 from proofflow.prover.circom import binfile, setup
 from proofflow.prover.circom import zkey as zkey_format

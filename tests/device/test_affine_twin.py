@@ -201,6 +201,7 @@ def test_rounds_stop_at_one_point_a_bucket():
     want = points.msm(t, s)
     for rounds, expect in ((0, 0), (3, 3), (AFFINE_ALL, math.ceil(math.log2(n)))):
         spy, marks = twin.LaunchSpy(), []
-        assert pippenger.msm(spy, "g1", device_points(t), s, Plan(8), mark=marks.append, affine_rounds=rounds) == want
+        assert pippenger.msm(spy, "g1", device_points(t), s, Plan(8), mark=marks.append, affine_rounds=rounds,
+                             balanced=True) == want
         assert spy.launched.count("msm_affine_up_g1") == expect == spy.launched.count("msm_affine_down_g1")
         assert marks[:expect + 2] == ["sort"] + [f"affine {r}" for r in range(expect)] + ["accumulate"]

@@ -16,7 +16,7 @@ def test_pageable_h2d_is_flagged_against_the_pinned_calibration(sqlite_url, tmp_
         pytest.skip("no GPU")
     import numpy as np
     from proofflow.prover.device import backend as gpu_mod
-    from proofflow.prover.staging import StagingPool
+    from proofflow.prover.staging.pool import StagingPool
 
     from proofflow.timing.calibrate import calibrate, partition_bytes
     from proofflow.timing.h2d_check import H2DCheckConfig, check_run

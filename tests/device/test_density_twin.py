@@ -71,12 +71,13 @@ def test_msms_over_the_kept_rows_equal_arkworks_over_the_whole_table(group, plan
     dense = fr.from_ints((twin.MSM_EDGE_SCALARS + fr.to_ints(fr.random(n, rng)))[:n])
     if plan is not None:
         pts = pippenger.precompute(EX, group, pts, plan)
-    got = pippenger.msm(EX, group, pts, density.gather(np, dense, rows), plan or pippenger.plain(len(rows)))
+    got = pippenger.msm(EX, group, pts, density.gather(np, dense, rows), plan or pippenger.plain(len(rows)),
+                        balanced=True)
     assert got == points.msm(t, dense)
     bits = [int(rng.integers(0, 2)) for _ in range(n)]
     bits[::41] = fr.to_ints(fr.random(len(bits[::41]), rng))
     s = fr.from_ints(bits)
-    assert sparse.msm(EX, EX, group, pts, density.gather(np, s, rows), plan=plan) == points.msm(t, s)
+    assert sparse.msm(EX, EX, group, pts, density.gather(np, s, rows), plan=plan, balanced=True) == points.msm(t, s)
 
 
 def test_a_mimc_key_keeps_the_variables_b_uses():
@@ -95,4 +96,5 @@ def test_a_mimc_key_keeps_the_variables_b_uses():
         else:
             assert rows is None, name
         if name in ("b_g1_query", "b_g2_query"):
-            assert pippenger.msm(EX, t.group, pts, density.gather(np, witness, rows)) == points.msm(t, witness)
+            got = pippenger.msm(EX, t.group, pts, density.gather(np, witness, rows), balanced=True)
+            assert got == points.msm(t, witness)

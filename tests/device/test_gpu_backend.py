@@ -9,6 +9,7 @@ from proofflow.prover.backend.cpu import CpuBackend
 from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
 from proofflow.prover.field.fr import Fr
 from proofflow.prover.polynomial.domain import Radix2Domain
+from gpu_options import options
 
 cp = pytest.importorskip("cupy")
 if not gpu_available():
@@ -25,7 +26,7 @@ SIZES = [0, 1, 2, 3, 8, 10, 11, 12, 13, 14, 16]  # 11+: multi-pass; 0..3: degene
 
 @pytest.fixture(scope="module", params=["mul32", "mul64", "wide"])
 def gpu(request):
-    return GpuBackend(request.param)
+    return GpuBackend(options(), request.param)
 
 
 def edge_vector(n: int, rng) -> np.ndarray:
@@ -116,7 +117,7 @@ def test_rejects_wrong_shape(gpu):
 
 
 def test_transfers_report_kind_and_rate():
-    from proofflow.prover.staging import StagingPool
+    from proofflow.prover.staging.pool import StagingPool
     pool = StagingPool(8 << 20, pinned=True)
     with pool.acquire(4 << 20) as buf:
         host = buf.fr_vector((4 << 20) // 32)
@@ -135,7 +136,7 @@ def test_a_pinned_copy_is_timed_without_the_host_delay_in_enqueueing_it():
     service) is not transfer time. Ungated, the 50 ms stall would be most of it."""
     import time
     from proofflow.prover.device import backend, stream_gate
-    from proofflow.prover.staging import StagingPool
+    from proofflow.prover.staging.pool import StagingPool
     pool = StagingPool(64 << 20, pinned=True)
     with pool.acquire(32 << 20) as buf:
         host = buf.fr_vector((32 << 20) // 32)
@@ -169,7 +170,7 @@ def test_msm_g1_matches_arkworks(g1_table, log_n):
     n = 1 << log_n
     table = points.PointTable(CURVE, "g1", g1_table.xy[-n:].copy())  # the tail holds the special points
     s = fr.random(n, np.random.default_rng(log_n))
-    assert GpuBackend().msm_g1(table, s) == points.msm(table, s)
+    assert GpuBackend(options()).msm_g1(table, s) == points.msm(table, s)
 
 
 @pytest.mark.parametrize("c", [4, 7, 13, 16])
@@ -180,10 +181,10 @@ def test_msm_g1_edge_scalars_every_window_width(g1_table, c):
     ints = [0, 1, p - 1, 2, p - 2, (p - 1) // 2, 1 << 254, (1 << c) - 1, 1 << (c - 1)] * 3
     table = points.PointTable(CURVE, "g1", g1_table.xy[-len(ints):].copy())
     s = fr.from_ints(ints)
-    assert gpu_msm.msm_g1(table, s, c=c) == points.msm(table, s)
+    assert gpu_msm.msm_g1(table, s, options(), c=c) == points.msm(table, s)
     # the same point under every scalar: doublings and cancellations inside buckets
     same = points.PointTable(CURVE, "g1", np.repeat(g1_table.xy[:1], len(ints), axis=0))
-    assert gpu_msm.msm_g1(same, s, c=c) == points.msm(same, s)
+    assert gpu_msm.msm_g1(same, s, options(), c=c) == points.msm(same, s)
 
 
 def _tiled(g1_table, n: int):
@@ -202,7 +203,7 @@ def test_msm_g1_mostly_small_scalars(g1_table, log_n):
     ints = fr.to_ints(fr.random(n, rng))
     small = rng.random(n) < 0.9
     s = fr.from_ints([int(k) if m else v for m, k, v in zip(small, rng.integers(1, 3, n), ints)])
-    assert GpuBackend().msm_g1(table, s) == points.msm(table, s)
+    assert GpuBackend(options()).msm_g1(table, s) == points.msm(table, s)
 
 
 @pytest.mark.parametrize("value", [1, 2, 1 << 200, fr.MODULUS - 1, None])
@@ -213,11 +214,11 @@ def test_msm_g1_all_equal_scalars(g1_table, value):
     table = _tiled(g1_table, n)
     v = fr.to_ints(fr.random(1, np.random.default_rng(7)))[0] if value is None else value
     s = fr.from_ints([v] * n)
-    assert GpuBackend().msm_g1(table, s) == points.msm(table, s)
+    assert GpuBackend(options()).msm_g1(table, s) == points.msm(table, s)
 
 
 def test_gpu_proof_verifies(pk10, mimc10):
     from proofflow.prover.groth16 import prover, verifier
     inst = mimc10.instance(11, 0)
-    proof = prover.prove(pk10, mimc10.constraint_system, inst.witness, GpuBackend())
+    proof = prover.prove(pk10, mimc10.constraint_system, inst.witness, GpuBackend(options()))
     assert verifier.verify(pk10.vk, inst.public_inputs, proof)

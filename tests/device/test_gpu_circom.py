@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from proofflow.prover.device import available as gpu_available
+from gpu_options import options
 
 pytest.importorskip("cupy")
 if not gpu_available():
@@ -25,28 +26,32 @@ def chain(tmp_path_factory):
 
 def test_gpu_written_zkey_equals_the_cpus_and_its_gpu_proofs_verify(chain, tmp_path):
     from proofflow.prover import pipeline
+    from proofflow.prover.keys import Key
+    from proofflow.prover.staging.pool import staging_pool
+    from proofflow.prover.staging.segment import abc_bytes
+    from proofflow.prover.staging.staged import Staged
     from proofflow.prover.backend.cpu import CpuBackend
     from proofflow.prover.circom import prove, read_r1cs, read_wtns, read_zkey, setup, verify
     from proofflow.prover.device.backend import GpuBackend
     from proofflow.prover.groth16 import r1cs_to_qap
     r1cs = read_r1cs(chain / "chain.r1cs")
     fr = r1cs.cs.fr
-    gpu = GpuBackend()
+    gpu = GpuBackend(options())
     setup.write_test_zkey(r1cs, 5, tmp_path / "gpu.zkey", gpu)
     setup.write_test_zkey(r1cs, 5, tmp_path / "cpu.zkey", CpuBackend())
     assert (tmp_path / "gpu.zkey").read_bytes() == (tmp_path / "cpu.zkey").read_bytes()
     zkey, witness = read_zkey(tmp_path / "gpu.zkey"), read_wtns(chain / "chain.wtns", r1cs.cs.curve)
     public = fr.to_ints(witness[1:zkey.n_public + 1])
-    for backend in (gpu, GpuBackend(g2_on_gpu=False)):  # the G2 MSM on the device, and on the host
+    for backend in (gpu, GpuBackend(options(), g2_on_gpu=False)):  # the G2 MSM on the device, and on the host
         assert verify(zkey.vk, public, prove(zkey, witness, backend, r1cs=r1cs))
     # through the pipeline, from pinned staging memory, as the prover service proves
-    key = pipeline.Key(zkey.pk, r1cs.cs)
+    key = Key(zkey.pk, r1cs.cs)
     n = r1cs_to_qap.domain_for(r1cs.cs).size
-    with pipeline.staging_pool(pinned=True).acquire(pipeline.abc_bytes(n)) as buf:
+    with staging_pool(pinned=True).acquire(abc_bytes(n)) as buf:
         block = buf.view("uint64", (3, n, 4))
         abc = r1cs_to_qap.witness_map(r1cs.cs, witness, out=(block[0], block[1], block[2]))
         transfers = {}
-        proof = pipeline.prove(key, pipeline.Staged(abc, witness, buf), gpu, transfers=transfers)
+        proof = pipeline.prove(key, Staged(abc, witness, buf), gpu, transfers=transfers)
     assert transfers["h2d"].kind == "pinned" and verify(zkey.vk, public, proof)
 
 
@@ -55,7 +60,7 @@ def test_a_registered_circuit_through_the_prover_service_on_the_gpu(chain, tmp_p
     in place as proof_run stages it, proved by the GPU's prover service; snarkjs's verifying
     key accepts the proof."""
     from proofflow.prover import pipeline
-    from proofflow.prover.shared_staging import SharedStaging
+    from proofflow.prover.staging.shared import SharedStaging
     from proofflow.prover.circom import read_r1cs, read_verification_key, registry, setup, verify
     from proofflow.prover.circuits.by_name import get_circuit
     from proofflow.prover.device.backend import GpuBackend
@@ -65,7 +70,7 @@ def test_a_registered_circuit_through_the_prover_service_on_the_gpu(chain, tmp_p
     from proofflow.spec import MemoryKind
     for var, sub in (("PROOFFLOW_HOME", "home"), ("PROOFFLOW_RUNTIME", "rt")):
         monkeypatch.setenv(var, str(tmp_path / sub))
-    setup.write_test_zkey(read_r1cs(chain / "chain.r1cs"), 9, tmp_path / "chain.zkey", GpuBackend())
+    setup.write_test_zkey(read_r1cs(chain / "chain.r1cs"), 9, tmp_path / "chain.zkey", GpuBackend(options()))
     info = registry.add("chain", chain / "chain.r1cs", tmp_path / "chain.zkey")
     circuit = get_circuit("chain", info["log2"])
     out = pipeline.synthesize_shared(circuit, 0, 0, SharedStaging.from_settings(), "t/r/p0000",

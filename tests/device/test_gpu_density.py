@@ -14,6 +14,7 @@ from proofflow.prover.device import available as gpu_available
 from proofflow.prover.device import density, pippenger
 from proofflow.prover.field.fr import Fr
 import kernel_twin as twin
+from gpu_options import options
 
 cp = pytest.importorskip("cupy")
 if not gpu_available():
@@ -39,10 +40,10 @@ def _table(group: str) -> points.PointTable:
 @pytest.mark.parametrize("group", ["g1", "g2"])
 def test_the_device_keeps_the_finite_rows(group):
     t = _table(group)
-    rows = gpu_msm.kept_rows(t)
+    rows = gpu_msm.kept_rows(t, options())
     want = density.kept_rows(np, t.xy)
     assert rows is not None and cp.asnumpy(rows).tolist() == want.tolist()
-    assert gpu_msm.device_points(t).shape == (len(want), pippenger.affine_limbs(CURVE, group))
+    assert gpu_msm.device_points(t, options()).shape == (len(want), pippenger.affine_limbs(CURVE, group))
 
 
 @pytest.mark.parametrize("group", ["g1", "g2"])
@@ -54,11 +55,13 @@ def test_msms_over_the_kept_rows_equal_arkworks(group):
     bits[::37] = fr.to_ints(fr.random(len(bits[::37]), rng))
     bits = fr.from_ints(bits)
     want = {"dense": points.msm(t, dense), "bits": points.msm(t, bits)}
-    backend = GpuBackend()
-    assert gpu_msm.msm(t, dense) == want["dense"] and gpu_msm.msm(t, cp.asarray(dense), c=8) == want["dense"]
+    backend = GpuBackend(options())
+    assert gpu_msm.msm(t, dense, options()) == want["dense"]
+    assert gpu_msm.msm(t, cp.asarray(dense), options(), c=8) == want["dense"]
     assert backend.msm_witness(t, dense) == want["dense"] and backend.msm_witness(t, bits) == want["bits"]
     plan = pippenger.Plan(8, 4)
-    assert gpu_msm.device_points(t, plan).shape[0] == 4 * len(gpu_msm.kept_rows(t))
-    assert gpu_msm.msm(t, dense, plan=plan) == want["dense"] and backend.msm_witness(t, dense) == want["dense"]
-    lanes = GpuBackend(overlap=True).msms([MsmJob(t, cp.asarray(s)) for s in (dense, bits, dense)])
+    assert gpu_msm.device_points(t, options(), plan).shape[0] == 4 * len(gpu_msm.kept_rows(t, options()))
+    assert gpu_msm.msm(t, dense, options(), plan=plan) == want["dense"]
+    assert backend.msm_witness(t, dense) == want["dense"]
+    lanes = GpuBackend(options(), overlap=True).msms([MsmJob(t, cp.asarray(s)) for s in (dense, bits, dense)])
     assert lanes == [want["dense"], want["bits"], want["dense"]]

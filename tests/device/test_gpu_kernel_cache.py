@@ -28,8 +28,11 @@ ROOT = Path(__file__).resolve().parents[2]
 CHECK = r"""
 import json, sys, time
 import numpy as np
+from proofflow import settings
+from proofflow.prover.backend.by_name import device_options
 from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
 from proofflow.prover.device import cache
+options = device_options(settings.current())
 
 which, mode = sys.argv[1], sys.argv[2]
 if mode == "no-compile":
@@ -39,7 +42,7 @@ if mode == "no-compile":
 modules = cache.MODULES if which == "all" else (cache.Module(CURVE, "ntt.cu", "mul32"),)
 t0 = time.perf_counter()
 for m in modules:
-    cache.load(m.curve, m.variant, m.name, m.group)
+    cache.load(m.curve, m.variant, m.name, m.group, kernel_dir=options.kernel_dir)
 load_s = time.perf_counter() - t0
 
 from proofflow.prover import points
@@ -51,7 +54,7 @@ fr = Fr.of(CURVE)
 rng = np.random.default_rng(19)
 d = Radix2Domain(12, CURVE)
 x = fr.random(d.size, rng)
-same = {f"ntt-{v}": bool(np.array_equal(GpuBackend(v).ntt(d, x), CpuBackend().ntt(d, x)))
+same = {f"ntt-{v}": bool(np.array_equal(GpuBackend(options, v).ntt(d, x), CpuBackend().ntt(d, x)))
         for v in sorted({m.variant for m in modules if m.name == "ntt.cu"})}
 if which == "all":
     from proofflow.prover.device import msm as gpu_msm
@@ -60,7 +63,7 @@ if which == "all":
         table = points.PointTable.from_points(CURVE, group,
                                               [g * CURVE.scalar(int(k)) for k in fr.to_ints(fr.random(n, rng))])
         s = fr.random(n, rng)
-        got = (gpu_msm.msm_g1 if group == "g1" else gpu_msm.msm_g2)(table, s)
+        got = (gpu_msm.msm_g1 if group == "g1" else gpu_msm.msm_g2)(table, s, options)
         same[f"msm-{group}"] = bool(got == points.msm(table, s))
 print(json.dumps({"compiles": cache.compiles, "load_s": load_s, "same": same}))
 """
@@ -126,20 +129,23 @@ def test_the_first_load_compiles_and_persists_and_a_damaged_cubin_is_rebuilt(tmp
 WARM = r"""
 import json, os, re, sys
 from pathlib import Path
+from proofflow import settings
 from proofflow.prover import pipeline
+from proofflow.prover.backend.by_name import device_options
 from proofflow.prover.circuits.by_name import get_circuit
 from proofflow.prover.device.backend import GpuBackend
 from proofflow.prover.groth16 import generator, verifier
-from proofflow.prover.staging import StagingPool
+from proofflow.prover.keys import Key
+from proofflow.prover.staging.pool import StagingPool
 
 cache_dir = Path(os.environ["CUPY_CACHE_DIR"])
 files = lambda: sorted(str(p.relative_to(cache_dir)) for p in cache_dir.rglob("*") if p.is_file() and p.suffix != ".cu")
-backend = GpuBackend()
+backend = GpuBackend(device_options(settings.current()))
 backend.warm_up()
 after_warm_up = files()
 circuit = get_circuit(sys.argv[1], 8)
 pk = generator.setup(circuit, 3)
-key = pipeline.Key(pk, circuit.constraint_system, None)
+key = Key(pk, circuit.constraint_system, None)
 backend.prepare(pk)
 with pipeline.synthesize(circuit, 3, 0, StagingPool(1 << 24, pinned=True)) as staged:
     proof = pipeline.prove(key, staged, backend)

@@ -14,6 +14,7 @@ from proofflow.prover.device import pippenger
 from proofflow.prover.device.pippenger import AFFINE_ALL, Plan
 from proofflow.prover.field.fr import Fr
 import kernel_twin as twin
+from gpu_options import options
 
 cp = pytest.importorskip("cupy")
 if not gpu_available():
@@ -64,9 +65,10 @@ def test_round_matches_the_twin(group, trick):
     if twin.compiler() is None:
         pytest.skip("no C++ compiler for the kernel twin")
     table = _table(group, 512, 1)
-    pts = gpu_msm.device_points(table)
+    pts = gpu_msm.device_points(table, options())
     entries, start, lens = _buckets(1 << 17, 512, np.random.default_rng(2))
-    dev = pippenger._affine_round(gpu_msm.executor(CURVE, group), group, pts, *map(cp.asarray, (entries, start, lens)))
+    dev = pippenger._affine_round(gpu_msm.executor(CURVE, group, options()), group, pts,
+                                  *map(cp.asarray, (entries, start, lens)))
     cpu = pippenger._affine_round(twin.TwinExecutor(), group, cp.asnumpy(pts), entries, start, lens)
     for d, c in zip(dev, cpu):
         assert np.array_equal(cp.asnumpy(d), c)
@@ -83,7 +85,7 @@ def test_msm_matches_arkworks(group, plan):
     s = fr.from_ints((EDGE + fr.to_ints(fr.random(n, np.random.default_rng(plan.shifts))))[:n])
     want = points.msm(table, s)
     for rounds in (2, AFFINE_ALL):
-        assert gpu_msm.msm(table, s, plan=plan, affine_rounds=rounds) == want, rounds
+        assert gpu_msm.msm(table, s, options(), plan=plan, affine_rounds=rounds) == want, rounds
 
 
 @pytest.mark.parametrize("group, log_n", [("g1", 16), ("g2", 14)])
@@ -102,7 +104,7 @@ def test_skewed_scalars(group, log_n, trick):
         s = fr.from_ints(ints)
         want = points.msm(table, s)
         for rounds in (3, AFFINE_ALL):
-            assert gpu_msm.msm(table, s, plan=plan, affine_rounds=rounds) == want, (name, rounds)
+            assert gpu_msm.msm(table, s, options(), plan=plan, affine_rounds=rounds) == want, (name, rounds)
 
 
 def test_spans_time_each_round():
@@ -110,6 +112,6 @@ def test_spans_time_each_round():
     table = _table("g1", n, 5)
     s = fr.from_ints([7] * n)  # one bucket of 2^12 entries a window: 12 rounds
     spans = {}
-    assert gpu_msm.msm(table, s, c=8, spans=spans, affine_rounds=AFFINE_ALL) == points.msm(table, s)
+    assert gpu_msm.msm(table, s, options(), c=8, spans=spans, affine_rounds=AFFINE_ALL) == points.msm(table, s)
     assert [k for k in spans if k.startswith("affine")] == [f"affine {r}" for r in range(12)]
     assert {"sort", "accumulate", "merge", "reduce", "combine"} <= spans.keys()

@@ -14,6 +14,7 @@ from proofflow.prover.device import pippenger
 from proofflow.prover.device.pippenger import Plan
 from proofflow.prover.field.fr import Fr
 import kernel_twin as twin
+from gpu_options import options
 
 cp = pytest.importorskip("cupy")
 if not gpu_available():
@@ -45,10 +46,10 @@ def test_spans_match_the_twin(group, piece):
     if twin.compiler() is None:
         pytest.skip("no C++ compiler for the kernel twin")
     table = _table(group, 512, 1)
-    pts = gpu_msm.device_points(table)
+    pts = gpu_msm.device_points(table, options())
     entries, offsets, counts = _sorted_buckets(1 << 15, 512, np.random.default_rng(piece))
-    dev = pippenger.accumulate(gpu_msm.executor(CURVE, group), group, pts, *map(cp.asarray, (entries, offsets, counts)),
-                               piece, True)
+    dev = pippenger.accumulate(gpu_msm.executor(CURVE, group, options()), group, pts,
+                               *map(cp.asarray, (entries, offsets, counts)), piece, True)
     cpu = pippenger.accumulate(twin.TwinExecutor(), group, cp.asnumpy(pts), entries, offsets, counts, piece, True)
     for d, c in zip(dev, cpu):
         assert np.array_equal(cp.asnumpy(d), c)
@@ -64,8 +65,8 @@ def test_msm_matches_arkworks(group, plan):
     table = _table(group, n, plan.c)
     s = fr.from_ints((twin.MSM_EDGE_SCALARS + fr.to_ints(fr.random(n, np.random.default_rng(plan.shifts))))[:n])
     want = points.msm(table, s)
-    assert gpu_msm.msm(table, s, plan=plan, balanced=True) == want
-    assert gpu_msm.msm(table, s, plan=plan, balanced=True, affine_rounds=2) == want
+    assert gpu_msm.msm(table, s, options(), plan=plan, balanced=True) == want
+    assert gpu_msm.msm(table, s, options(), plan=plan, balanced=True, affine_rounds=2) == want
 
 
 @pytest.mark.parametrize("group, log_n", [("g1", 16), ("g2", 14)])
@@ -81,7 +82,7 @@ def test_skewed_scalars(group, log_n):
              "sparse": [0 if m else v for m, v in zip(rng.random(n) < 0.9, vals)]}
     for name, ints in cases.items():
         s = fr.from_ints(ints)
-        assert gpu_msm.msm(table, s, balanced=True) == points.msm(table, s), name
+        assert gpu_msm.msm(table, s, options(), balanced=True) == points.msm(table, s), name
 
 
 @pytest.mark.parametrize("group", ["g1", "g2"])
@@ -90,6 +91,6 @@ def test_other_product_variants(group, variant):
     n = 1 << 12
     table = _table(group, n, 5)
     s = fr.random(n, np.random.default_rng(6))
-    ex = gpu_msm.CupyExecutor(CURVE, "msm.cu", group, variant)
-    got = pippenger.msm(ex, group, gpu_msm.device_points(table), cp.asarray(s), balanced=True)
+    ex = gpu_msm.CupyExecutor(CURVE, "msm.cu", group, options(), variant)
+    got = pippenger.msm(ex, group, gpu_msm.device_points(table, options()), cp.asarray(s), balanced=True)
     assert got == points.msm(table, s)

@@ -8,13 +8,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from proofflow.prover import points, pipeline
+from proofflow.prover import points
+from proofflow.prover.keys import key_bytes
 from proofflow.prover.device import available as gpu_available
 from proofflow.prover.device import density, pippenger
 from proofflow.prover.device.pippenger import Plan
 from proofflow.prover.field.fr import Fr
 from proofflow.prover.groth16.data_structures import PK_TABLES
 import kernel_twin as twin
+from gpu_options import options
 
 cp = pytest.importorskip("cupy")
 if not gpu_available():
@@ -55,13 +57,13 @@ def _canonical(rows: np.ndarray) -> list[bytes]:
 def test_device_copies_are_the_shifted_points(group):
     n, plan = 600, Plan(5, 4)
     table = _table(group, n, 1)
-    copies = gpu_msm.device_points(table, plan)
+    copies = gpu_msm.device_points(table, options(), plan)
     got = _canonical(copies.get())
     points = table.points()
     for k in range(plan.shifts):
         assert got[k * n:(k + 1) * n] == [(p * CURVE.scalar(1 << (plan.c * k))).to_xy_bytes_le() for p in points], k
     # in launches of 70 points, the last batch of each shorter than SHIFT_BATCH: the same rows
-    again = pippenger.precompute(gpu_msm.executor(CURVE, group), group, copies[:n], plan, chunk=70)
+    again = pippenger.precompute(gpu_msm.executor(CURVE, group, options()), group, copies[:n], plan, chunk=70)
     assert bool(cp.array_equal(again, copies))
 
 
@@ -75,8 +77,8 @@ def test_precomputed_msm_matches_arkworks_and_the_plain_path(group, plan):
     table = _table(group, n, plan.c)
     s = _scalars(n, plan.shifts)
     want = points.msm(table, s)
-    assert gpu_msm.msm(table, s, plan=plan) == want
-    assert gpu_msm.msm(table, s, plan=Plan(plan.c)) == want
+    assert gpu_msm.msm(table, s, options(), plan=plan) == want
+    assert gpu_msm.msm(table, s, options(), plan=Plan(plan.c)) == want
 
 
 @pytest.mark.parametrize("group, log_n", [("g1", 16), ("g2", 14)])
@@ -93,7 +95,7 @@ def test_precomputed_msm_skewed_scalars(group, log_n):
              "small": [int(k) if m else v for m, k, v in zip(rng.random(n) < 0.9, rng.integers(1, 3, n), vals)]}
     for name, ints in cases.items():
         s = fr.from_ints(ints)
-        assert gpu_msm.msm(table, s, plan=plan) == points.msm(table, s), name
+        assert gpu_msm.msm(table, s, options(), plan=plan) == points.msm(table, s), name
 
 
 def test_copies_stand_in_for_the_plain_points():
@@ -104,13 +106,14 @@ def test_copies_stand_in_for_the_plain_points():
     want = points.msm(table, s)
     plain_key = ("g1-affine-mont", cp.cuda.runtime.getDevice())
     assert gpu_msm.resident_plan(table) == pippenger.plain(n)
-    copies = gpu_msm.device_points(table, Plan(8, 4))
+    copies = gpu_msm.device_points(table, options(), Plan(8, 4))
     view = table.device_cache[plain_key]
     assert view.shape == (n, 12) and view.data.ptr == copies.data.ptr
-    assert gpu_msm.resident_plan(table) == Plan(8, 4) and gpu_msm.msm_g1(table, s) == want
-    gpu_msm.device_points(table, Plan(6, 2))
+    assert gpu_msm.resident_plan(table) == Plan(8, 4) and gpu_msm.msm_g1(table, s, options()) == want
+    gpu_msm.device_points(table, options(), Plan(6, 2))
     assert [k[2] for k in table.device_cache if len(k) == 3] == [Plan(6, 2)]
-    assert gpu_msm.msm_g1(table, s) == want and gpu_msm.msm_g1(table, s, c=16) == want  # c: the plain path
+    assert gpu_msm.msm_g1(table, s, options()) == want
+    assert gpu_msm.msm_g1(table, s, options(), c=16) == want  # c: the plain path
 
 
 @pytest.mark.parametrize("group", ["g1", "g2"])
@@ -119,23 +122,23 @@ def test_witness_msms_over_copies(group):
     its plan, a bit-heavy vector's ones and rest over the plain rows."""
     n = 4096
     table = _table(group, n, 6)
-    gpu_msm.device_points(table, Plan(13, 4))
+    gpu_msm.device_points(table, options(), Plan(13, 4))
     rng = np.random.default_rng(7)
     bits = [int(rng.integers(0, 2)) for _ in range(n)]
     bits[::97] = fr.to_ints(fr.random(len(bits[::97]), rng))
     for s in (_scalars(n, 8), fr.from_ints(bits)):
-        assert GpuBackend().msm_witness(table, s) == points.msm(table, s)
+        assert GpuBackend(options()).msm_witness(table, s) == points.msm(table, s)
 
 
 @pytest.mark.parametrize("g2_on_gpu", [True, False])
 def test_a_key_prepared_with_copies_proves(pk10, mimc10, monkeypatch, g2_on_gpu):
     """PROOFFLOW_MSM_PRECOMPUTE: prepare builds each table's copies over the rows it keeps,
-    the device holds less than ``pipeline.key_bytes`` counts, and the proof verifies."""
+    the device holds less than ``key_bytes`` counts, and the proof verifies."""
     from proofflow.prover.groth16 import prover, verifier
     spare = 64 << 20
     monkeypatch.setenv("PROOFFLOW_MSM_PRECOMPUTE", str(spare))
-    backend = GpuBackend(g2_on_gpu=g2_on_gpu)
-    plans = pippenger.proving_key_plans(pk10, None)
+    backend = GpuBackend(options(), g2_on_gpu=g2_on_gpu)
+    plans = pippenger.proving_key_plans(pk10, None, options().msm_precompute)
     assert all(p.shifts > 1 for p in plans.values())
     try:
         backend.prepare(pk10, plans)
@@ -147,11 +150,11 @@ def test_a_key_prepared_with_copies_proves(pk10, mimc10, monkeypatch, g2_on_gpu)
                 continue
             assert gpu_msm.resident_plan(table) == plan
             rows = density.kept_rows(np, table.xy)  # the device drops the B tables' third at infinity
-            copies = gpu_msm.device_points(table, plan)
+            copies = gpu_msm.device_points(table, options(), plan)
             assert copies.shape[0] == plan.shifts * (len(table) if rows is None else len(rows)), name
             held += copies.nbytes
         if g2_on_gpu:
-            assert held < pipeline.key_bytes(pk10, plans)
+            assert held < key_bytes(pk10, plans)
         inst = mimc10.instance(11, 0)
         proof = prover.prove(pk10, mimc10.constraint_system, inst.witness, backend)
         assert verifier.verify(pk10.vk, inst.public_inputs, proof)

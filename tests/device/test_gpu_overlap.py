@@ -15,6 +15,7 @@ from proofflow.prover.backend.cpu import CpuBackend
 from proofflow.prover.device import available as gpu_available
 from proofflow.prover.device import pippenger
 from proofflow.prover.field.fr import Fr
+from gpu_options import options
 
 cp = pytest.importorskip("cupy")
 if not gpu_available():
@@ -48,7 +49,7 @@ def tables():
     """A proof's five tables (A, B_G1, L, H in G1; B_G2), H's with resident precomputed copies."""
     t = {"a": _table("g1", N, 1), "b1": _table("g1", N, 2), "l": _table("g1", N - 3, 3), "h": _table("g1", N, 4),
          "b2": _table("g2", N, 5)}
-    gpu_msm.device_points(t["h"], pippenger.Plan(13, 4))
+    gpu_msm.device_points(t["h"], options(), pippenger.Plan(13, 4))
     return t
 
 
@@ -65,16 +66,17 @@ def test_overlapped_msms_are_the_cpus_and_the_sequential_ones(tables, witness):
     w = _bits(N, rng) if witness == "bits" else fr.random(N, rng)
     h = fr.random(N, rng)
     want = CpuBackend().msms(_jobs(tables, w, h))
-    assert GpuBackend(overlap=False).msms(_jobs(tables, w, h, cp.asarray)) == want
+    assert GpuBackend(options(), overlap=False).msms(_jobs(tables, w, h, cp.asarray)) == want
     for _ in range(2):  # the second time over the lanes' cached blocks
-        assert GpuBackend(overlap=True).msms(_jobs(tables, w, h, cp.asarray)) == want
-    assert GpuBackend(overlap=True).msms(_jobs(tables, w, h)) == want  # host scalars, uploaded in the lanes
+        assert GpuBackend(options(), overlap=True).msms(_jobs(tables, w, h, cp.asarray)) == want
+    # host scalars, uploaded in the lanes
+    assert GpuBackend(options(), overlap=True).msms(_jobs(tables, w, h)) == want
 
 
 def test_an_empty_msm_beside_others():
     empty, g1 = points.PointTable(CURVE, "g1", np.zeros((0, 96), dtype=np.uint8)), _table("g1", 64, 6)
     s = fr.random(64, np.random.default_rng(11))
-    got = GpuBackend(overlap=True).msms([MsmJob(empty, cp.zeros((0, 4), dtype=cp.uint64), witness=False),
+    got = GpuBackend(options(), overlap=True).msms([MsmJob(empty, cp.zeros((0, 4), dtype=cp.uint64), witness=False),
                                          MsmJob(g1, cp.asarray(s))])
     assert got == [CURVE.point_class("g1").identity(), points.msm(g1, s)]
 
@@ -83,7 +85,7 @@ def test_an_empty_msm_beside_others():
 def test_lanes_wait_for_the_callers_kernels(tables, caller):
     """The scalars are still being computed on the caller's stream (a long chain of
     squarings, not synchronized) when the lanes start: they wait for it."""
-    gpu = GpuBackend(overlap=True)
+    gpu = GpuBackend(options(), overlap=True)
     stream = cp.cuda.Stream.null if caller == "null" else cp.cuda.Stream(non_blocking=True)
     x = cp.asarray(fr.random(N, np.random.default_rng(12)))
     cp.cuda.Device().synchronize()
@@ -95,7 +97,7 @@ def test_lanes_wait_for_the_callers_kernels(tables, caller):
 
 
 def test_a_failing_lane_fails_the_call_after_the_others_end(tables):
-    gpu = GpuBackend(overlap=True)
+    gpu = GpuBackend(options(), overlap=True)
     s = cp.asarray(fr.random(N, np.random.default_rng(13)))
     jobs = _jobs(tables, s, s, cp.asarray)
     jobs[3] = MsmJob(tables["h"], s[:10], witness=False)  # 10 scalars for N points
@@ -115,7 +117,8 @@ def test_overlapped_proofs_are_the_sequential_ones(pk10, mimc10):
         return prover.prove(pk10, cs, inst.witness, backend, rng=np.random.default_rng(3)).to_bytes()
 
     want = prove(CpuBackend())
-    for backend in (GpuBackend(), GpuBackend(overlap=True), GpuBackend(g2_on_gpu=False, overlap=True)):
+    for backend in (GpuBackend(options()), GpuBackend(options(), overlap=True),
+                    GpuBackend(options(), g2_on_gpu=False, overlap=True)):
         assert prove(backend) == want, (backend.overlap, backend.g2_on_host)
     from proofflow.prover.groth16.data_structures import Proof
     assert verifier.verify(pk10.vk, inst.public_inputs, Proof.from_bytes(pk10.curve, want))
@@ -141,7 +144,7 @@ def test_the_service_proves_with_overlapped_msms(tmp_path, monkeypatch):
     """The prover service's device thread hands its MSMs to the lanes (threads of its
     process, on its device)."""
     from proofflow.prover import pipeline
-    from proofflow.prover.shared_staging import SharedStaging
+    from proofflow.prover.staging.shared import SharedStaging
     from proofflow.prover.circuits.by_name import get_circuit
     from proofflow.prover.groth16 import generator, verifier
     from proofflow.prover.groth16.data_structures import Proof

@@ -27,7 +27,7 @@ def key_dir(gpu, tmp_path_factory):
 
 def test_service_on_the_gpu_uploads_from_the_staging_asked_for(key_dir, tmp_path, monkeypatch):
     from proofflow.prover import pipeline
-    from proofflow.prover.shared_staging import SharedStaging
+    from proofflow.prover.staging.shared import SharedStaging
     from proofflow.prover.circuits.by_name import get_circuit
     from proofflow.prover.groth16 import verifier
     from proofflow.prover.groth16.data_structures import Proof, VerifyingKey

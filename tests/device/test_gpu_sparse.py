@@ -10,6 +10,7 @@ from proofflow.prover import points
 from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
 from proofflow.prover.device import available as gpu_available
 from proofflow.prover.field.fr import Fr
+from gpu_options import options
 
 cp = pytest.importorskip("cupy")
 if not gpu_available():
@@ -52,7 +53,8 @@ def witness_like(kind: str, n: int, rng) -> np.ndarray:
 
 def test_classes_are_the_canonical_values():
     vals = [0, 1, 2, 3, P - 1, (1 << 256) % P, 1 << 64, (1 << 64) + 1, 1 << 192, 1 << 254]
-    got = sparse.classify(_bitsum_executor(cp.cuda.runtime.getDevice(), CURVE, "g1"), cp.asarray(fr.from_ints(vals)))
+    ex = _bitsum_executor(cp.cuda.runtime.getDevice(), CURVE, "g1", options())
+    got = sparse.classify(ex, cp.asarray(fr.from_ints(vals)))
     assert cp.asnumpy(got).tolist() == [0, 1, 2, 2, 2, 2, 2, 2, 2, 2]
 
 
@@ -60,15 +62,17 @@ def test_classes_are_the_canonical_values():
 def test_msm_witness_matches_arkworks(table, kind):
     s = witness_like(kind, len(table), np.random.default_rng(len(kind)))
     want = points.msm(table, s)
-    assert GpuBackend().msm_witness(table, s) == want
-    assert GpuBackend().msm_witness(table, cp.asarray(s)) == want  # resident scalars, as the prover has them
-    ex = _bitsum_executor(cp.cuda.runtime.getDevice(), CURVE, table.group)
-    forced = sparse.msm(ex, gpu_msm.executor(CURVE, table.group), table.group, gpu_msm.device_points(table),
-                        cp.asarray(s), dense_share=1.0)  # split whatever the share
+    assert GpuBackend(options()).msm_witness(table, s) == want
+    assert GpuBackend(options()).msm_witness(table, cp.asarray(s)) == want  # resident scalars, as the prover has them
+    opts = options()
+    ex = _bitsum_executor(cp.cuda.runtime.getDevice(), CURVE, table.group, opts)
+    msm_ex, pts = gpu_msm.executor(CURVE, table.group, opts), gpu_msm.device_points(table, opts)
+    forced = sparse.msm(ex, msm_ex, table.group, pts, cp.asarray(s), dense_share=1.0,
+                        balanced=opts.msm_balanced)  # split whatever the share
     assert forced == want
     for rounds in (1, 3, 32):  # the ones paired up by batch-affine rounds first
-        assert sparse.msm(ex, gpu_msm.executor(CURVE, table.group), table.group, gpu_msm.device_points(table),
-                          cp.asarray(s), dense_share=1.0, ones_rounds=rounds) == want, rounds
+        assert sparse.msm(ex, msm_ex, table.group, pts, cp.asarray(s), dense_share=1.0, ones_rounds=rounds,
+                          balanced=opts.msm_balanced) == want, rounds
 
 
 @pytest.mark.parametrize("per_thread,max_threads", [(1, 1 << 16), (16, 37), (4096, 1 << 16)])
@@ -76,7 +80,7 @@ def test_point_sum_over_many_folds(table, per_thread, max_threads, monkeypatch):
     monkeypatch.setattr(sparse, "POINTS_PER_THREAD", per_thread)
     monkeypatch.setattr(sparse, "MAX_THREADS", max_threads)
     s = witness_like("mixed", len(table), np.random.default_rng(8))
-    assert GpuBackend().msm_witness(table, s) == points.msm(table, s)
+    assert GpuBackend(options()).msm_witness(table, s) == points.msm(table, s)
 
 
 def test_bit_heavy_msm_at_2_18():
@@ -86,13 +90,13 @@ def test_bit_heavy_msm_at_2_18():
     g = CURVE.point_class("g1")()
     base = points.PointTable.from_points(CURVE, "g1", [g * CURVE.scalar(k + 1) for k in range(1024)])
     table = points.PointTable(CURVE, "g1", np.tile(base.xy, (-(-len(w) // 1024), 1))[:len(w)].copy())
-    assert GpuBackend().msm_witness(table, w) == points.msm(table, w)
+    assert GpuBackend(options()).msm_witness(table, w) == points.msm(table, w)
 
 
 @pytest.mark.parametrize("table", ["g2"], indirect=True)
 def test_g2_on_the_host_splits_there_too(table):
     s = witness_like("mixed", len(table), np.random.default_rng(2))
-    assert GpuBackend(g2_on_gpu=False).msm_witness(table, s) == points.msm(table, s)
+    assert GpuBackend(options(), g2_on_gpu=False).msm_witness(table, s) == points.msm(table, s)
 
 
 def test_bits_proof_verifies_on_the_gpu():
@@ -100,7 +104,7 @@ def test_bits_proof_verifies_on_the_gpu():
     from proofflow.prover.groth16 import generator, prover, verifier
     c = get_circuit("bits", 10)
     pk = generator.setup(c, seed=3)
-    for gpu in (GpuBackend(), GpuBackend(g2_on_gpu=False)):
+    for gpu in (GpuBackend(options()), GpuBackend(options(), g2_on_gpu=False)):
         inst = c.instance(5, 1)
         proof = prover.prove(pk, c.constraint_system, inst.witness, gpu, abc=c.witness_map(inst.witness))
         assert verifier.verify(pk.vk, inst.public_inputs, proof)

@@ -17,13 +17,14 @@ from proofflow.prover.device.pippenger import Plan
 from proofflow.prover.field.fr import Fr
 from proofflow.prover.groth16 import generator
 import kernel_twin as twin
+from gpu_options import options
 
 cp = pytest.importorskip("cupy")
 if not gpu_available():
     pytest.skip("no GPU visible", allow_module_level=True)
 
 from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
-from proofflow.prover.device import cache, fixed_base, msm as gpu_msm, source as kernels  # noqa: E402  (needs CuPy)
+from proofflow.prover.device import cache, fixed_base, msm as gpu_msm  # noqa: E402  (needs CuPy)
 
 fr = Fr.of(CURVE)
 
@@ -50,7 +51,7 @@ def ints(rows) -> list[int]:
 def field(variant: str, kernel: str, *args) -> None:
     """One of field.cu's kernels over the rows of args[0], compiled with ``variant``."""
     n = args[0].shape[0]
-    fn = cache.load(CURVE, variant, "field.cu").get_function(kernel)
+    fn = cache.load(CURVE, variant, "field.cu", kernel_dir=options().kernel_dir).get_function(kernel)
     fn((max(1, -(-n // 128)),), (128,), args)
 
 
@@ -99,11 +100,11 @@ def curve_variant(request):
 def _wide_msm(table: points.PointTable, s: np.ndarray, plan: Plan | None = None, variant: str = "wide"):
     """The MSM run by msm.cu compiled with the wide products (``variant``), its copies (if
     any) built by that variant's msm_shift from the plain points the default one converted."""
-    ex = gpu_msm.CupyExecutor(CURVE, "msm.cu", table.group, variant)
-    pts = gpu_msm.device_points(table)
+    ex = gpu_msm.CupyExecutor(CURVE, "msm.cu", table.group, options(), variant)
+    pts = gpu_msm.device_points(table, options())
     if plan is not None and plan.shifts > 1:
         pts = pippenger.precompute(ex, table.group, pts, plan)
-    return pippenger.msm(ex, table.group, pts, cp.asarray(s), plan)
+    return pippenger.msm(ex, table.group, pts, cp.asarray(s), plan, balanced=True)
 
 
 @pytest.mark.parametrize("group, log_n", [("g1", 0), ("g1", 4), ("g1", 10), ("g1", 13), ("g2", 0), ("g2", 9)])
@@ -138,6 +139,6 @@ def test_precomputed_msm_matches_arkworks(group, plan, curve_variant):
 @pytest.mark.parametrize("group", ["g1", "g2"])
 def test_fixed_base_matches_arkworks(group, curve_variant):
     s = fr.from_ints([0, 1, 2, P - 1] + fr.to_ints(fr.random(508, np.random.default_rng(40))))
-    ex = gpu_msm.CupyExecutor(CURVE, "fixed_base.cu", group, curve_variant)
+    ex = gpu_msm.CupyExecutor(CURVE, "fixed_base.cu", group, options(), curve_variant)
     got = fixed_base.multiples(ex, group, cp.asarray(fixed_base.window_table(CURVE, group)), s)
     assert np.array_equal(points.PointTable(CURVE, group, got).xy, generator.fixed_base(CURVE, group, s).xy)

@@ -70,31 +70,33 @@ def test_the_modules_are_those_the_code_loads():
 def test_layout_and_settings(tmp_path, monkeypatch):
     monkeypatch.delenv("PROOFFLOW_KERNEL_DIR", raising=False)
     monkeypatch.setenv("PROOFFLOW_CACHE", str(tmp_path / "cache"))
-    assert settings.kernel_dir() == tmp_path / "cache" / "kernels"
+    assert settings.current().kernel_dir == tmp_path / "cache" / "kernels"
     monkeypatch.setenv("PROOFFLOW_KERNEL_DIR", str(tmp_path / "k"))
     key = "ab" * 32
-    assert cache.cubin_path(cache.Module(CURVE, "msm.cu", "mul32", "g2"), "90", key) == \
+    module = cache.Module(CURVE, "msm.cu", "mul32", "g2")
+    assert cache.cubin_path(module, "90", key, settings.current().kernel_dir) == \
         tmp_path / "k" / f"msm-mul32-g2-bls12_381-sm_90-{key[:16]}.cubin"
     monkeypatch.setenv("PROOFFLOW_CUDA_ARCHS", "80, 90")
-    assert settings.cuda_archs() == ["80", "90"] and cache.default_archs() == ["80", "90"]
+    archs = settings.current().cuda_archs
+    assert archs == ("80", "90") and cache.default_archs(archs) == ["80", "90"]
     assert [cache.normalize_arch(a) for a in (90, "sm_90", "9.0", "compute_90", "90a")] == ["90"] * 4 + ["90a"]
     with pytest.raises(ValueError, match="compute capability"):
         cache.normalize_arch("hopper")
 
 
 def test_a_cubin_is_compiled_once_then_read_from_disk(kernel_dir, nvrtc):
-    path, built = cache.cubin(NTT, "sm_90")
+    path, built = cache.cubin(NTT, "sm_90", kernel_dir)
     assert built and path.parent == kernel_dir and path.name.startswith("ntt-mul32-bls12_381-sm_90-")
     meta = json.loads(path.with_suffix(".json").read_text())
     assert meta["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest() and meta["nvrtc"] == [12, 9]
-    assert cache.cubin(NTT, "90") == (path, False)
+    assert cache.cubin(NTT, "90", kernel_dir) == (path, False)
     assert nvrtc == [("ntt.cu", "90")]
-    assert cache.cubin(NTT, "80")[1] and len(nvrtc) == 2  # another arch, another cubin
+    assert cache.cubin(NTT, "80", kernel_dir)[1] and len(nvrtc) == 2  # another arch, another cubin
 
 
 @pytest.mark.parametrize("damage", ["truncated", "a byte flipped", "no manifest", "manifest garbled", "emptied"])
 def test_a_damaged_cubin_is_ignored_and_rebuilt(kernel_dir, nvrtc, damage):
-    path, _ = cache.cubin(NTT, "90")
+    path, _ = cache.cubin(NTT, "90", kernel_dir)
     good = path.read_bytes()
     if damage == "truncated":
         path.write_bytes(good[: len(good) // 2])
@@ -106,18 +108,18 @@ def test_a_damaged_cubin_is_ignored_and_rebuilt(kernel_dir, nvrtc, damage):
         path.with_suffix(".json").write_text("{not json")
     else:
         path.write_bytes(b"")
-    assert [e["status"] for e in cache.entries()] == ["damaged"]
-    assert cache.cubin(NTT, "90") == (path, True)
+    assert [e["status"] for e in cache.entries(kernel_dir)] == ["damaged"]
+    assert cache.cubin(NTT, "90", kernel_dir) == (path, True)
     assert path.read_bytes() == good and len(nvrtc) == 2
-    assert [e["status"] for e in cache.entries()] == ["current"]
+    assert [e["status"] for e in cache.entries(kernel_dir)] == ["current"]
 
 
 def test_a_stale_cubin_is_never_loaded(kernel_dir, nvrtc, monkeypatch):
-    old, _ = cache.cubin(NTT, "90")
+    old, _ = cache.cubin(NTT, "90", kernel_dir)
     monkeypatch.setattr(cache, "nvrtc_version", lambda: (13, 0))
-    new, built = cache.cubin(NTT, "90")
+    new, built = cache.cubin(NTT, "90", kernel_dir)
     assert built and new != old
-    assert {e["file"]: e["status"] for e in cache.entries()} == {old.name: "stale", new.name: "current"}
+    assert {e["file"]: e["status"] for e in cache.entries(kernel_dir)} == {old.name: "stale", new.name: "current"}
 
 
 def test_processes_starting_together_compile_once(kernel_dir, monkeypatch):
@@ -130,7 +132,7 @@ def test_processes_starting_together_compile_once(kernel_dir, monkeypatch):
     monkeypatch.setattr(cache, "compile_cubin", slow_compile)
     monkeypatch.setattr(cache, "nvrtc_version", lambda: (12, 9))
     results = []
-    threads = [threading.Thread(target=lambda: results.append(cache.cubin(NTT, "90"))) for _ in range(3)]
+    threads = [threading.Thread(target=lambda: results.append(cache.cubin(NTT, "90", kernel_dir))) for _ in range(3)]
     for t in threads:
         t.start()
     for t in threads:
@@ -154,15 +156,15 @@ def test_kernels_build_and_list(kernel_dir, nvrtc, capsys):
 
 
 def test_variants_add_the_modules_compared_in_them():
-    assert cache.modules() == cache.MODULES
-    labels = [m.label for m in cache.modules(["wide", "call", "mul32"])]
+    assert cache.modules(source.CURVE_VARIANT) == cache.MODULES
+    labels = [m.label for m in cache.modules(source.CURVE_VARIANT, ["wide", "call", "mul32"])]
     assert labels[:len(cache.MODULES)] == [m.label for m in cache.MODULES] and len(set(labels)) == len(labels)
     assert set(labels[len(cache.MODULES):]) == {f"{m}-bls12_381" for m in (
         "ntt-wide", "field-wide", "field-mul32",
         *(f"{name}-{v}-{g}" for name in ("msm", "fixed_base", "bitsum") for v in ("wide", "mul32")
           for g in ("g1", "g2")))}
     with pytest.raises(ValueError, match="unknown kernel variant"):
-        cache.modules(["wider"])
+        cache.modules(source.CURVE_VARIANT, ["wider"])
 
 
 def test_kernels_build_with_variants(kernel_dir, nvrtc, capsys):

@@ -9,6 +9,7 @@ import pytest
 
 from proofflow import settings
 from proofflow.prover import points
+from proofflow.prover.backend.by_name import device_options
 from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
 from proofflow.prover.device import cache, pippenger, source
 from proofflow.prover.field.fr import Fr
@@ -18,32 +19,33 @@ fr = Fr.of(CURVE)
 
 
 def test_the_curve_variant_defaults_to_call_and_is_checked(monkeypatch):
+    assert settings.CURVE_VARIANTS == source.CURVE_VARIANTS  # the setting's choices are the kernels'
     monkeypatch.delenv("PROOFFLOW_CURVE_VARIANT", raising=False)
-    assert source.curve_variant() == source.CURVE_VARIANT == "call"
+    assert device_options(settings.current()).curve_variant == source.CURVE_VARIANT == "call"
     monkeypatch.setenv("PROOFFLOW_CURVE_VARIANT", " Mul32 ")
-    assert source.curve_variant() == "mul32"
+    assert device_options(settings.current()).curve_variant == "mul32"
     monkeypatch.setenv("PROOFFLOW_CURVE_VARIANT", "mul64")  # an NTT variant: its curve kernels are mul32's
     with pytest.raises(ValueError, match="PROOFFLOW_CURVE_VARIANT must be one of mul32, wide, call"):
-        source.curve_variant()
+        settings.current()
 
 
 def test_the_kernel_build_takes_the_configured_variant(monkeypatch):
     monkeypatch.delenv("PROOFFLOW_CURVE_VARIANT", raising=False)
-    assert cache.modules() == cache.MODULES
+    assert cache.modules(settings.current().curve_variant) == cache.MODULES
     monkeypatch.setenv("PROOFFLOW_CURVE_VARIANT", "wide")
-    extra = [m.label for m in cache.modules()[len(cache.MODULES):]]
+    extra = [m.label for m in cache.modules(settings.current().curve_variant)[len(cache.MODULES):]]
     assert extra == [f"{name}-wide-{g}-bls12_381" for name in ("msm", "fixed_base", "bitsum") for g in ("g1", "g2")]
 
 
 def test_balanced_is_a_switch_on_by_default(monkeypatch):
     monkeypatch.delenv("PROOFFLOW_MSM_BALANCED", raising=False)
-    assert settings.msm_balanced() is True
+    assert device_options(settings.current()).msm_balanced is True
     for raw, want in (("1", True), ("on", True), ("0", False), ("no", False)):
         monkeypatch.setenv("PROOFFLOW_MSM_BALANCED", raw)
-        assert settings.msm_balanced() is want
+        assert device_options(settings.current()).msm_balanced is want
     monkeypatch.setenv("PROOFFLOW_MSM_BALANCED", "spans")
     with pytest.raises(ValueError, match="PROOFFLOW_MSM_BALANCED must be 0 or 1"):
-        settings.msm_balanced()
+        settings.current()
 
 
 @pytest.mark.parametrize("env, kernel", [(None, "msm_accumulate_spans_g1"), ("0", "msm_accumulate_g1"),
@@ -59,5 +61,6 @@ def test_msms_accumulate_as_the_environment_says(monkeypatch, env, kernel):
     table = twin.edge_table("g1", 64, rng)
     s = fr.random(64, rng)
     spy = twin.LaunchSpy()
-    assert pippenger.msm(spy, "g1", twin.points(spy, table), s) == points.msm(table, s)
+    balanced = device_options(settings.current()).msm_balanced  # as a GPU prover's caller passes it
+    assert pippenger.msm(spy, "g1", twin.points(spy, table), s, balanced=balanced) == points.msm(table, s)
     assert kernel in spy.launched and {"msm_accumulate_g1", "msm_accumulate_spans_g1"} - {kernel} - set(spy.launched)

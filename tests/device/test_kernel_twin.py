@@ -372,7 +372,8 @@ def test_precomputed_msm_skewed_scalars(group):
 def test_msm_rejects_a_table_of_another_plan():
     table = _table("g1", 16, np.random.default_rng(73))
     with pytest.raises(ValueError, match="rows"):
-        pippenger.msm(EX, "g1", _twin_points(table), fr.random(16, np.random.default_rng(0)), pippenger.Plan(4, 2))
+        pippenger.msm(EX, "g1", _twin_points(table), fr.random(16, np.random.default_rng(0)), pippenger.Plan(4, 2),
+                      balanced=True)
 
 
 # ---- setup with the twin's fixed-base: the same key bytes as the CPU path ----

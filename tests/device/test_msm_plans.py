@@ -1,5 +1,5 @@
 """How the MSM's precomputed multiples are chosen (proofflow/prover/device/pippenger.py's
-plans) and counted in a key's device bytes: PROOFFLOW_MSM_PRECOMPUTE, ``pipeline.key_bytes``
+plans) and counted in a key's device bytes: PROOFFLOW_MSM_PRECOMPUTE, ``key_bytes``
 and ``resources``. Pure Python: no GPU, no compiler."""
 from __future__ import annotations
 
@@ -11,8 +11,11 @@ import numpy as np
 import pytest
 
 from proofflow import settings
-from proofflow.prover import points, pipeline, resources
+from proofflow.prover import points, resources
 from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
+from proofflow.prover.keys import Key, KeyCache, key_bytes
+from proofflow.spec import MemoryKind, RunConfig
+from proofflow.prover.backend.by_name import device_options
 from proofflow.prover.device import pippenger
 from proofflow.prover.device.pippenger import Plan
 from proofflow.prover.groth16.data_structures import PK_TABLES
@@ -119,14 +122,14 @@ def test_precompute_setting(monkeypatch, raw, expected):
         monkeypatch.delenv("PROOFFLOW_MSM_PRECOMPUTE", raising=False)
     else:
         monkeypatch.setenv("PROOFFLOW_MSM_PRECOMPUTE", raw)
-    assert settings.msm_precompute_bytes() == expected
+    assert settings.current().msm_precompute == expected
 
 
 @pytest.mark.parametrize("raw", ["lots", "-1", "1.5", "inf", "nan"])
 def test_a_bad_precompute_setting_names_it(monkeypatch, raw):
     monkeypatch.setenv("PROOFFLOW_MSM_PRECOMPUTE", raw)
     with pytest.raises(ValueError, match="PROOFFLOW_MSM_PRECOMPUTE"):
-        settings.msm_precompute_bytes()
+        settings.current().msm_precompute
 
 
 def _fake_key(n: int):
@@ -136,61 +139,61 @@ def _fake_key(n: int):
                                            for name, group in PK_TABLES.items()})
 
 
-def test_auto_copies_take_half_the_key_budget_less_the_tables(monkeypatch):
-    """``auto``: a key with its copies takes at most half the key budget, so a second key
-    as large stays resident; a key past half the budget, or an unknown budget, gets none.
-    A number of bytes is taken as it is, whatever the budget; unset is 0."""
-    monkeypatch.setenv("PROOFFLOW_MSM_PRECOMPUTE", "auto")
+def test_auto_copies_take_half_the_key_budget_less_the_tables():
+    """``auto`` (None): a key with its copies takes at most half the key budget, so a second
+    key as large stays resident; a key past half the budget, or an unknown budget, gets
+    none. A number of bytes is taken as it is, whatever the budget."""
     n = 1 << 22
     tables = (("g1", n), ("g2", n))
     own = n * (96 + 192)
-    assert pippenger.copies_budget(CURVE, tables, 64 * GIB) == 32 * GIB - own
-    assert pippenger.copies_budget(CURVE, tables, 2 * own) == 0 and pippenger.copies_budget(CURVE, tables, own) == 0
-    assert pippenger.copies_budget(CURVE, tables, None) == 0
-    plans = pippenger.key_plans(CURVE, tables, pippenger.copies_budget(CURVE, tables, 64 * GIB))
+    assert pippenger.copies_budget(CURVE, tables, 64 * GIB, None) == 32 * GIB - own
+    assert pippenger.copies_budget(CURVE, tables, 2 * own, None) == 0
+    assert pippenger.copies_budget(CURVE, tables, own, None) == 0
+    assert pippenger.copies_budget(CURVE, tables, None, None) == 0
+    plans = pippenger.key_plans(CURVE, tables, pippenger.copies_budget(CURVE, tables, 64 * GIB, None))
     assert own + pippenger.copy_bytes(CURVE, tables, plans) <= 32 * GIB and all(p.shifts > 1 for p in plans)
-    monkeypatch.setenv("PROOFFLOW_MSM_PRECOMPUTE", "12345")
-    assert pippenger.copies_budget(CURVE, tables, 64 * GIB) == pippenger.copies_budget(CURVE, tables, None) == 12345
-    monkeypatch.delenv("PROOFFLOW_MSM_PRECOMPUTE")
-    assert pippenger.copies_budget(CURVE, tables, 64 * GIB) == 0
+    assert pippenger.copies_budget(CURVE, tables, 64 * GIB, 12345) == 12345
+    assert pippenger.copies_budget(CURVE, tables, None, 12345) == 12345
+    assert pippenger.copies_budget(CURVE, tables, 64 * GIB, 0) == 0
 
 
-def test_key_bytes_count_the_copies(monkeypatch):
+def test_key_bytes_count_the_copies():
     pk = _fake_key(1 << 16)
-    monkeypatch.setenv("PROOFFLOW_MSM_PRECOMPUTE", "auto")
-    plain = pipeline.key_bytes(pk)
-    assert plain == (4 * 96 + 192) << 16 == pipeline.key_bytes(pk, pippenger.proving_key_plans(pk, None))
-    plans = pippenger.proving_key_plans(pk, 2 * (plain + (100 << 20)))  # auto: 100 MiB of copies
+    plain = key_bytes(pk)
+    assert plain == (4 * 96 + 192) << 16 == key_bytes(pk, pippenger.proving_key_plans(pk, None, None))
+    plans = pippenger.proving_key_plans(pk, 2 * (plain + (100 << 20)), None)  # auto: 100 MiB of copies
     assert any(p.shifts > 1 for p in plans.values())
     copies = sum(getattr(pk, name).xy.nbytes * (p.shifts - 1) for name, p in plans.items())
-    assert pipeline.key_bytes(pk, plans) == plain + copies and 0 < copies <= 100 << 20
+    assert key_bytes(pk, plans) == plain + copies and 0 < copies <= 100 << 20
 
 
 def test_a_gpu_key_cache_plans_each_key_within_its_budget(monkeypatch, tmp_path):
-    """KeyCache(copies=True), as a GPU prover service keeps keys: each key's plans are
-    chosen against the cache's budget when it is loaded, uploaded with it, counted in its
-    bytes and reported with the resident keys; without copies (a CPU prover) none."""
+    """KeyCache with device options, as a GPU prover service keeps keys: each key's plans
+    are chosen against the cache's budget when it is loaded, uploaded with it, counted in
+    its bytes and reported with the resident keys; without (a CPU prover) none."""
     monkeypatch.setenv("PROOFFLOW_MSM_PRECOMPUTE", "auto")
+    options = device_options(settings.current())
     pk = _fake_key(1 << 16)
-    budget = 2 * (pipeline.key_bytes(pk) + (100 << 20))
+    budget = 2 * (key_bytes(pk) + (100 << 20))
     uploads = []
     for copies in (True, False):
-        cache = pipeline.KeyCache(budget, copies=copies)
-        key = pipeline.Key(pk, None, tmp_path, plans=pippenger.proving_key_plans(pk, budget) if copies else None)
+        cache = KeyCache(budget, options if copies else None)
+        plans = pippenger.proving_key_plans(pk, budget, options.msm_precompute) if copies else None
+        key = Key(pk, None, tmp_path, plans=plans)
         cache.make_resident(key, lambda pk, plans: uploads.append(plans))
         assert uploads[-1] is key.plans and cache.resident_bytes() == key.nbytes
         reported = cache.resident()[0]["plans"]
         if copies:
-            assert key.nbytes > pipeline.key_bytes(pk) and key.nbytes <= budget // 2
+            assert key.nbytes > key_bytes(pk) and key.nbytes <= budget // 2
             assert reported == {name: [p.c, p.shifts] for name, p in key.plans.items()}
         else:
-            assert key.nbytes == pipeline.key_bytes(pk) and reported == {}
+            assert key.nbytes == key_bytes(pk) and reported == {}
 
 
 def test_resources_count_the_copies_on_the_gpu(monkeypatch):
     """A GPU run's device need grows by the key's copies, a CPU run's does not."""
     s = resources.Shape(1 << 20, 1 << 20, 2, CURVE)
-    gpu, cpu = ({"circuit": "mimc", "log2": 20, "partitions": 1, "backend": b} for b in ("gpu", "cpu"))
+    gpu, cpu = (RunConfig("mimc", 20, 1, b, MemoryKind.effective("pinned", b)) for b in ("gpu", "cpu"))
     machine = resources.Machine(key=UNKNOWN, shared=UNKNOWN, cache=UNKNOWN, key_on_disk=True, cs_cached=True,
                                 host_available=None, staging_budget=8 * GIB)
     monkeypatch.delenv("PROOFFLOW_MSM_PRECOMPUTE", raising=False)
@@ -217,7 +220,7 @@ def test_resources_size_auto_copies_from_the_device(monkeypatch):
     big = resources.key_copy_bytes(s, 140 * GIB)
     assert 0 < big <= 35 * GIB - tables + 5 * resources.NPY_HEADER
     assert resources.key_copy_bytes(s, 4 * tables) <= tables
-    config = {"circuit": "mimc", "log2": 20, "partitions": 1, "backend": "gpu"}
+    config = RunConfig("mimc", 20, 1, "gpu", MemoryKind.PINNED)
     machine = resources.Machine(key=UNKNOWN, shared=UNKNOWN, cache=UNKNOWN, key_on_disk=True, cs_cached=True,
                                 host_available=None, staging_budget=8 * GIB, device_total=140 * GIB)
     assert resources.estimate(config, machine, s).key_tables == tables + big

@@ -21,6 +21,7 @@ from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
 from proofflow.prover.device import overlap, pippenger, sparse
 from proofflow.prover.field.fr import Fr
 from proofflow.prover.groth16.data_structures import PK_TABLES
+from proofflow.spec import MemoryKind, RunConfig
 
 fr = Fr.of(CURVE)
 
@@ -145,11 +146,11 @@ def test_twin_msms_in_lanes_match_arkworks(twin):
     plan = pippenger.Plan(8, 4)
     copies = pippenger.precompute(ex, "g1", _twin_points(twin, tables["h_query"]), plan)
     tasks = {
-        "a_query": lambda: sparse.msm(ex, ex, "g1", _twin_points(twin, tables["a_query"]), w),
-        "b_g1_query": lambda: pippenger.msm(ex, "g1", _twin_points(twin, tables["b_g1_query"]), w),
-        "b_g2_query": lambda: sparse.msm(ex, ex, "g2", _twin_points(twin, tables["b_g2_query"]), w),
-        "h_query": lambda: pippenger.msm(ex, "g1", copies, h, plan),
-        "l_query": lambda: sparse.msm(ex, ex, "g1", _twin_points(twin, tables["l_query"]), h),
+        "a_query": lambda: sparse.msm(ex, ex, "g1", _twin_points(twin, tables["a_query"]), w, balanced=True),
+        "b_g1_query": lambda: pippenger.msm(ex, "g1", _twin_points(twin, tables["b_g1_query"]), w, balanced=True),
+        "b_g2_query": lambda: sparse.msm(ex, ex, "g2", _twin_points(twin, tables["b_g2_query"]), w, balanced=True),
+        "h_query": lambda: pippenger.msm(ex, "g1", copies, h, plan, balanced=True),
+        "l_query": lambda: sparse.msm(ex, ex, "g1", _twin_points(twin, tables["l_query"]), h, balanced=True),
     }
     start = overlap.order([(tables[name].group, n) for name in tasks])
     got = overlap.Lanes().run(list(tasks.values()), _no_lane, start)
@@ -218,7 +219,7 @@ def test_scratch_bytes_bound_the_msms_allocations(twin, group, n, plan, piece, k
     try:
         tracemalloc.reset_peak()
         base = tracemalloc.get_traced_memory()[0]
-        got = pippenger.msm(ex, group, pts, s, plan, piece)
+        got = pippenger.msm(ex, group, pts, s, plan, piece, balanced=True)
         peak = tracemalloc.get_traced_memory()[1] - base
     finally:
         tracemalloc.stop()
@@ -239,9 +240,9 @@ def test_resources_add_up_the_overlapped_msms(monkeypatch):
     s = resources.Shape(1 << 22, 1 << 22, 2, CURVE)
     machine = resources.Machine(key=UNKNOWN, shared=UNKNOWN, cache=UNKNOWN, key_on_disk=True, cs_cached=True,
                                 host_available=None, staging_budget=1 << 40)
-    config = {"backend": "gpu", "partitions": 1}
+    config = RunConfig("mimc", 22, 1, "gpu", MemoryKind.PINNED)
     monkeypatch.delenv("PROOFFLOW_MSM_OVERLAP", raising=False)
-    assert not settings.msm_overlap() and resources.msm_overlap_bytes(s) == 0
+    assert not settings.current().msm_overlap and resources.msm_overlap_bytes(s) == 0
     sequential = resources.estimate(config, machine, s).device
     monkeypatch.setenv("PROOFFLOW_MSM_OVERLAP", "1")
     n = s.n
@@ -256,5 +257,5 @@ def test_resources_add_up_the_overlapped_msms(monkeypatch):
     assert resources.estimate(config, machine, s).device == sequential + others
     monkeypatch.setenv("PROOFFLOW_MSM_OVERLAP", "maybe")
     with pytest.raises(ValueError, match="PROOFFLOW_MSM_OVERLAP"):
-        settings.msm_overlap()
+        settings.current().msm_overlap
     assert g2 > g1

@@ -30,7 +30,7 @@ def device_points(t):
 
 
 def split_msm(t: points.PointTable, s: np.ndarray, dense_share: float = sparse.DENSE_SHARE):
-    return sparse.msm(EX, EX, t.group, device_points(t), s, dense_share)
+    return sparse.msm(EX, EX, t.group, device_points(t), s, dense_share, balanced=True)
 
 
 def scalars(kind: str, n: int, rng) -> np.ndarray:
@@ -105,7 +105,8 @@ def test_split_msm_matches_arkworks(group, kind):
     want = points.msm(t, s)
     assert split_msm(t, s) == want
     assert split_msm(t, s, dense_share=1.0) == want  # split whatever the share: dense and no-one cases too
-    assert sparse.msm(EX, EX, group, device_points(t), s, ones_rounds=3) == want  # the ones paired up first
+    # the ones paired up first
+    assert sparse.msm(EX, EX, group, device_points(t), s, ones_rounds=3, balanced=True) == want
     assert points.msm_split(t, s) == want
 
 
@@ -149,7 +150,7 @@ def test_split_msm_over_precomputed_copies(group, kind, pippenger_rows):
     rng = np.random.default_rng(11)
     t, s = table(group, n, rng), scalars(kind, n, rng)
     copies = pippenger.precompute(EX, group, device_points(t), plan)
-    assert sparse.msm(EX, EX, group, copies, s, plan=plan) == points.msm(t, s)
+    assert sparse.msm(EX, EX, group, copies, s, plan=plan, balanced=True) == points.msm(t, s)
     assert (rows == [plan.shifts * n]) if kind == "dense" else (len(rows) == 1 and 0 < rows[0] < n)
 
 
@@ -158,7 +159,7 @@ def test_split_msm_checks_shapes():
     with pytest.raises(ValueError, match="4 points"):
         split_msm(t, fr.zeros(3))
     with pytest.raises(ValueError, match="4 points"):
-        sparse.msm(EX, EX, "g1", device_points(t), fr.zeros(4), plan=pippenger.Plan(8, 2))
+        sparse.msm(EX, EX, "g1", device_points(t), fr.zeros(4), plan=pippenger.Plan(8, 2), balanced=True)
     with pytest.raises(ValueError, match="4 points but 3 scalars"):
         points.msm_split(t, fr.zeros(3))
     empty = points.PointTable(CURVE, "g1", np.zeros((0, 96), dtype=np.uint8))

@@ -20,6 +20,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from proofflow import settings
+
 DAG_ID = "proof_run"
 PARTITION_TASKS = ("partition.synthesize", "partition.stage", "partition.prove_gpu", "partition.finalize_partition")
 # The phases each task records on success (prove_gpu through the service: the once-only ones,
@@ -124,6 +126,7 @@ def commit(state: Path, run_id: str, task_id: str, map_index: int, try_number: i
 
 def _child(state, run_id, task_id, map_index, try_number, conf, env):
     os.environ.update(env)
+    settings.reload()
     try:
         run_attempt(Path(state), run_id, task_id, map_index, try_number, conf)
     except BaseException as exc:  # reported to the parent, like a failed task's log

@@ -24,7 +24,7 @@ def partition(partition: int, log2: int = LOG2, seed: int = 11):
     """(segment id, n, public inputs) of one partition synthesized into this test's shared
     staging (its directory comes from the environment: tests/conftest.py)."""
     from proofflow.prover import pipeline
-    from proofflow.prover.shared_staging import SharedStaging
+    from proofflow.prover.staging.shared import SharedStaging
     from proofflow.prover.circuits.by_name import get_circuit
     out = pipeline.synthesize_shared(get_circuit("mimc", log2), seed, partition, SharedStaging.from_settings(),
                                      holder(partition))

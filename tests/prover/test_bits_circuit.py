@@ -115,4 +115,4 @@ def test_proof_run_params_take_bits():
     from proofflow.airflow.params import schema
     assert "bits" in schema()["circuit"]["examples"]
     config = validate_params({"circuit": "bits", "log2": 12, "partitions": 2}, gpu_available=lambda: False)
-    assert (config["circuit"], config["circom"], config["backend"]) == ("bits", False, "cpu")
+    assert (config.circuit, config.circom, config.backend) == ("bits", False, "cpu")

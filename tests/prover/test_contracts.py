@@ -79,3 +79,18 @@ def test_a_malformed_job_is_refused_naming_its_field(change, message):
 def test_a_malformed_reply_is_a_protocol_error():
     with pytest.raises(ProtocolError):
         ProveReply.from_wire({"ok": True, "proof": "zz", "device": "cpu", "pid": 1, "spans": [], "transfers": {}})
+
+
+def test_a_run_config_is_made_once_and_crosses_xcom_as_a_plain_dict():
+    import json
+    from proofflow.spec import InvalidParams, RunConfig, validate_params
+    config = validate_params({"log2": 8, "partitions": 2, "staging": "pinned"}, gpu_available=lambda: False)
+    assert (config.backend, config.staging, config.backend_requested, config.staging_requested) == \
+        ("cpu", MemoryKind.PAGEABLE, "auto", MemoryKind.PINNED)  # what ran, and what was asked for
+    assert config.partition_ids == [0, 1]
+    wire = json.loads(json.dumps(config.to_dict()))
+    assert wire["staging"] == "pageable" and RunConfig.from_dict(wire) == config
+    for bad in ({**wire, "log2": "8"}, {**wire, "backend": "auto"}, {**wire, "staging": "mapped"},
+                {**wire, "colour": 1}, [wire]):
+        with pytest.raises(InvalidParams):
+            RunConfig.from_dict(bad)

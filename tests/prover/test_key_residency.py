@@ -1,5 +1,5 @@
-"""Proving keys on the device within a byte budget (``pipeline.KeyCache``), and one GPU
-setup at a time per host (``pipeline.ensure_key``). The budget logic runs on keys of fake
+"""Proving keys on the device within a byte budget (``KeyCache``), and one GPU
+setup at a time per host (``ensure_key``). The budget logic runs on keys of fake
 sizes; the prover service's use of it is in test_prover_service.py."""
 import threading
 import time
@@ -9,15 +9,16 @@ import pytest
 
 from proofflow import settings
 from proofflow.prover import pipeline
+from proofflow.prover.keys import Key, KeyCache, ensure_key, key_bytes
 from proofflow.prover.groth16.data_structures import PK_TABLES, ProvingKey
 from proofflow.prover.timing import PhaseTimer
 
 
-def _key(name: str, nbytes: int) -> pipeline.Key:
+def _key(name: str, nbytes: int) -> Key:
     """A key whose five tables take ``nbytes`` together, each with a device copy to drop."""
     per = nbytes // len(PK_TABLES)
     pk = SimpleNamespace(**{t: SimpleNamespace(xy=SimpleNamespace(nbytes=per), device_cache={}) for t in PK_TABLES})
-    return pipeline.Key(pk, None, name)
+    return Key(pk, None, name)
 
 
 class _Device:
@@ -37,7 +38,7 @@ def _on_device(key) -> bool:
 
 
 def test_keys_within_the_budget_stay_resident_and_upload_once():
-    cache, up = pipeline.KeyCache(300), _Device()
+    cache, up = KeyCache(300), _Device()
     a, b, c = _key("a", 100), _key("b", 100), _key("c", 100)
     for k in (a, b, c, a, b, c):
         assert cache.make_resident(k, up) == []
@@ -47,7 +48,7 @@ def test_keys_within_the_budget_stay_resident_and_upload_once():
 
 
 def test_the_least_recently_used_key_is_evicted_to_fit_a_new_one():
-    cache, up = pipeline.KeyCache(250), _Device()
+    cache, up = KeyCache(250), _Device()
     a, b, c = _key("a", 100), _key("b", 100), _key("c", 100)
     cache.make_resident(a, up)
     cache.make_resident(b, up)
@@ -64,7 +65,7 @@ def test_the_least_recently_used_key_is_evicted_to_fit_a_new_one():
 
 
 def test_a_large_key_evicts_as_many_as_it_needs_and_one_too_large_is_refused():
-    cache, up = pipeline.KeyCache(300), _Device()
+    cache, up = KeyCache(300), _Device()
     small = [_key(n, 100) for n in "abc"]
     for k in small:
         cache.make_resident(k, up)
@@ -77,7 +78,7 @@ def test_a_large_key_evicts_as_many_as_it_needs_and_one_too_large_is_refused():
 
 
 def test_a_reloaded_key_replaces_its_older_version_and_a_failed_upload_leaves_nothing():
-    cache, up = pipeline.KeyCache(1000), _Device()
+    cache, up = KeyCache(1000), _Device()
     old, new = _key("a", 100), _key("a", 100)  # the same directory, its files changed
     cache.make_resident(old, up)
     assert cache.make_resident(new, up) == [old] and not old.resident
@@ -95,7 +96,7 @@ def test_a_reloaded_key_replaces_its_older_version_and_a_failed_upload_leaves_no
 
 
 def test_no_budget_keeps_every_key():
-    cache, up = pipeline.KeyCache(None), _Device()
+    cache, up = KeyCache(None), _Device()
     keys = [_key(str(i), 1 << 40) for i in range(5)]
     for k in keys:
         assert cache.make_resident(k, up) == []
@@ -105,8 +106,8 @@ def test_no_budget_keeps_every_key():
 def test_loaded_keys_beyond_the_budget_are_forgotten_unless_resident(mimc8_key_dir, tmp_path):
     import shutil
     other = shutil.copytree(mimc8_key_dir, tmp_path / "mimc-8-copy")
-    one = pipeline.key_bytes(ProvingKey.load(mimc8_key_dir, verify_digests=False))
-    cache, up = pipeline.KeyCache(one), _Device()
+    one = key_bytes(ProvingKey.load(mimc8_key_dir, verify_digests=False))
+    cache, up = KeyCache(one), _Device()
     a = cache.get(mimc8_key_dir, "mimc", 8)
     assert a.nbytes == one and a.fingerprint
     b = cache.get(other, "mimc", 8)
@@ -120,15 +121,16 @@ def test_loaded_keys_beyond_the_budget_are_forgotten_unless_resident(mimc8_key_d
 
 
 def test_a_gpu_cache_loads_keys_with_plans_within_half_its_budget(mimc8_key_dir, monkeypatch):
-    """KeyCache(copies=True) (a GPU prover service's) plans each key's MSM copies when it
-    loads it: under ``auto`` within half the budget, key and copies together."""
+    """A KeyCache with device options (a GPU prover service's) plans each key's MSM copies
+    when it loads it: under ``auto`` within half the budget, key and copies together."""
+    from proofflow.prover.backend.by_name import device_options
     from proofflow.prover.device import pippenger
     monkeypatch.setenv("PROOFFLOW_MSM_PRECOMPUTE", "auto")
-    one = pipeline.key_bytes(ProvingKey.load(mimc8_key_dir, verify_digests=False))
-    gpu = pipeline.KeyCache(100 * one, copies=True).get(mimc8_key_dir, "mimc", 8)
-    assert gpu.plans == pippenger.proving_key_plans(gpu.pk, 100 * one)
+    one = key_bytes(ProvingKey.load(mimc8_key_dir, verify_digests=False))
+    gpu = KeyCache(100 * one, device_options(settings.current())).get(mimc8_key_dir, "mimc", 8)
+    assert gpu.plans == pippenger.proving_key_plans(gpu.pk, 100 * one, None)
     assert any(p.shifts > 1 for p in gpu.plans.values()) and one < gpu.nbytes <= 50 * one
-    cpu = pipeline.KeyCache(100 * one).get(mimc8_key_dir, "mimc", 8)
+    cpu = KeyCache(100 * one).get(mimc8_key_dir, "mimc", 8)
     assert cpu.plans is None and cpu.nbytes == one
 
 
@@ -138,14 +140,14 @@ def test_key_budget_setting(monkeypatch, raw, expected):
         monkeypatch.delenv("PROOFFLOW_KEY_BUDGET", raising=False)
     else:
         monkeypatch.setenv("PROOFFLOW_KEY_BUDGET", raw)
-    assert settings.key_budget_bytes(1000) == expected
+    assert settings.current().key_budget.of(1000) == expected
 
 
 @pytest.mark.parametrize("raw", ["lots", "-1", "0", "1.5"])
 def test_a_bad_key_budget_names_the_setting(monkeypatch, raw):
     monkeypatch.setenv("PROOFFLOW_KEY_BUDGET", raw)
     with pytest.raises(ValueError, match="PROOFFLOW_KEY_BUDGET"):
-        settings.key_budget_bytes(1000)
+        settings.current().key_budget.of(1000)
 
 
 # -- one GPU setup at a time per host -----------------------------------------------------------
@@ -181,7 +183,7 @@ def _setups(tmp_path, backend, seeds):
 
     def run(seed):
         try:
-            pipeline.ensure_key(tmp_path / "params" / f"mimc-8-seed{seed}", "mimc", 8, seed, backend, timers[seed])
+            ensure_key(tmp_path / "params" / f"mimc-8-seed{seed}", "mimc", 8, seed, backend, timers[seed])
         except Exception as exc:  # surfaced below
             errors.append(exc)
     threads = [threading.Thread(target=run, args=(s,)) for s in seeds]
@@ -202,7 +204,7 @@ def test_gpu_setups_of_distinct_keys_run_one_at_a_time(fake_setup, tmp_path):
     assert all((tmp_path / "params" / f"mimc-8-seed{s}" / "params.json").exists() for s in range(6))
     # the keys are there now: loading a cached key never waits for the device's lock
     again = PhaseTimer()
-    assert pipeline.ensure_key(tmp_path / "params" / "mimc-8-seed3", "mimc", 8, 3, "gpu", again) is True
+    assert ensure_key(tmp_path / "params" / "mimc-8-seed3", "mimc", 8, 3, "gpu", again) is True
     assert {s.phase for s in again.spans} == {"lock_wait", "load_cached"}
 
 

@@ -3,7 +3,7 @@ memory): the same files, byte for byte, as the key built in memory and saved."""
 import numpy as np
 import pytest
 
-from proofflow.prover import pipeline
+from proofflow.prover.keys import ensure_key
 from proofflow.prover.backend.cpu import CpuBackend
 from proofflow.prover.circuits.by_name import get_circuit
 from proofflow.prover.groth16 import generator, prover, verifier
@@ -84,9 +84,9 @@ def test_a_streamed_key_proves_and_saves_elsewhere(in_memory, tmp_path):
 
 def test_ensure_key_streams_the_key_into_place(in_memory, tmp_path):
     d = tmp_path / "params" / "mimc-log2_9"
-    assert pipeline.ensure_key(d, "mimc", 9, SEED, backend="cpu") is False
+    assert ensure_key(d, "mimc", 9, SEED, backend="cpu") is False
     _same_files(d, in_memory)
-    assert pipeline.ensure_key(d, "mimc", 9, SEED, backend="cpu") is True
+    assert ensure_key(d, "mimc", 9, SEED, backend="cpu") is True
 
 
 def test_a_failed_setup_leaves_no_table(tmp_path, monkeypatch):

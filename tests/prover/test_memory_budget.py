@@ -14,7 +14,7 @@ import weakref
 import pytest
 
 import reliability_figures as figures
-from proofflow.prover.staging import StagingPool, StagingTimeout
+from proofflow.prover.staging.pool import StagingPool, StagingTimeout
 
 KiB = 1 << 10
 

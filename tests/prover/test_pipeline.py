@@ -5,22 +5,23 @@ import dataclasses
 import pytest
 
 from proofflow.prover import bundle, pipeline
+from proofflow.prover.keys import Key
 from proofflow.prover.backend.by_name import get_backend
 from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
 from proofflow.prover.field.fr import Fr
-from proofflow.prover.staging import StagingPool
+from proofflow.prover.staging.pool import StagingPool
 
 fr = Fr.of(CURVE)
 
 
 def _pool(circuit):
-    n = pipeline.Key(None, circuit.constraint_system).domain_size
+    n = Key(None, circuit.constraint_system).domain_size
     return StagingPool(StagingPool.block_size(pipeline.segment_bytes(n, circuit.num_variables)), pinned=False)
 
 
 def test_partitions_synthesized_into_the_pool_verify(pk10, mimc10, tmp_path):
     pool = _pool(mimc10)
-    timers = pipeline.prove_partitions(pipeline.Key(pk10, mimc10.constraint_system), mimc10, 3, 5, tmp_path,
+    timers = pipeline.prove_partitions(Key(pk10, mimc10.constraint_system), mimc10, 3, 5, tmp_path,
                                        get_backend("cpu"), pool)
     assert [r.ok for r in bundle.verify_bundle(tmp_path)] == [True] * 3
     stats = pool.stats()
@@ -64,7 +65,7 @@ def test_cpu_staging_is_pageable_and_recorded_so(pk10, mimc10):
     from proofflow import spec
     assert spec.resolve_staging("pinned", "cpu") == "pageable"
     assert spec.resolve_staging("pinned", "gpu") == "pinned"
-    key = pipeline.Key(pk10, mimc10.constraint_system)
+    key = Key(pk10, mimc10.constraint_system)
     transfers = {}
     with pipeline.synthesize(mimc10, 1, 0, _pool(mimc10)) as staged:
         assert staged.memory_kind == "pageable"

@@ -128,7 +128,7 @@ def test_stop_removes_the_socket_and_least_busy_picks_an_idle_device(service):
 
 
 def test_a_stopping_service_gives_idle_staging_segments_back(service, mimc8_key_dir):
-    from proofflow.prover.shared_staging import SharedStaging
+    from proofflow.prover.staging.shared import SharedStaging
     staging = SharedStaging.from_settings()
     service.ensure_running()
     proved, n, _ = _partition(0)
@@ -153,11 +153,11 @@ def test_keys_beyond_the_key_budget_are_evicted_and_every_job_succeeds(tmp_path,
     """Two keys, a budget that holds one: jobs alternating between them all prove, each
     upload evicting the other key; status and the log say so."""
     from service_inputs import make_key
-    from proofflow.prover import pipeline
+    from proofflow.prover.keys import key_bytes
     from proofflow.prover.groth16.data_structures import ProvingKey
     other = make_key(tmp_path / "mimc-8-seed6", seed=6)
-    one = pipeline.key_bytes(ProvingKey.load(mimc8_key_dir, verify_digests=False))
-    assert pipeline.key_bytes(ProvingKey.load(other, verify_digests=False)) == one
+    one = key_bytes(ProvingKey.load(mimc8_key_dir, verify_digests=False))
+    assert key_bytes(ProvingKey.load(other, verify_digests=False)) == one
     monkeypatch.setenv("PROOFFLOW_RUNTIME", str(tmp_path / "rt"))
     monkeypatch.setenv("PROOFFLOW_KEY_BUDGET", str(one + one // 2))
     client = ServiceClient("cpu", 0, idle_s=60)

@@ -7,7 +7,7 @@ import pytest
 
 from proofflow.prover import resources
 from proofflow.prover.resources import Disk, Machine
-from proofflow.spec import MAX_LOG2, InvalidParams, validate_params
+from proofflow.spec import MAX_LOG2, InvalidParams, MemoryKind, RunConfig, validate_params
 
 GiB = 1 << 30
 KEY, SHM = Path("/home/ci/.proofflow/params/mimc-log2_27-seed0"), Path("/dev/shm/proofflow-0-0123456789")
@@ -39,12 +39,12 @@ def test_the_test_suites_runs_fit_the_ci_machine(log2, partitions):
     config = validate_params({"log2": log2, "partitions": partitions, "backend": "auto"},
                              gpu_available=lambda: False,
                              fit_check=lambda config: resources.fit_check(config, SMALL))
-    assert config["backend"] == "cpu" and resources.check(config, SMALL) == []
+    assert config.backend == "cpu" and resources.check(config, SMALL) == []
 
 
 def test_log2_27_is_in_the_domain_but_refused_on_a_small_machine_naming_each_number():
     assert MAX_LOG2 == 27
-    assert validate_params({"log2": 27, "backend": "cpu"}, gpu_available=lambda: False)["log2"] == 27
+    assert validate_params({"log2": 27, "backend": "cpu"}, gpu_available=lambda: False).log2 == 27
     with pytest.raises(InvalidParams, match="log2 must be in 8..27, got 28"):
         validate_params({"log2": 28}, gpu_available=lambda: False)
     msg = _refusal(replace(SMALL, cs_cached=False), log2=27, partitions=4, backend="cpu")
@@ -131,10 +131,10 @@ def test_unknown_figures_are_not_checked(monkeypatch):
 
 def test_the_key_estimate_is_the_key_on_disk(tmp_path):
     """The estimate is the real files' size (the tables; vk.json and params.json are allowed for)."""
-    from proofflow.prover import pipeline
+    from proofflow.prover.keys import ensure_key
     from proofflow.prover.circuits.by_name import get_circuit
     d = tmp_path / "key"
-    pipeline.ensure_key(d, "mimc", 8, 1, backend="cpu")
+    ensure_key(d, "mimc", 8, 1, backend="cpu")
     config = validate_params({"log2": 8}, gpu_available=lambda: False)
     shape = resources.shape(config)
     circuit = get_circuit("mimc", 8)
@@ -206,7 +206,7 @@ def _h200_2p27(circuit: str, **changes) -> Machine:
 
 def _setup_config(circuit: str) -> dict:
     """What ``python -m proofflow.prover setup`` checks: the key's setup alone."""
-    return {"circuit": circuit, "log2": 27, "partitions": 0, "backend": "gpu", "staging": "pinned"}
+    return RunConfig(circuit, 27, 0, "gpu", MemoryKind.PINNED)
 
 
 @pytest.mark.parametrize("circuit", ["mimc", "bits"])
@@ -215,7 +215,7 @@ def test_a_2p27_key_set_up_into_shared_memory_fits_the_h200(circuit):
     the QAP), beside what setup holds meanwhile: 28 + 72 GiB of host memory, the most of setup."""
     machine = _h200_2p27(circuit)
     need = resources.estimate(_setup_config(circuit), machine)
-    tables = resources.key_table_bytes(resources.shape({"circuit": circuit, "log2": 27}))
+    tables = resources.key_table_bytes(resources.shape(_setup_config(circuit)))
     assert f"{tables / 1e9:.1f}" == "77.3" and need.key_disk == tables + resources.KEY_JSON
     assert need.host_files == need.key_disk and need.cache_disk == 0  # the cache is on disk, built already
     assert need.host_setup == resources.SETUP_TABLES_HOST * N27 + need.key_disk

@@ -12,10 +12,12 @@ import numpy as np
 import pytest
 
 from proofflow.prover import pipeline
+from proofflow.prover.keys import KeyCache, ensure_key
+from proofflow.prover.staging.mapped import MappedSegments
 from proofflow.prover.backend.cpu import CpuBackend
 from proofflow.prover.circuits.by_name import get_circuit
-from proofflow.prover.shared_staging import SegmentError, SharedStaging, segment_bytes
-from proofflow.prover.staging import StagingTimeout
+from proofflow.prover.staging.shared import SegmentError, SharedStaging, segment_bytes
+from proofflow.prover.staging.pool import StagingTimeout
 
 MiB = 1 << 20
 
@@ -104,7 +106,7 @@ def test_leasing_again_replaces_the_owners_segment(staging):
 def test_a_killed_writers_lease_is_reclaimed(staging):
     code = textwrap.dedent(f"""
         import os, signal
-        from proofflow.prover.shared_staging import SharedStaging
+        from proofflow.prover.staging.shared import SharedStaging
         s = SharedStaging({str(staging.root)!r}, {staging.budget})
         lease = s.lease("d/r/p0000", 1024, 10, timeout=0)
         seg = s.open(lease, writer=True)
@@ -150,9 +152,9 @@ def test_synthesis_writes_abc_once_into_the_segment(staging):
 def test_a_proof_from_the_segment_verifies_and_mappings_are_reused(staging, tmp_path):
     circuit = get_circuit("mimc", 8)
     key_dir = tmp_path / "key"
-    pipeline.ensure_key(key_dir, "mimc", 8, 0, backend="cpu")
-    key = pipeline.KeyCache().get(key_dir, "mimc", 8)
-    segments = pipeline.MappedSegments(staging, pin=False)
+    ensure_key(key_dir, "mimc", 8, 0, backend="cpu")
+    key = KeyCache().get(key_dir, "mimc", 8)
+    segments = MappedSegments(staging, pin=False)
     seen = []
     for partition in range(2):
         holder = f"d/r/p{partition:04d}"
@@ -175,7 +177,7 @@ def test_a_proof_from_the_segment_verifies_and_mappings_are_reused(staging, tmp_
 
 
 def test_mappings_of_removed_segments_are_dropped(staging):
-    segments = pipeline.MappedSegments(staging, pin=False)
+    segments = MappedSegments(staging, pin=False)
     a = _write(staging, "d/r/p0000")
     segments.stage(a.id)
     staging.release(a.id)

@@ -7,7 +7,7 @@ import time
 import numpy as np
 import pytest
 
-from proofflow.prover.staging import StagingPool, StagingTimeout
+from proofflow.prover.staging.pool import StagingPool, StagingTimeout
 
 MiB = 1 << 20
 

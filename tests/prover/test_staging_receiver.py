@@ -13,8 +13,8 @@ import pytest
 
 from proofflow.prover import pipeline
 from proofflow.prover.circuits.by_name import get_circuit
-from proofflow.prover.shared_staging import SharedStaging
-from proofflow.prover.staging_receiver import Receiver, StreamError, parse_endpoint, send
+from proofflow.prover.staging.shared import SharedStaging
+from proofflow.prover.staging.receiver import Receiver, StreamError, parse_endpoint, send
 
 TOKEN = "s3cret"
 

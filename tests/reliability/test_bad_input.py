@@ -327,7 +327,7 @@ def staged_run(tmp_path_factory):
 
 def _staging(root: Path, monkeypatch):
     """The module fixture's shared staging, for this test (the autouse fixture gave it another)."""
-    from proofflow.prover.shared_staging import SharedStaging
+    from proofflow.prover.staging.shared import SharedStaging
     monkeypatch.setenv("PROOFFLOW_SHARED_STAGING", str(root / "shm"))
     return SharedStaging.from_settings()
 
@@ -451,7 +451,7 @@ def svc(tmp_path_factory, files):
     corrupt = root / "corrupt-key"
     shutil.copytree(files["key"], corrupt)
     _flip(corrupt / "h_query.npy", 0.6)  # the service loads keys without hashing them
-    from proofflow.prover.shared_staging import SharedStaging
+    from proofflow.prover.staging.shared import SharedStaging
     yield {"client": client, "root": root, "d": d, "d1": d1, "n": n, "public": public, "corrupt": corrupt,
            "key": files["key"], "staging": SharedStaging.from_settings()}
     stop_all(root / "rt")

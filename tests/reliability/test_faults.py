@@ -84,7 +84,7 @@ def _check_run(store, run_id: str, partitions: int, summary: dict, scratch_root:
     assert len(read_manifest(bundle)["partitions"]) == partitions
     assert files.stale_temporaries(bundle) == [], "a killed writer's temporary file was left in the bundle"
     assert not layout.run_dir("proof_run", run_id, scratch_root).exists(), "the run's scratch was left behind"
-    from proofflow.prover.shared_staging import SharedStaging
+    from proofflow.prover.staging.shared import SharedStaging
     assert SharedStaging.from_settings().leases() == [], "a partition's shared segment was left leased"
     record = store.run("proof_run", run_id)
     assert record["state"] == "success" and record["proofs_verified"] == partitions
@@ -198,7 +198,7 @@ def test_sigkill_at_random_points_of_every_phase(tmp_path, monkeypatch, soak):
 
     fired = sorted(p.name for p in markers.iterdir())
     assert {"synthesize.segment", "oom"} <= set(fired)
-    from proofflow.prover.shared_staging import SharedStaging
+    from proofflow.prover.staging.shared import SharedStaging
     staging = SharedStaging.from_settings().stats()
     assert staging["leases"] == 0 and staging["leased"] == 0 and staging["idle"] <= staging["budget"], staging
     assert [p for p in (tmp_path / "params").glob(".*") if p.is_dir()] == [], \
@@ -340,10 +340,10 @@ def test_a_full_staging_budget_makes_synthesis_wait_then_fail_clearly(tmp_path, 
     never comes and fails naming the bytes; once the first segment is released (its proof
     out) the retry fits in it; a partition that can never fit is an input error at once."""
     from proofflow.prover import pipeline
-    from proofflow.prover.shared_staging import SharedStaging
+    from proofflow.prover.staging.shared import SharedStaging
     from proofflow.prover.circuits.by_name import get_circuit
-    from proofflow.prover.shared_staging import _capacity, segment_bytes
-    from proofflow.prover.staging import StagingTimeout
+    from proofflow.prover.staging.shared import _capacity, segment_bytes
+    from proofflow.prover.staging.pool import StagingTimeout
     circuit = get_circuit("mimc", LOG2)
     budget = _capacity(segment_bytes(circuit.domain_size, circuit.constraint_system.num_variables))
     monkeypatch.setenv("PROOFFLOW_STAGING_BUDGET", str(budget))

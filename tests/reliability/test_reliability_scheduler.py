@@ -26,6 +26,7 @@ import pytest
 import reliability_figures as figures
 import local_stack
 from proof_tasks import OPTIONAL_PHASES, PHASES
+from proofflow import settings
 
 pytestmark = [pytest.mark.reliability, pytest.mark.slow]
 
@@ -199,7 +200,7 @@ def test_rest_trigger_refuses_bad_params(stack):
 
 
 def _samples(s, client):
-    from proofflow.prover.shared_staging import SharedStaging
+    from proofflow.prover.staging.shared import SharedStaging
     st = client.status()
     staging = SharedStaging(s.env["PROOFFLOW_SHARED_STAGING"], 1).stats()
     return {"rss": s.rss(), "service_rss": st["rss_bytes"], "service_pid": st["pid"],
@@ -231,6 +232,7 @@ def test_soak_with_kills_and_a_timing_database_outage(stack, soak):
     s, pg = stack["stack"], stack["pg"]
     runs = 200 if soak else 12  # 3 waves: every fault in the first, the outage in the third
     os.environ["PROOFFLOW_RUNTIME"] = str(stack["runtime"])
+    settings.reload()
     client = ServiceClient("cpu", 0)
     store = TimingStore(stack["timing_url"])
     samples, done, outages, parts, fired = [], [], 0, {}, 0
@@ -274,6 +276,7 @@ def test_soak_with_kills_and_a_timing_database_outage(stack, soak):
                     m.unlink()
     finally:
         os.environ.pop("PROOFFLOW_RUNTIME", None)
+        settings.reload()
     wall = time.time() - t0
     assert not any((stack["root"] / "proofflow" / "scratch").rglob("*")), "scratch left behind"
     params = stack["root"] / "proofflow" / "params"

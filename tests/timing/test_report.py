@@ -104,3 +104,52 @@ def test_report_shows_the_checks_expected_times(sqlite_url, monkeypatch, tmp_pat
     h2d = json.loads(capsys.readouterr().out)["runs"]["A"]["h2d"]
     assert [h["expected_ms"] for h in h2d] == pytest.approx([10.0, 10.0]) and [h["flagged"] for h in h2d] == [0, 0]
     store.dispose()
+
+
+def test_a_cpu_run_is_labelled_by_what_ran(sqlite_url, monkeypatch, capsys):
+    """A CPU-backend run that asked for 'auto' and pinned staging: every label says CPU
+    (device 'cpu'), never GPU, and the run says what ran beside what it asked for."""
+    from proofflow.timing.summary import html_page, note_markdown, run_figures
+    monkeypatch.setenv("PROOFFLOW_DB_URL", sqlite_url)
+    store = TimingStore(sqlite_url)
+    dag = f"rep-{uuid.uuid4().hex[:6]}"
+    add_run(store, dag, "cpu-run", [10.0, 11.0, 9.5], device="cpu", memory_kind="pageable")
+    add_device_phases(store, dag, "cpu-run", 3, [10.0, 11.0, 9.5], devices=("cpu",))
+    store.upsert_run(dag, "cpu-run", backend="cpu", staging="pageable", backend_requested="auto",
+                     staging_requested="pinned")
+    asked = "backend cpu (auto asked for), staging pageable (pinned asked for; the CPU backend pins nothing)"
+
+    assert _main("report", "cpu-run", "--dag-id", dag) == 0
+    out = capsys.readouterr().out
+    assert "GPU" not in out and "CPU busy s" in out and "CPU busy %" in out and asked in out
+
+    rep = report.run_report(store, dag, "cpu-run")
+    assert rep["device_kind"] == "CPU"
+    fig = report.timeline_figure([("run", rep)])
+    from matplotlib.text import Text
+    texts = [t.get_text() for t in fig.findobj(Text)]
+    import matplotlib.pyplot as plt
+    plt.close(fig)
+    assert not [t for t in texts if "GPU" in t], texts
+    assert "CPU (cpu)" in texts and "CPU idle" in texts
+    assert any(t.startswith("run: CPU busy vs idle") for t in texts)
+    assert any("backend cpu (auto asked for), staging pageable (pinned asked for)" in t for t in texts)
+
+    figures = run_figures(store, dag, "cpu-run")
+    note = note_markdown(figures)
+    assert "· CPU busy " in note.splitlines()[0] and "GPU" not in note and asked in note
+    page = html_page(figures, "data:image/png;base64,AAAA")
+    assert "GPU" not in page and "<th>CPU busy s</th>" in page and asked in page
+    store.dispose()
+
+
+def test_a_gpu_run_keeps_its_gpu_labels(two_runs):
+    store, dag = two_runs
+    rep = report.run_report(store, dag, "pinned-run")
+    assert rep["device_kind"] == "GPU"
+    fig = report.timeline_figure([("run", rep)])
+    from matplotlib.text import Text
+    texts = [t.get_text() for t in fig.findobj(Text)]
+    import matplotlib.pyplot as plt
+    plt.close(fig)
+    assert "GPU (cuda:0)" in texts and any(t.startswith("run: GPU busy vs idle") for t in texts)

@@ -65,14 +65,48 @@ def test_upgrade_is_idempotent_and_downgrade_works(sqlite_url):
     assert "task_timings" in inspect(store.engine).get_table_names()
 
 
+def test_the_migrations_views_are_views_py(sqlite_url):
+    """The views the migrations leave at head (their frozen copies) are views.py's, as
+    sql/schema.sql lists them. SQLite keeps each view's text as created."""
+    from proofflow.timing.views import views_for
+    store = TimingStore(sqlite_url)
+    with store.engine.connect() as conn:
+        created = dict(conn.execute(text("SELECT name, sql FROM sqlite_master WHERE type = 'view'")).all())
+    assert created == views_for("sqlite")
+    store.dispose()
+
+
+def test_downgrade_to_0005_and_back(store_url):
+    """0006 adds the requested backend and staging to runs and the union views; going back
+    restores 0005's views and columns, and up again."""
+    from alembic import command
+    store = TimingStore(store_url)
+    store.upsert_run("proof_run", "down-0006", backend="cpu", staging="pageable", staging_requested="pinned")
+
+    def to(revision, step):
+        with store.engine.begin() as conn:
+            cfg = alembic_config()
+            cfg.attributes["connection"] = conn
+            step(cfg, revision)
+    to("0005", command.downgrade)
+    columns = {c["name"] for c in inspect(store.engine).get_columns("runs")}
+    assert "staging_requested" not in columns and "staging" in columns
+    assert "device_spans" not in inspect(store.engine).get_view_names()
+    assert store.query("SELECT staging FROM run_summary WHERE run_id = 'down-0006'") == [{"staging": "pageable"}]
+    to("head", command.upgrade)
+    assert "device_spans" in inspect(store.engine).get_view_names()
+    assert store.run("proof_run", "down-0006")["staging_requested"] is None  # the dropped column's values are gone
+    store.dispose()
+
+
 def test_the_run_curve_migration_keeps_the_rows(sqlite_url):
-    """0007 adds runs.curve to a store at 0005 (rows kept, their curve empty) and takes it away again."""
+    """0007 adds runs.curve to a store at 0006 (rows kept, their curve empty) and takes it away again."""
     from alembic import command
     store = TimingStore(sqlite_url)
     cfg = alembic_config()
     with store.engine.begin() as conn:
         cfg.attributes["connection"] = conn
-        command.downgrade(cfg, "0005")
+        command.downgrade(cfg, "0006")
     assert "curve" not in {c["name"] for c in inspect(store.engine).get_columns("runs")}
     with store.engine.begin() as conn:
         conn.execute(text("INSERT INTO runs (dag_id, run_id, circuit, state) VALUES ('d', 'r', 'mimc', 'success')"))

@@ -111,13 +111,13 @@ class H2DEmailNotifier(BaseNotifier):
 
     def notify(self, context):
         from airflow.providers.smtp.notifications.smtp import SmtpNotifier
-        conn_id = self.smtp_conn_id or settings.smtp_conn_id()
+        conn_id = self.smtp_conn_id or settings.current().smtp_conn_id
         dag_id, run_id = _run_ids(context)
         try:
             conn = optional_connection(conn_id)
             if conn is None:
                 return
-            to = self.to or settings.alert_email() or variable("proofflow_alert_email") or \
+            to = self.to or settings.current().alert_email or variable("proofflow_alert_email") or \
                 (conn.extra_dejson or {}).get("to")
             if not to:
                 log.warning("H2D alert for %s not mailed: no recipients (PROOFFLOW_ALERT_EMAIL, Variable "

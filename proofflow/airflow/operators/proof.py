@@ -21,7 +21,7 @@ from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
 from proofflow import settings, spec
-from proofflow.spec import MemoryKind
+from proofflow.spec import RunConfig
 from proofflow.airflow.hooks.timing import TimingStoreHook
 from proofflow.airflow.operators.recorder import Recorder
 from proofflow.phases import Phase
@@ -59,6 +59,11 @@ class ProofflowOperator(BaseOperator):
         super().__init__(**kwargs)
         self.config = config
         self.partition = partition
+
+    @property
+    def run_config(self) -> RunConfig:
+        """The run's config, as validate returned it through XCom."""
+        return RunConfig.from_dict(self.config)
 
     def run(self, context, rec: Recorder):
         raise NotImplementedError
@@ -119,11 +124,14 @@ class ValidateOperator(ProofflowOperator):
                 raise AirflowFailException(str(exc)) from None
         dag_run = context.get("dag_run")
         started = getattr(dag_run, "start_date", None) or dt.datetime.now(dt.timezone.utc)
-        _store().upsert_run(ti.dag_id, ti.run_id, circuit=config["circuit"], log2=config["log2"],
-                            partitions=config["partitions"], backend=config["backend"], staging=config["staging"],
-                            seed=config["seed"], state="running", started_at=started, host=rec.host)
-        log.info("proof run %s: %s", ti.run_id, json.dumps(config))
-        return config
+        # what ran beside what was asked for: the dag run's conf keeps the request as typed
+        _store().upsert_run(ti.dag_id, ti.run_id, circuit=config.circuit, log2=config.log2,
+                            partitions=config.partitions, backend=config.backend, staging=config.staging.value,
+                            backend_requested=config.backend_requested,
+                            staging_requested=config.staging_requested.value,
+                            seed=config.seed, state="running", started_at=started, host=rec.host)
+        log.info("proof run %s: %s", ti.run_id, json.dumps(config.to_dict()))
+        return config.to_dict()
 
 
 class SetupOperator(ProofflowOperator):
@@ -131,10 +139,11 @@ class SetupOperator(ProofflowOperator):
     lock file, then reused by every run."""
 
     def run(self, context, rec):
-        from proofflow.prover import layout, pipeline
-        cfg = self.config
-        directory = layout.params_dir(cfg["circuit"], cfg["log2"], cfg["seed"])
-        cached = pipeline.ensure_key(directory, cfg["circuit"], cfg["log2"], cfg["seed"], cfg["backend"], rec)
+        from proofflow.prover import layout
+        from proofflow.prover.keys import ensure_key
+        cfg = self.run_config
+        directory = layout.params_dir(cfg.circuit, cfg.log2, cfg.seed)
+        cached = ensure_key(directory, cfg.circuit, cfg.log2, cfg.seed, cfg.backend, rec)
         log.info("proving key %s (%s)", directory, "cached" if cached else "generated")
         return {"params_dir": str(directory), "cached": cached}
 
@@ -149,7 +158,7 @@ class PrepareScratchOperator(ProofflowOperator):
             d = self.run_scratch(context)
             d.mkdir(parents=True, exist_ok=True)
             files.write_json(d / "run.json", {"config": self.config, "run_id": context["ti"].run_id})
-        return list(self.config["partition_ids"])
+        return self.run_config.partition_ids
 
 
 def _holder(context, partition: int) -> str:
@@ -165,20 +174,20 @@ class SynthesizeOperator(ProofflowOperator):
 
     def run(self, context, rec):
         from proofflow.prover import pipeline
-        from proofflow.prover.shared_staging import SharedStaging
+        from proofflow.prover.staging.shared import SharedStaging
         from proofflow.prover.circuits.by_name import get_circuit
-        cfg = self.config
-        input = cfg["inputs"][self.partition] if cfg.get("inputs") else None  # a registered circuit's
+        cfg = self.run_config
+        input = cfg.inputs[self.partition] if cfg.inputs else None  # a registered circuit's
         (self.partition_scratch(context) / "proof.bin").unlink(missing_ok=True)  # an earlier synthesis's
-        circuit, holder = get_circuit(cfg["circuit"], cfg["log2"]), _holder(context, self.partition)
-        endpoint = settings.staging_endpoint()
-        if endpoint:
-            out = pipeline.synthesize_remote(circuit, cfg["seed"], self.partition, endpoint, settings.staging_token(),
-                                             holder, rec, input=input)
+        circuit, holder = get_circuit(cfg.circuit, cfg.log2), _holder(context, self.partition)
+        current = settings.current()
+        if current.staging_endpoint:
+            out = pipeline.synthesize_remote(circuit, cfg.seed, self.partition, current.staging_endpoint,
+                                             current.staging_token, holder, rec, input=input)
             rec.transfer("net", out.pop("stream_bytes"), "pageable", out.pop("stream_s"),
                          start=out.pop("stream_start"))
         else:
-            out = pipeline.synthesize_shared(circuit, cfg["seed"], self.partition, SharedStaging.from_settings(),
+            out = pipeline.synthesize_shared(circuit, cfg.seed, self.partition, SharedStaging.from_settings(),
                                              holder, rec, input=input)
         return {"partition": self.partition, **out}
 
@@ -193,55 +202,26 @@ class StageOperator(ProofflowOperator):
     template_fields = ("config", "partition", "synthesized")
 
     def __init__(self, *, synthesized=None, **kwargs):
-        kwargs.setdefault("queue", settings.gpu_queue())  # the service is on the GPU's host
+        kwargs.setdefault("queue", settings.current().gpu_queue)  # the service is on the GPU's host
         super().__init__(**kwargs)
         self.synthesized = synthesized
 
     def run(self, context, rec):
         seg, holder = self.synthesized["segment"], _holder(context, self.partition)
-        cfg = self.config
-        if settings.gpu_service_enabled():
-            from proofflow.prover.service.protocol import StageJob
-            out = _service_call(rec, cfg, self.partition, lambda c: c.stage(
-                StageJob(seg, MemoryKind(cfg["staging"]), holder)), phase=Phase.REGISTER)
-            kind = MemoryKind.PINNED if out["pinned"] else MemoryKind.PAGEABLE
-        else:
-            from proofflow.prover.errors import InputError
-            from proofflow.prover.shared_staging import SegmentError, SharedStaging
-            with rec.phase(Phase.REGISTER):
-                try:
-                    SharedStaging.from_settings().lookup(seg, owner=holder)
-                except SegmentError as exc:
-                    raise InputError(str(exc)) from None
-            out, kind = {"start": time.time(), "seconds": 0.0}, cfg["staging"]
-        rec.transfer("h2s", 0, kind, out["seconds"], start=out["start"])
+        with rec.phase(Phase.REGISTER):
+            staged = _prover(self.run_config, self.partition).stage(seg, holder)
+        rec.spans(staged.spans)
+        rec.transfer("h2s", 0, staged.memory_kind, staged.seconds, start=staged.start)
         # the public inputs ride along to finalize_partition: one upstream XCom a task, as each
         # one inside the mapped group costs the task SDK an XCom read and two count requests
         return {"partition": self.partition, "segment": seg, "n": int(self.synthesized["n"]),
                 "bytes": int(self.synthesized["bytes"]), "public_inputs": self.synthesized["public_inputs"]}
 
 
-def _service_call(rec, cfg: dict, partition: int, call, phase: Phase | None = None):
-    """``call(client)`` on the prover service of the device this partition goes to, started
-    if none runs (``service_start`` recorded), timed as ``phase`` when given; service errors
-    as task errors (InputError: no retry)."""
-    from proofflow.prover.service.client import ServiceClient, ServiceError, least_busy
-    devices = settings.gpu_devices()
-    device = least_busy(cfg["backend"], devices, prefer=partition) if len(devices) > 1 else devices[0]
-    client = ServiceClient(cfg["backend"], device)
-    t0 = time.time()
-    try:
-        took = client.ensure_running()
-        if took is not None:
-            rec.add(Phase.SERVICE_START, t0, t0 + took)
-        if phase is None:
-            return call(client)
-        with rec.phase(phase):
-            return call(client)
-    except ServiceError as exc:
-        if not exc.error_type.retryable:  # the inputs are wrong: a retry cannot help
-            raise AirflowFailException(f"partition {partition}: {exc}") from None
-        raise RuntimeError(f"partition {partition}: prover service: {exc}") from None
+def _prover(config: RunConfig, partition: int):
+    from proofflow.prover.provers import prover_for
+    current = settings.current()
+    return prover_for(config, partition, current.gpu_service, current.gpu_devices, current.standin_gpu_s)
 
 
 class ProveGpuOperator(ProofflowOperator):
@@ -268,7 +248,7 @@ class ProveGpuOperator(ProofflowOperator):
 
     def __init__(self, *, staged=None, setup_result=None, ready_after_task_id: str | None = None, **kwargs):
         kwargs.setdefault("pool", settings.GPU_POOL)
-        kwargs.setdefault("queue", settings.gpu_queue())  # CeleryExecutor: only the GPU workers serve it
+        kwargs.setdefault("queue", settings.current().gpu_queue)  # CeleryExecutor: only the GPU workers serve it
         super().__init__(**kwargs)
         self.staged = staged
         self.setup_result = setup_result
@@ -276,21 +256,26 @@ class ProveGpuOperator(ProofflowOperator):
 
     def run(self, context, rec):
         from proofflow.prover import files
-        from proofflow.prover.shared_staging import SharedStaging
+        from proofflow.prover.staging.shared import SharedStaging
+        segment = self.staged["segment"]
         # the partition goes to the device first; the waits before this task started are
         # history, looked up (timing store, REST API) after it
         try:
             out = self.partition_scratch(context) / "proof.bin"
             if out.exists():  # a try killed after its proof (the segment may be gone): phase "reused"
-                now = time.time()
-                rec.add(Phase.REUSED, now, now)
+                rec.add(Phase.REUSED, time.time(), time.time())
             else:
-                prove = self._via_service if settings.gpu_service_enabled() else self._in_process
-                proof = prove(rec, self.staged["segment"], _holder(context, self.partition))
+                proved = _prover(self.run_config, self.partition).prove(
+                    self.setup_result["params_dir"], segment, _holder(context, self.partition),
+                    int(self.staged["n"]), f"{rec.run_id}/{self.partition}/{rec.try_number}")
+                if proved.evicted_keys:
+                    log.info("the prover service on %s evicted proving key(s) %s to fit this one", proved.device,
+                             ", ".join(proved.evicted_keys))
+                rec.proved(proved)
                 fin0 = time.time()
-                files.write_bytes(out, proof)
+                files.write_bytes(out, proved.proof)
                 rec.add(Phase.FINALIZE, fin0, time.time())
-            SharedStaging.from_settings().release(self.staged["segment"])  # proved: the segment goes back
+            SharedStaging.from_settings().release(segment)  # proved: the segment goes back
         finally:  # a failed try's waits are recorded too, never hiding its error
             try:
                 self._record_waits(context["ti"], rec)
@@ -308,56 +293,6 @@ class ProveGpuOperator(ProofflowOperator):
         queued = _queued_when(ti)
         if queued is not None:
             rec.add(Phase.QUEUE_WAIT, min(queued, started), started)
-
-    def _via_service(self, rec, segment: str, holder: str) -> bytes:
-        from proofflow.prover.service.protocol import ProveJob
-        cfg = self.config
-        job = ProveJob(self.setup_result["params_dir"], cfg["circuit"], cfg["log2"], segment, int(self.staged["n"]),
-                       MemoryKind(cfg["staging"]), holder, settings.standin_gpu_s(),
-                       f"{rec.run_id}/{self.partition}/{rec.try_number}")
-        reply = _service_call(rec, cfg, self.partition, lambda c: c.prove(job))
-        rec.device = reply.device
-        if reply.evicted_keys:
-            log.info("the prover service on %s evicted proving key(s) %s to fit this one", reply.device,
-                     ", ".join(reply.evicted_keys))
-        for s in reply.spans:
-            rec.add(s.phase, s.start, s.end)
-        h2d0 = next((s.start for s in reply.spans if s.phase is Phase.H2D), None)
-        for direction, t in reply.transfers.items():
-            rec.transfer(direction, t.nbytes, t.kind, t.ms / 1e3, start=h2d0)
-        return reply.proof
-
-    def _in_process(self, rec, segment: str, holder: str) -> bytes:
-        from proofflow.prover import device, pipeline
-        from proofflow.prover.shared_staging import SharedStaging
-        from proofflow.prover.backend.by_name import get_backend
-        from proofflow.prover.backend.standin import StandinBackend
-        from proofflow.prover.timing import PhaseTimer
-        cfg = self.config
-        # the naive design: every task loads the key (and uploads its tables) itself
-        key = pipeline.KeyCache().get(self.setup_result["params_dir"], cfg["circuit"], cfg["log2"], rec)
-        backend = get_backend(cfg["backend"])
-        if backend.name == "gpu":
-            rec.device = f"cuda:{device.current()}"
-        if settings.standin_gpu_s():
-            backend = StandinBackend(backend, settings.standin_gpu_s())
-        timer, transfers = PhaseTimer(), {}
-        # the naive design again: this process maps (and pins) the segment for one proof
-        segments = pipeline.MappedSegments(SharedStaging.from_settings(),
-                                           pin=MemoryKind.effective(cfg["staging"], backend.name) is MemoryKind.PINNED)
-        try:
-            with rec.phase(Phase.LOAD):
-                staged = segments.get_for(key, segment, holder)
-            with staged:
-                proof = pipeline.prove(key, staged, backend, timer, transfers)
-        finally:
-            segments.close()
-        for s in timer.spans:
-            rec.add(s.phase, s.start, s.end)
-        h2d0 = next((s.start for s in timer.spans if s.phase is Phase.H2D), None)
-        for direction, tr in transfers.items():
-            rec.transfer(direction, tr.nbytes, tr.kind, tr.ms / 1e3, start=h2d0)
-        return proof.to_bytes()
 
 
 def _queued_when(ti) -> float | None:
@@ -396,7 +331,7 @@ class FinalizePartitionOperator(ProofflowOperator):
             vk = VerifyingKey.load(Path(self.setup_result["params_dir"]) / "vk.json")
         with rec.phase(Phase.PUBLISH):
             path = pipeline.publish(proof, vk, inputs, bundle_dir(ti.dag_id, ti.run_id), self.partition,
-                                    snarkjs=bool(self.config.get("circom")))
+                                    snarkjs=self.run_config.circom)
         return {"partition": self.partition, "proof": str(path), "public_inputs": self.proved["public_inputs"],
                 "verified": True}
 
@@ -414,31 +349,24 @@ class FinalizeRunOperator(ProofflowOperator):
 
     def run(self, context, rec):
         from proofflow.prover import files, layout, pipeline
-        from proofflow.prover.shared_staging import SharedStaging
+        from proofflow.prover.staging.shared import SharedStaging
         from proofflow.prover.groth16.data_structures import VerifyingKey
-        cfg, ti = self.config, context["ti"]
+        cfg, ti = self.run_config, context["ti"]
         # A mapped group of one partition hands its only result over unwrapped (Airflow 3.3)
         results = [self.partitions_done] if isinstance(self.partitions_done, dict) else self.partitions_done
-        done = sorted((dict(x) for x in results), key=lambda x: x["partition"])
-        if [x["partition"] for x in done] != list(range(cfg["partitions"])):
-            raise AirflowFailException(f"expected partitions 0..{cfg['partitions'] - 1}, got "
-                                       f"{[x['partition'] for x in done]}")
         out = bundle_dir(ti.dag_id, ti.run_id)
         vk = VerifyingKey.load(Path(self.setup_result["params_dir"]) / "vk.json")
-        entries = [(x["partition"], [int(v, 16) for v in x["public_inputs"]]) for x in done]
-        results = pipeline.complete_bundle(out, cfg["circuit"], cfg["log2"], vk, entries, rec, bool(cfg.get("circom")))
-        verified = sum(r.ok for r in results)
-        if verified != cfg["partitions"]:
-            bad = [r.partition for r in results if not r.ok]
-            raise AirflowFailException(f"{verified}/{cfg['partitions']} proofs verify; failing partitions: {bad}")
+        verified = pipeline.complete_bundle(out, cfg, vk, {int(x["partition"]): [int(v, 16) for v in x["public_inputs"]]
+                                                           for x in results}, rec)
         store = _store()
         started = _epoch(getattr(context.get("dag_run"), "start_date", None))
         if started is None:
             started = _epoch((store.run(ti.dag_id, ti.run_id) or {}).get("started_at")) or time.time()
         now = time.time()
-        summary = {"dag_id": ti.dag_id, "run_id": ti.run_id, "circuit": cfg["circuit"], "log2": cfg["log2"],
-                   "partitions": cfg["partitions"], "backend": cfg["backend"], "staging": cfg["staging"],
-                   "seed": cfg["seed"], "proofs_verified": verified, "bundle_dir": str(out),
+        summary = {"dag_id": ti.dag_id, "run_id": ti.run_id, "circuit": cfg.circuit, "log2": cfg.log2,
+                   "partitions": cfg.partitions, "backend": cfg.backend, "staging": cfg.staging.value,
+                   "backend_requested": cfg.backend_requested, "staging_requested": cfg.staging_requested.value,
+                   "seed": cfg.seed, "proofs_verified": verified, "bundle_dir": str(out),
                    "wall_s": round(now - started, 3)}
         with rec.phase(Phase.SUMMARY):
             files.write_json(out / "run-summary.json", summary)
@@ -458,7 +386,7 @@ class CleanupScratchOperator(ProofflowOperator):
 
     def run(self, context, rec):
         from proofflow.prover import files, layout
-        from proofflow.prover.shared_staging import SharedStaging
+        from proofflow.prover.staging.shared import SharedStaging
         ti = context["ti"]
         with rec.phase(Phase.CLEANUP):
             removed = files.remove_tree(self.run_scratch(context))

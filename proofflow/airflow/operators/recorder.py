@@ -48,6 +48,19 @@ class Recorder:
         finally:
             self.add(name, t0, time.time())
 
+    def spans(self, spans) -> None:
+        for s in spans:
+            self.add(s.phase, s.start, s.end)
+
+    def proved(self, proved) -> None:
+        """A device part's record (``provers.Proved``): its device, spans and transfers, each
+        transfer starting with the upload."""
+        self.device = proved.device
+        self.spans(proved.spans)
+        h2d0 = next((s.start for s in proved.spans if s.phase is Phase.H2D), None)
+        for direction, t in proved.transfers.items():
+            self.transfer(direction, t.nbytes, t.kind, t.ms / 1e3, start=h2d0)
+
     def transfer(self, direction: str, nbytes: int, memory_kind: MemoryKind, duration_s: float,
                  start: float | None = None):
         self.transfer_rows.append(dict(self._ident(), direction=direction, bytes=int(nbytes),

@@ -35,7 +35,7 @@ class RegistrationError(ValueError):
 
 
 def circuit_dir(name: str) -> Path:
-    return settings.circuits_dir() / name
+    return settings.current().circuits_dir / name
 
 
 def add(name: str, r1cs_path, zkey_path, wasm_path=None, replace: bool = False, progress=None) -> dict:

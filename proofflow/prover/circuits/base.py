@@ -50,7 +50,7 @@ class Circuit(abc.ABC):
         directory names the curve unless it is the default one (as before curves were named)."""
         from proofflow import settings
         name = f"{registry.path_tag(self.curve)}{self.name}-2^{self.log2}-{self.cache_version}"
-        return settings.cache_root() / "constraint-systems" / name
+        return settings.current().cache_root / "constraint-systems" / name
 
     @cached_property
     def constraint_system(self) -> ConstraintSystem:

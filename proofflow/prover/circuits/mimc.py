@@ -36,7 +36,7 @@ def round_constants(fr: Fr, count: int) -> np.ndarray:
     """The first ``count`` round constants (Montgomery, in ``fr``), the same for every size:
     derived once per machine and curve by SHA-256 (seconds at 2^24) and kept memory-mapped in
     the cache directory, extended when a larger circuit needs more."""
-    path = settings.cache_root() / "mimc" / f"{registry.path_tag(fr.curve)}round-constants.npy"
+    path = settings.current().cache_root / "mimc" / f"{registry.path_tag(fr.curve)}round-constants.npy"
     try:
         cached = np.load(path, mmap_mode="r", allow_pickle=False)
         if cached.shape[0] >= count and cached.ndim == 2 and cached.shape[1] == 4:

@@ -2,7 +2,8 @@
 compiled by NVRTC into cubins kept in the kernel cache, ``cache.py``) next to their host
 drivers (``backend.py``: the GPU backend with its NTTs; ``msm.py`` and ``pippenger.py``: the
 MSMs; ``sparse.py``: the witness MSMs' split of 0/1 scalars; ``overlap.py``: a proof's MSMs
-at once, on streams of their own; ``fixed_base.py``: the setup's multiplications),
+at once, on streams of their own; ``fixed_base.py``: the setup's multiplications; ``options.py``:
+what the callers configure, from their settings),
 page-locked host memory and timed copies. No module outside this package imports CuPy; importing this package does not either."""
 from __future__ import annotations
 

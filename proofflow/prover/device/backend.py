@@ -14,16 +14,16 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 from functools import lru_cache, partial
+from pathlib import Path
 
 import cupy as cp
 import numpy as np
 
-from proofflow import settings
 from proofflow.prover import points
 from proofflow.prover.curves import registry
 from proofflow.prover.curves.descriptor import Curve
-from proofflow.prover.device import source as kernels
 from proofflow.prover.device import cache, density, fixed_base, msm as gpu_msm, overlap, pippenger, sparse, stream_gate
+from proofflow.prover.device.options import DeviceOptions
 from proofflow.prover.backend.base import Backend, Transfer
 from proofflow.prover.field.fr import Fr
 from proofflow.prover.groth16.data_structures import PK_TABLES
@@ -75,16 +75,18 @@ class _Tables:
 class GpuBackend(Backend):
     name = "gpu"
 
-    def __init__(self, variant: str = "mul32", g2_on_gpu: bool = True, overlap: bool | None = None):
-        """``g2_on_gpu=False`` runs the G2 MSM on the host through arkworks instead, overlapped
-        with the device's work by the prover (the backend's behaviour before the G2 kernels).
-        ``overlap`` runs a proof's MSMs at once, each on a stream of its own (``msms``;
-        default: PROOFFLOW_MSM_OVERLAP, off)."""
+    def __init__(self, options: DeviceOptions, variant: str = "mul32", g2_on_gpu: bool = True,
+                 overlap: bool | None = None):
+        """``options``: the kernels' and MSMs' (its callers' settings); ``variant``: the NTT
+        module's product. ``g2_on_gpu=False`` runs the G2 MSM on the host through arkworks
+        instead, overlapped with the device's work by the prover (the backend's behaviour
+        before the G2 kernels). ``overlap`` runs a proof's MSMs at once, each on a stream of
+        its own (``msms``; default: ``options.msm_overlap``)."""
+        self.options = options
         self.variant = variant
         self.g2_on_host = not g2_on_gpu
-        self.overlap = settings.msm_overlap() if overlap is None else overlap
-        kernels.curve_variant(), settings.msm_balanced()  # a bad value fails here, not mid-proof
-        self._mods = {c.name: cache.load(c, variant) for c in registry.CURVES.values()}
+        self.overlap = options.msm_overlap if overlap is None else overlap
+        self._mods = {c.name: cache.load(c, variant, kernel_dir=options.kernel_dir) for c in registry.CURVES.values()}
         self._fn = {}
 
     def _kernel(self, curve: Curve, name: str):
@@ -93,7 +95,7 @@ class GpuBackend(Backend):
         return self._fn[curve.name, name]
 
     def tables(self, domain: Radix2Domain) -> _Tables:
-        return _tables(cp.cuda.runtime.getDevice(), domain.curve, domain.log_n)
+        return _tables(cp.cuda.runtime.getDevice(), domain.curve, domain.log_n, self.options.kernel_dir)
 
     # ---- building blocks on device arrays ----
     def _check(self, domain: Radix2Domain, x) -> cp.ndarray:
@@ -204,8 +206,9 @@ class GpuBackend(Backend):
     def _warm_up(self, curve: Curve) -> None:
         self._kernel(curve, "bitrev_scale")
         for group in ("g1",) + (() if self.g2_on_host else ("g2",)):
-            cache.load(curve, kernels.curve_variant(), "msm.cu", group).get_function(f"to_montgomery_{group}")
-            cache.load(curve, kernels.curve_variant(), "bitsum.cu", group).get_function("bitsum_classify")
+            for name, kernel in (("msm.cu", f"to_montgomery_{group}"), ("bitsum.cu", "bitsum_classify")):
+                module = cache.load(curve, self.options.curve_variant, name, group, kernel_dir=self.options.kernel_dir)
+                module.get_function(kernel)
             for table in _warm_tables(curve, group):
                 for scalars in _warm_scalars(curve, len(table)):
                     self.msm_witness(table, scalars)  # the split (zeros, ones, a compacted rest) and the dense path
@@ -216,12 +219,12 @@ class GpuBackend(Backend):
 
     def prepare(self, pk, plans=None):
         """The key's tables on the device, each with the precomputed copies of its plan in
-        ``plans`` (``KeyCache`` chose them, and ``pipeline.key_bytes`` counts them in the
+        ``plans`` (``KeyCache`` chose them, and ``keys.key_bytes`` counts them in the
         key budget; None: plain)."""
         for name in PK_TABLES:
             if name != "b_g2_query" or not self.g2_on_host:
                 table = getattr(pk, name)
-                gpu_msm.device_points(table, plans[name] if plans else pippenger.plain(len(table)))
+                gpu_msm.device_points(table, self.options, plans[name] if plans else pippenger.plain(len(table)))
         cp.cuda.get_current_stream().synchronize()
 
     def upload(self, host, kind=None):
@@ -234,10 +237,10 @@ class GpuBackend(Backend):
         return h
 
     def msm_g1(self, table, scalars):
-        return gpu_msm.msm_g1(table, scalars)
+        return gpu_msm.msm_g1(table, scalars, self.options)
 
     def msm_g2(self, table, scalars):
-        return points.msm(table, scalars) if self.g2_on_host else gpu_msm.msm_g2(table, scalars)
+        return points.msm(table, scalars) if self.g2_on_host else gpu_msm.msm_g2(table, scalars, self.options)
 
     def msm_witness(self, table, scalars):
         """The table's MSM split by scalar value on the device (``sparse``), over the rows the
@@ -245,11 +248,12 @@ class GpuBackend(Backend):
         the backend runs G2 on the host."""
         if table.group == "g2" and self.g2_on_host:
             return points.msm_split(table, scalars)
-        s = density.gather(cp, cp.ascontiguousarray(cp.asarray(scalars)), gpu_msm.kept_rows(table))
+        options = self.options
+        s = density.gather(cp, cp.ascontiguousarray(cp.asarray(scalars)), gpu_msm.kept_rows(table, options))
         plan = gpu_msm.resident_plan(table)
-        bitsum = _bitsum_executor(cp.cuda.runtime.getDevice(), table.curve, table.group)
-        return sparse.msm(bitsum, gpu_msm.executor(table.curve, table.group), table.group,
-                          gpu_msm.device_points(table, plan), s, plan=plan)
+        bitsum = _bitsum_executor(cp.cuda.runtime.getDevice(), table.curve, table.group, options)
+        return sparse.msm(bitsum, gpu_msm.executor(table.curve, table.group, options), table.group,
+                          gpu_msm.device_points(table, options, plan), s, plan=plan, balanced=options.msm_balanced)
 
     def msms(self, jobs):
         """With ``overlap``, the jobs at once, each in a lane (``overlap.Lanes``: a thread and
@@ -265,7 +269,7 @@ class GpuBackend(Backend):
     def fixed_base(self, curve, group, scalars, progress=None):
         if group not in ("g1", "g2"):
             raise ValueError(f"unknown group {group!r}")
-        ex, table = _fixed_base_table(cp.cuda.runtime.getDevice(), curve, group)
+        ex, table = _fixed_base_table(cp.cuda.runtime.getDevice(), curve, group, self.options)
         return points.PointTable(curve, group, fixed_base.multiples(ex, group, table, scalars, progress))
 
     # ---- element-wise kernels over ``curve``'s Fr (tests, the product-rate benchmark) ----
@@ -321,13 +325,14 @@ def _warm_scalars(curve: Curve, n: int) -> list[np.ndarray]:
     return [fr.from_ints(bits), fr.from_ints(list(range(n, 2 * n)))]
 
 
-def powers(curve: Curve, base: int, n: int, start: int = 1) -> cp.ndarray:
-    """[start * base^i for i < n] in ``curve``'s Fr, computed on the current device."""
+def powers(curve: Curve, base: int, n: int, kernel_dir: Path, start: int = 1) -> cp.ndarray:
+    """[start * base^i for i < n] in ``curve``'s Fr, computed on the current device (its
+    kernel's cubin kept in ``kernel_dir``)."""
     fr, bits = Fr.of(curve), max(1, n.bit_length())
     pows = cp.asarray(fr.from_ints([pow(base, 1 << k, fr.MODULUS) for k in range(bits)]))
     out = cp.empty((n, 4), dtype=cp.uint64)
-    args = (out, np.uint32(n), _scalar(curve, start), pows)
-    cache.load(curve).get_function("fr_powers")((_grid(n),), (_THREADS,), args)
+    fn = cache.load(curve, kernel_dir=kernel_dir).get_function("fr_powers")
+    fn((_grid(n),), (_THREADS,), (out, np.uint32(n), _scalar(curve, start), pows))
     return out
 
 
@@ -359,29 +364,30 @@ def _lane(device: int, ready: cp.cuda.Event, lane: int):
 
 
 @lru_cache(maxsize=None)
-def _bitsum_executor(device: int, curve: Curve, group: str) -> gpu_msm.CupyExecutor:
+def _bitsum_executor(device: int, curve: Curve, group: str, options: DeviceOptions) -> gpu_msm.CupyExecutor:
     """The kernels of ``bitsum.cu`` for ``curve``'s ``group`` on ``device``: the witness MSMs' split."""
-    return gpu_msm.CupyExecutor(curve, "bitsum.cu", group)
+    return gpu_msm.CupyExecutor(curve, "bitsum.cu", group, options)
 
 
 @lru_cache(maxsize=None)
-def _fixed_base_table(device: int, curve: Curve, group: str):
+def _fixed_base_table(device: int, curve: Curve, group: str, options: DeviceOptions):
     """The fixed-base kernels of ``curve``'s ``group`` and their window table, resident on ``device``."""
-    return gpu_msm.CupyExecutor(curve, "fixed_base.cu", group), cp.asarray(fixed_base.window_table(curve, group))
+    return (gpu_msm.CupyExecutor(curve, "fixed_base.cu", group, options),
+            cp.asarray(fixed_base.window_table(curve, group)))
 
 
 @lru_cache(maxsize=4)  # a 2^24 domain's tables take 2.5 GiB of device memory
-def _tables(device: int, curve: Curve, log_n: int) -> _Tables:
+def _tables(device: int, curve: Curve, log_n: int, kernel_dir: Path) -> _Tables:
     d = Radix2Domain(log_n, curve)
     p, g, n = d.fr.MODULUS, d.coset_offset, d.size
     g_inv = pow(g, -1, p)
     half = max(1, n // 2)
     return _Tables(
-        tw=powers(curve, d.omega, half),
-        tw_inv=powers(curve, d.omega_inv, half),
-        coset=powers(curve, g, n),
-        coset_div_n=powers(curve, g, n, start=d.size_inv),
-        coset_inv_div_n=powers(curve, g_inv, n, start=d.size_inv),
+        tw=powers(curve, d.omega, half, kernel_dir),
+        tw_inv=powers(curve, d.omega_inv, half, kernel_dir),
+        coset=powers(curve, g, n, kernel_dir),
+        coset_div_n=powers(curve, g, n, kernel_dir, start=d.size_inv),
+        coset_inv_div_n=powers(curve, g_inv, n, kernel_dir, start=d.size_inv),
         n_inv=_scalar(curve, d.size_inv),
         z_inv=_scalar(curve, pow(d.vanishing_on_coset(), -1, p)),
     )

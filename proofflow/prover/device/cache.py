@@ -1,6 +1,6 @@
 """The compiled GPU kernels on disk: every module proofflow loads, compiled by NVRTC into a
-cubin for one compute capability and kept in the kernel directory (``PROOFFLOW_KERNEL_DIR``,
-default ``$PROOFFLOW_CACHE/kernels``), so that a fresh process loads it instead of compiling
+cubin for one compute capability and kept in the kernel directory (PROOFFLOW_KERNEL_DIR,
+which callers pass in), so that a fresh process loads it instead of compiling
 (79-143 s for the whole set on a GPU worker; issue #19).
 
 A cubin's name carries a digest of everything its bytes depend on: the source text after
@@ -36,7 +36,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from proofflow import settings
 from proofflow.prover import files
 from proofflow.prover.curves import registry
 from proofflow.prover.curves.descriptor import Curve
@@ -87,8 +86,8 @@ class Module:
 
 # Every module proofflow loads, for each registered curve: the NTT module in the variants
 # GpuBackend runs and its benchmark compares, the MSM, fixed-base and bitsum modules of each
-# group in the variant the curve code uses by default (msm.CupyExecutor); ``modules()`` adds
-# those PROOFFLOW_CURVE_VARIANT picks.
+# group in the variant the curve code uses by default (msm.CupyExecutor); ``modules`` adds
+# those of the configured variant.
 def _curve_modules(curve: Curve, variant: str) -> tuple[Module, ...]:
     return tuple(Module(curve, name, variant, g) for name in ("msm.cu", "fixed_base.cu", "bitsum.cu")
                  for g in source.GROUPS)
@@ -99,14 +98,14 @@ MODULES = tuple(m for c in registry.CURVES.values()
                           *_curve_modules(c, source.CURVE_VARIANT)))
 
 
-def modules(variants=()) -> tuple[Module, ...]:
-    """``MODULES``, the curve modules in the variant PROOFFLOW_CURVE_VARIANT picks, and for
+def modules(curve_variant: str, variants=()) -> tuple[Module, ...]:
+    """``MODULES``, the curve modules in ``curve_variant`` (PROOFFLOW_CURVE_VARIANT), and for
     each of ``variants`` the modules the benchmarks and tests compare in it: ntt.cu and
     field.cu where its Fr or Fq products differ, the curve modules of both groups where its
     curve kernels do (``source.PRODUCT_VARIANTS``, ``source.CURVE_VARIANTS``); every curve's."""
     out = list(MODULES)
     for c in registry.CURVES.values():
-        out += _curve_modules(c, source.curve_variant())
+        out += _curve_modules(c, curve_variant)
         for v in variants:
             source.options(v)  # an unknown variant fails here
             if v in source.PRODUCT_VARIANTS:
@@ -132,13 +131,9 @@ def digest(text: str, options, arch: str, nvrtc: tuple[int, int]) -> str:
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
 
 
-def directory() -> Path:
-    return settings.kernel_dir()
-
-
-def cubin_path(module: Module, arch: str, key: str) -> Path:
-    """``<kernel dir>/<file>-<variant>[-<group>]-<curve>-sm_<arch>-<digest>.cubin`` (the manifest: ``.json``)."""
-    return directory() / f"{module.label}-sm_{arch}-{key[:16]}.cubin"
+def cubin_path(module: Module, arch: str, key: str, directory: Path) -> Path:
+    """``<directory>/<file>-<variant>[-<group>]-<curve>-sm_<arch>-<digest>.cubin`` (the manifest: ``.json``)."""
+    return Path(directory) / f"{module.label}-sm_{arch}-{key[:16]}.cubin"
 
 
 # ---- the NVRTC boundary ------------------------------------------------------------------
@@ -228,14 +223,15 @@ def _locked(path: Path):
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def cubin(module: Module, arch) -> tuple[Path, bool]:
-    """The cubin of ``module`` for ``arch``: the cached one when it is whole and current, else
-    compiled now and saved for every later process (True with it)."""
+def cubin(module: Module, arch, directory: Path) -> tuple[Path, bool]:
+    """The cubin of ``module`` for ``arch`` in kernel directory ``directory``: the cached one
+    when it is whole and current, else compiled now and saved for every later process (True
+    with it)."""
     global compiles
     arch = normalize_arch(arch)
     text, options, nvrtc = module.text(), module.options(), nvrtc_version()
     key = digest(text, options, arch, nvrtc)
-    path = cubin_path(module, arch, key)
+    path = cubin_path(module, arch, key, directory)
     if _valid(path, key):
         return path, False
     with _locked(path):
@@ -258,14 +254,15 @@ def cubin(module: Module, arch) -> tuple[Path, bool]:
     return path, True
 
 
-def load_module(module: Module, arch: str) -> "cupy.RawModule":
-    """``module`` loaded from its cubin for ``arch`` (the current device's), compiled first if
-    the cache has none. Where no cubin can be had (a read-only kernel directory, an arch this
-    NVRTC does not know, a cubin the driver refuses) CuPy compiles it as before, with a warning."""
+def load_module(module: Module, arch: str, directory: Path) -> "cupy.RawModule":
+    """``module`` loaded from its cubin for ``arch`` (the current device's) in ``directory``,
+    compiled first if the cache has none. Where no cubin can be had (a read-only kernel
+    directory, an arch this NVRTC does not know, a cubin the driver refuses) CuPy compiles it
+    as before, with a warning."""
     global compiles
     import cupy
     try:
-        path, _ = cubin(module, arch)
+        path, _ = cubin(module, arch, directory)
         loaded = cupy.RawModule(path=str(path))
         loaded.compile()  # RawModule loads lazily: load now, so that a refused file shows here
         return loaded
@@ -278,24 +275,27 @@ def load_module(module: Module, arch: str) -> "cupy.RawModule":
     return loaded
 
 
-def load(curve: Curve, variant: str = "mul32", name: str = "ntt.cu", group: str | None = None) -> "cupy.RawModule":
+def load(curve: Curve, variant: str = "mul32", name: str = "ntt.cu", group: str | None = None, *,
+         kernel_dir: Path) -> "cupy.RawModule":
     """The module compiled from ``name`` for ``curve`` and the current device, once per
     process: ``ntt.cu``, ``field.cu`` (Fq kernels for tests and benchmarks), or ``msm.cu`` /
-    ``fixed_base.cu`` / ``bitsum.cu`` for one ``group`` (``g1`` or ``g2``)."""
+    ``fixed_base.cu`` / ``bitsum.cu`` for one ``group`` (``g1`` or ``g2``); its cubin kept in
+    ``kernel_dir``."""
     source.options(variant, group, name)  # a bad name or setting fails before CuPy is imported
     import cupy
-    return _load(curve, variant, name, group, cupy.cuda.Device().compute_capability)
+    return _load(curve, variant, name, group, cupy.cuda.Device().compute_capability, Path(kernel_dir))
 
 
 @lru_cache(maxsize=None)
-def _load(curve: Curve, variant: str, name: str, group: str | None, arch: str) -> "cupy.RawModule":
-    return load_module(Module(curve, name, variant, group), arch)
+def _load(curve: Curve, variant: str, name: str, group: str | None, arch: str,
+          kernel_dir: Path) -> "cupy.RawModule":
+    return load_module(Module(curve, name, variant, group), arch, kernel_dir)
 
 
-def default_archs() -> list[str]:
-    """PROOFFLOW_CUDA_ARCHS, else the visible device's compute capability."""
-    if settings.cuda_archs():
-        return [normalize_arch(a) for a in settings.cuda_archs()]
+def default_archs(configured) -> list[str]:
+    """``configured`` (PROOFFLOW_CUDA_ARCHS) when any, else the visible device's compute capability."""
+    if configured:
+        return [normalize_arch(a) for a in configured]
     from proofflow.prover import device
     if not cupy_installed():
         raise KernelBuildError("CuPy is not installed (pip install 'proofflow[gpu]')")
@@ -311,39 +311,40 @@ def cupy_installed() -> bool:
     return importlib.util.find_spec("cupy") is not None
 
 
-def build(archs, which: tuple[Module, ...] | None = None,
+def build(archs, which: tuple[Module, ...], directory: Path,
           progress: Callable[[dict], None] | None = None) -> list[dict]:
-    """Each module of ``which`` (default ``modules()``) for every arch into the kernel directory
-    (those already there are kept), several NVRTC compiles at once. One dict per cubin:
-    module, arch, path, bytes, built, seconds."""
+    """Each module of ``which`` (``modules``) for every arch into kernel directory
+    ``directory`` (those already there are kept), several NVRTC compiles at once. One dict
+    per cubin: module, arch, path, bytes, built, seconds."""
     archs = [normalize_arch(a) for a in archs]
     nvrtc_version()  # no CuPy or NVRTC: one message before any work
 
     def one(job):
         module, arch = job
         t0 = time.perf_counter()
-        path, built = cubin(module, arch)
+        path, built = cubin(module, arch, directory)
         result = {"module": module.label, "arch": arch, "path": str(path), "bytes": path.stat().st_size,
                   "built": built, "seconds": round(time.perf_counter() - t0, 2)}
         if progress:
             progress(result)
         return result
 
-    jobs = [(m, a) for a in archs for m in (which or modules())]
+    jobs = [(m, a) for a in archs for m in which]
     with ThreadPoolExecutor(max_workers=max(1, min(len(jobs), os.cpu_count() or 1))) as pool:
         return list(pool.map(one, jobs))  # NVRTC compiles release the GIL
 
 
-def entries() -> list[dict]:
-    """What the kernel directory holds, one dict per cubin: module, arch, nvrtc, bytes, path and
-    status: current (what ``load`` would use with this source and NVRTC), stale (built from
-    another source, options or NVRTC) or damaged (no manifest, or the cubin does not match it)."""
+def entries(directory: Path) -> list[dict]:
+    """What kernel directory ``directory`` holds, one dict per cubin: module, arch, nvrtc,
+    bytes, path and status: current (what ``load`` would use with this source and NVRTC),
+    stale (built from another source, options or NVRTC) or damaged (no manifest, or the
+    cubin does not match it)."""
     try:
         here = nvrtc_version()
     except KernelBuildError:
         here = None  # no NVRTC here: judge by the source and options only
     out = []
-    for path in sorted(directory().glob("*.cubin")):
+    for path in sorted(Path(directory).glob("*.cubin")):
         meta = _read_manifest(path)
         entry = {"file": path.name, "path": str(path), "bytes": path.stat().st_size, "status": "damaged"}
         if meta is not None and _whole(path, meta):

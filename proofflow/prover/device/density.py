@@ -24,7 +24,7 @@ def kept_rows(xp, points):
     infinity, when the rows left out save more device memory than the indices take (7.7%
     of a G1 table at infinity, 4% of a G2 one); else None (the table is kept whole). So a
     table on the device never takes more than its points' bytes, which is what
-    ``proofflow.prover.resources`` and ``pipeline.key_bytes`` count."""
+    ``proofflow.prover.resources`` and ``keys.key_bytes`` count."""
     n, row_bytes = points.shape[0], points.shape[1] * points.itemsize
     finite = points.any(axis=1)  # reduces without an (n, limbs) temporary
     kept = int(xp.count_nonzero(finite))

@@ -15,8 +15,8 @@ import cupy as cp
 import numpy as np
 
 from proofflow.prover.curves.descriptor import Curve
-from proofflow.prover.device import source as kernels
 from proofflow.prover.device import cache, density, pippenger
+from proofflow.prover.device.options import DeviceOptions
 from proofflow.prover.device.pippenger import PIECE
 from proofflow.prover.points import PointTable
 
@@ -29,14 +29,15 @@ def _blocks(n: int) -> int:
 
 class CupyExecutor:
     """Launches the kernels of one module (``msm.cu`` or ``fixed_base.cu``) of ``curve`` on the
-    current device, compiled with the product ``variant`` (default ``curve_variant()``; all
-    give the same values)."""
+    current device, compiled with the product ``variant`` (default ``options.curve_variant``;
+    all give the same values)."""
 
     xp = cp
 
-    def __init__(self, curve: Curve, name: str, group: str, variant: str | None = None):
+    def __init__(self, curve: Curve, name: str, group: str, options: DeviceOptions, variant: str | None = None):
         self.curve = curve
-        self._module = cache.load(curve, variant or kernels.curve_variant(), name, group)
+        self._module = cache.load(curve, variant or options.curve_variant, name, group,
+                                  kernel_dir=options.kernel_dir)
         self._fn: dict = {}
 
     def launch(self, kernel: str, threads: int, *args) -> None:
@@ -51,10 +52,11 @@ class CupyExecutor:
 _EXECUTORS: dict = {}
 
 
-def executor(curve: Curve, group: str) -> CupyExecutor:
-    if (curve.name, group) not in _EXECUTORS:
-        _EXECUTORS[curve.name, group] = CupyExecutor(curve, "msm.cu", group)
-    return _EXECUTORS[curve.name, group]
+def executor(curve: Curve, group: str, options: DeviceOptions) -> CupyExecutor:
+    key = curve.name, group, options.curve_variant, options.kernel_dir
+    if key not in _EXECUTORS:
+        _EXECUTORS[key] = CupyExecutor(curve, "msm.cu", group, options)
+    return _EXECUTORS[key]
 
 
 def _key(table: PointTable) -> tuple:
@@ -68,7 +70,8 @@ def _rows_key(table: PointTable) -> tuple:
     return f"{table.group}-kept-rows", cp.cuda.runtime.getDevice()
 
 
-def device_points(table: PointTable, plan: pippenger.Plan | None = None) -> cp.ndarray:
+def device_points(table: PointTable, options: DeviceOptions,
+                  plan: pippenger.Plan | None = None) -> cp.ndarray:
     """The table's points on the current device, affine Montgomery: (m, 12) uint64 for
     G1, (m, 24) for G2 on BLS12-381, the m rows of ``kept_rows`` (all n unless the table has enough
     points at infinity); for a plan of shifts > 1, its (shifts * m)-row table of copies,
@@ -84,7 +87,7 @@ def device_points(table: PointTable, plan: pippenger.Plan | None = None) -> cp.n
         pts = cp.empty(host.shape, dtype=cp.uint64)
         pts.set(host)
         n = pts.shape[0]
-        executor(table.curve, table.group).launch(f"to_montgomery_{table.group}", n, pts, np.uint64(n))
+        executor(table.curve, table.group, options).launch(f"to_montgomery_{table.group}", n, pts, np.uint64(n))
         rows = density.kept_rows(cp, pts)
         table.device_cache[_rows_key(table)] = rows
         table.device_cache[key] = pts if rows is None else pts[rows]
@@ -93,16 +96,17 @@ def device_points(table: PointTable, plan: pippenger.Plan | None = None) -> cp.n
     if key + (plan,) not in table.device_cache:
         for old in [k for k in table.device_cache if k[:2] == key and len(k) == 3]:
             del table.device_cache[old]
-        copies = pippenger.precompute(executor(table.curve, table.group), table.group, table.device_cache[key], plan)
+        copies = pippenger.precompute(executor(table.curve, table.group, options), table.group,
+                                      table.device_cache[key], plan)
         table.device_cache[key + (plan,)] = copies
         table.device_cache[key] = copies[:copies.shape[0] // plan.shifts]
     return table.device_cache[key + (plan,)]
 
 
-def kept_rows(table: PointTable):
+def kept_rows(table: PointTable, options: DeviceOptions):
     """The rows of the table the device holds (int64 indices on the device), None for all:
     an MSM over it takes its scalars at these rows (``density.gather``)."""
-    device_points(table)
+    device_points(table, options)
     return table.device_cache[_rows_key(table)]
 
 
@@ -129,38 +133,39 @@ class _Spans:
         self.last, self.name = ev, name
 
 
-def msm(table: PointTable, scalars, c: int | None = None, spans: dict | None = None,
-        piece: int = PIECE, plan: pippenger.Plan | None = None, affine_rounds: int = 0,
-        balanced: bool | None = None):
+def msm(table: PointTable, scalars, options: DeviceOptions, c: int | None = None,
+        spans: dict | None = None, piece: int = PIECE, plan: pippenger.Plan | None = None,
+        affine_rounds: int = 0, balanced: bool | None = None):
     """sum scalars[i] * table[i] in the table's group; ``scalars`` an Fr vector on the host
     or the device. Under ``plan`` (its copies built first if need be), else the plain plan
     with digits of ``c`` bits if given, else ``resident_plan``; ``affine_rounds``
     batch-affine rounds before the accumulation, ``balanced`` spans for it
-    (``pippenger.msm``). ``spans``, if given, receives each step's device time in ms (it
-    synchronizes)."""
+    (``pippenger.msm``; default ``options.msm_balanced``). ``spans``, if given, receives each
+    step's device time in ms (it synchronizes)."""
     n = len(table)
     if scalars.shape != (n, 4):
         raise ValueError(f"{n} points but scalars of shape {scalars.shape}")
     if n == 0:
         return table.curve.point_class(table.group).identity()
     plan = plan or (pippenger.Plan(c) if c else resident_plan(table))
-    pts = device_points(table, plan)
-    s = density.gather(cp, cp.ascontiguousarray(cp.asarray(scalars)), kept_rows(table))
+    pts = device_points(table, options, plan)
+    s = density.gather(cp, cp.ascontiguousarray(cp.asarray(scalars)), kept_rows(table, options))
     if s.shape[0] == 0:
         return table.curve.point_class(table.group).identity()
-    return pippenger.msm(executor(table.curve, table.group), table.group, pts, s, plan, piece, _Spans(spans).mark,
-                         affine_rounds, balanced)
+    return pippenger.msm(executor(table.curve, table.group, options), table.group, pts, s, plan, piece,
+                         _Spans(spans).mark, affine_rounds,
+                         balanced=options.msm_balanced if balanced is None else balanced)
 
 
-def msm_g1(table: PointTable, scalars, c: int | None = None, spans: dict | None = None,
-           piece: int = PIECE, plan: pippenger.Plan | None = None):
+def msm_g1(table: PointTable, scalars, options: DeviceOptions, c: int | None = None,
+           spans: dict | None = None, piece: int = PIECE, plan: pippenger.Plan | None = None):
     if table.group != "g1":
         raise ValueError(f"msm_g1 takes a G1 table, got {table.group}")
-    return msm(table, scalars, c, spans, piece, plan)
+    return msm(table, scalars, options, c, spans, piece, plan)
 
 
-def msm_g2(table: PointTable, scalars, c: int | None = None, spans: dict | None = None,
-           piece: int = PIECE, plan: pippenger.Plan | None = None):
+def msm_g2(table: PointTable, scalars, options: DeviceOptions, c: int | None = None,
+           spans: dict | None = None, piece: int = PIECE, plan: pippenger.Plan | None = None):
     if table.group != "g2":
         raise ValueError(f"msm_g2 takes a G2 table, got {table.group}")
-    return msm(table, scalars, c, spans, piece, plan)
+    return msm(table, scalars, options, c, spans, piece, plan)

@@ -44,7 +44,6 @@ from typing import Callable, Protocol
 
 import numpy as np
 
-from proofflow import settings
 from proofflow.prover.curves.descriptor import Curve
 from proofflow.prover.groth16.data_structures import PK_TABLES
 
@@ -185,24 +184,25 @@ def key_plans(curve: Curve, tables: tuple[tuple[str, int], ...], spare: int) -> 
         left -= nbytes
 
 
-def copies_budget(curve: Curve, tables: tuple[tuple[str, int], ...], key_budget: int | None) -> int:
+def copies_budget(curve: Curve, tables: tuple[tuple[str, int], ...], key_budget: int | None,
+                  precompute: int | None) -> int:
     """Bytes the copies of a key's ``tables`` ((group, points) each) may take on a device
     that keeps keys within ``key_budget`` bytes (PROOFFLOW_KEY_BUDGET's; None: unknown):
-    PROOFFLOW_MSM_PRECOMPUTE's bytes (default 0), or under ``auto`` half the budget less
-    the tables themselves, so that a second key as large, copies and all, stays resident
-    beside it (keys of several runs at once, #19); none when the budget is unknown."""
-    fixed = settings.msm_precompute_bytes()
-    if fixed is not None:
-        return fixed
+    ``precompute`` bytes (PROOFFLOW_MSM_PRECOMPUTE), or for None (``auto``) half the budget
+    less the tables themselves, so that a second key as large, copies and all, stays
+    resident beside it (keys of several runs at once, #19); none when the budget is unknown."""
+    if precompute is not None:
+        return precompute
     if key_budget is None:
         return 0
     return max(0, key_budget // 2 - sum(n * curve.xy_bytes(group) for group, n in tables))
 
 
-def proving_key_plans(pk, key_budget: int | None) -> dict[str, Plan]:
+def proving_key_plans(pk, key_budget: int | None, precompute: int | None) -> dict[str, Plan]:
     """``key_plans`` for the tables of a proving key, by name, within ``copies_budget``."""
     tables = tuple((group, len(getattr(pk, name))) for name, group in PK_TABLES.items())
-    return dict(zip(PK_TABLES, key_plans(pk.curve, tables, copies_budget(pk.curve, tables, key_budget))))
+    budget = copies_budget(pk.curve, tables, key_budget, precompute)
+    return dict(zip(PK_TABLES, key_plans(pk.curve, tables, budget)))
 
 
 def copy_bytes(curve: Curve, tables, plans) -> int:
@@ -371,8 +371,8 @@ def precompute(ex: Executor, group: str, points, plan: Plan, chunk: int = SHIFT_
 
 
 def msm(ex: Executor, group: str, points, scalars, plan: Plan | None = None, piece: int = PIECE,
-        mark: Callable[[str | None], None] = lambda name: None, affine_rounds: int = 0,
-        balanced: bool | None = None):
+        mark: Callable[[str | None], None] = lambda name: None, affine_rounds: int = 0, *,
+        balanced: bool):
     """sum scalars[i] * P_i: ``points`` the table on the executor under ``plan`` (default
     ``plain(n)``): the n affine Montgomery points P_i, ``affine_limbs(ex.curve, group)`` u64 limbs
     each, or ``precompute``'s copies of them; ``scalars`` an (n, 4) Fr vector.
@@ -380,12 +380,10 @@ def msm(ex: Executor, group: str, points, scalars, plan: Plan | None = None, pie
     halve the buckets before the XYZZ accumulation sums what is left; 0, the default, runs
     none. ``balanced``: the accumulation in spans of ``piece`` entries that cross buckets, the
     same length for every thread (``msm_accumulate_spans``), instead of each bucket cut into
-    pieces of near-equal length; None: as PROOFFLOW_MSM_BALANCED says (default on, as
-    measured). ``mark(step)`` is called as each step starts (``None`` at the end), for
-    timing."""
+    pieces of near-equal length (PROOFFLOW_MSM_BALANCED). ``mark(step)`` is called as each
+    step starts (``None`` at the end), for timing."""
     xp, n = ex.xp, scalars.shape[0]
     plan = plan or plain(n)
-    balanced = settings.msm_balanced() if balanced is None else balanced
     if points.shape[0] != plan.shifts * n or plan.shifts * n > ENTRY_POINTS:
         raise ValueError(f"a table of {points.shape[0]} rows for {n} scalars and {plan}")
     c, nsets, nb = plan.c, plan.groups, 1 << (plan.c - 1)

@@ -18,9 +18,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from proofflow import settings
 from proofflow.prover.curves.descriptor import Curve, PrimeField
-
 _DIR = Path(__file__).resolve().parent
 # The product a module is compiled with: 32-bit words with PTX carry chains (mul32), the Fr
 # products as 64-bit CIOS (mul64), every Fr and Fq product and square with each 32 x 32
@@ -34,11 +32,6 @@ _DEFINES = {"mul32": (), "mul64": ("-DFR_MUL64",), "wide": ("-DPF_MUL_WIDE",),
             "call": ("-DPF_MUL_WIDE", "-DPF_FIELD_CALL")}
 GROUPS = ("g1", "g2")  # msm.cu, fixed_base.cu and bitsum.cu build one group's kernels a module
 CURVE_VARIANT = "call"  # msm.cu's, fixed_base.cu's and bitsum.cu's variant unless PROOFFLOW_CURVE_VARIANT says
-
-
-def curve_variant() -> str:
-    """The variant the curve modules are loaded with: PROOFFLOW_CURVE_VARIANT, else CURVE_VARIANT."""
-    return settings.curve_variant(CURVE_VARIANTS) or CURVE_VARIANT
 
 
 _INCLUDE = re.compile(r'^#include "([\w.]+)"[^\n]*$', re.MULTILINE)

@@ -76,13 +76,13 @@ def point_sum(ex: Executor, group: str, points, idx, msm_ex: Executor | None = N
 
 
 def msm(ex: Executor, msm_ex: Executor, group: str, points, scalars, dense_share: float = DENSE_SHARE,
-        plan: pippenger.Plan | None = None, ones_rounds: int | None = None):
+        plan: pippenger.Plan | None = None, ones_rounds: int | None = None, *, balanced: bool):
     """sum scalars[i] * P_i: ``points`` the table on the executors under ``plan`` (default
     the plain one): an (n, ``pippenger.affine_limbs(ex.curve, group)``) u64 array of the n affine
     Montgomery points P_i, or ``pippenger.precompute``'s copies (the points first);
     ``scalars`` an (n, 4) Fr vector, split by value unless more than ``dense_share`` of
     them are neither 0 nor 1; the ones' points summed after ``ones_rounds`` batch-affine
-    rounds (default ``ONES_AFFINE_ROUNDS``)."""
+    rounds (default ``ONES_AFFINE_ROUNDS``); ``balanced`` as ``pippenger.msm`` takes it."""
     xp, n = ex.xp, scalars.shape[0]
     plan = plan or pippenger.plain(n)
     if points.shape != (plan.shifts * n, pippenger.affine_limbs(ex.curve, group)):
@@ -91,11 +91,11 @@ def msm(ex: Executor, msm_ex: Executor, group: str, points, scalars, dense_share
         return ex.curve.point_class(group).identity()
     cls = classify(ex, scalars)
     if int(xp.count_nonzero(cls == OTHER)) > dense_share * n:
-        return pippenger.msm(msm_ex, group, points, scalars, plan)
+        return pippenger.msm(msm_ex, group, points, scalars, plan, balanced=balanced)
     plain = points[:n]
     rounds = ONES_AFFINE_ROUNDS if ones_rounds is None else ones_rounds
     total = point_sum(ex, group, plain, xp.flatnonzero(cls == ONE).astype(xp.uint32), msm_ex, rounds)
     other = xp.flatnonzero(cls == OTHER)
     if other.shape[0]:
-        total = total + pippenger.msm(msm_ex, group, plain[other], scalars[other])
+        total = total + pippenger.msm(msm_ex, group, plain[other], scalars[other], balanced=balanced)
     return total

@@ -52,7 +52,7 @@ def _cpu_multiples(curve: Curve, group: str, count: int, scalars: Scalars, put: 
     a job of ``_CHUNK`` at a time: in a pool of worker processes (a bounded number of jobs in
     flight) unless the table is small or there is one worker."""
     width, fr = curve.xy_bytes(group), Fr.of(curve)
-    workers = workers or settings.setup_workers()
+    workers = workers or settings.current().setup_workers
     spans = [(lo, min(count, lo + _CHUNK)) for lo in range(0, count, _CHUNK)]
 
     def job(lo: int, hi: int) -> tuple[str, str, bytes]:

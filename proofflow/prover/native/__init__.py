@@ -29,11 +29,11 @@ class NativeBuildError(RuntimeError):
 
 
 def cache_dir() -> Path:
-    return settings.cache_root() / "native"
+    return settings.current().cache_root / "native"
 
 
 def _compiler() -> str:
-    for cand in (settings.c_compiler(), "cc", "gcc", "clang"):
+    for cand in (settings.current().c_compiler, "cc", "gcc", "clang"):
         if cand and shutil.which(cand):
             return cand
     raise NativeBuildError("no C compiler found (set CC, or install gcc): the CPU field kernels need one")

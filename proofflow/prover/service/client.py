@@ -39,15 +39,16 @@ class ServiceUnavailable(ServiceError):
 
 
 def socket_path(backend: str, device: int) -> Path:
-    visible = settings.cuda_visible_devices()
+    current = settings.current()
+    visible = current.cuda_visible_devices
     visible = "all" if visible is None else (visible.replace(",", "_").replace("/", "_") or "none")
-    return settings.runtime_dir() / f"{backend}-{visible}-{device}.sock"
+    return current.runtime_dir / f"{backend}-{visible}-{device}.sock"
 
 
 class ServiceClient:
     def __init__(self, backend: str = "cpu", device: int = 0, idle_s: float | None = None):
         self.backend, self.device = backend, int(device)
-        self.idle_s = idle_s if idle_s is not None else settings.service_idle_s()
+        self.idle_s = idle_s if idle_s is not None else settings.current().service_idle_s
         self.path = socket_path(backend, device)
 
     def _request(self, req: dict, timeout: float) -> dict:
@@ -102,7 +103,7 @@ class ServiceClient:
                  "--device", str(self.device), "--idle-timeout", str(self.idle_s)],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True)
             log.close()
-            start_timeout = settings.service_start_timeout_s()
+            start_timeout = settings.current().service_start_timeout_s
             deadline = t0 + start_timeout
             while time.time() < deadline:
                 if proc.poll() is not None:
@@ -124,10 +125,12 @@ class ServiceClient:
 
     def stage(self, job: StageJob, timeout: float | None = None) -> dict:
         """Have the service map (and page-lock) a partition's segment ahead of its proof."""
-        return self._request({"op": "stage", "job": job.to_wire()}, timeout or settings.service_job_timeout_s())
+        return self._request({"op": "stage", "job": job.to_wire()},
+                             timeout or settings.current().service_job_timeout_s)
 
     def prove(self, job: ProveJob, timeout: float | None = None) -> ProveReply:
-        reply = self._request({"op": "prove", "job": job.to_wire()}, timeout or settings.service_job_timeout_s())
+        reply = self._request({"op": "prove", "job": job.to_wire()},
+                              timeout or settings.current().service_job_timeout_s)
         try:
             return ProveReply.from_wire(reply)
         except ProtocolError as exc:
@@ -149,7 +152,7 @@ def least_busy(backend: str, devices: list[int], prefer: int = 0) -> int:
 
 def stop_all(root: Path | None = None) -> int:
     """Stop every service with a socket under ``root`` (default: this home's runtime dir)."""
-    root = Path(root) if root else settings.runtime_dir()
+    root = Path(root) if root else settings.current().runtime_dir
     stopped = 0
     for sock in sorted(root.glob("*.sock")) if root.exists() else []:
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

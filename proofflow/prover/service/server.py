@@ -1,8 +1,8 @@
 """The prover service: one process per device, serving prove jobs over a Unix socket.
 
 A partition's a/b/c and witness reach the service in a shared-memory segment that synthesis
-wrote (``shared_staging``): the service maps it and page-locks it in place once per segment
-(``pipeline.MappedSegments``; the stage task asks for that ahead of the proof with a
+wrote (``staging.shared``): the service maps it and page-locks it in place once per segment
+(``MappedSegments``; the stage task asks for that ahead of the proof with a
 ``stage`` request), so nothing copies them on the host before the upload.
 
 Threads:
@@ -52,10 +52,14 @@ from pathlib import Path
 from proofflow import settings
 from proofflow.spec import MemoryKind
 from proofflow.prover import device, faults, pipeline
+from proofflow.prover.keys import Key, KeyCache
+from proofflow.prover.staging.mapped import MappedSegments
+from proofflow.prover.staging.staged import Staged
+from proofflow.prover.backend.by_name import device_options
 from proofflow.prover.errors import CallerGone, InputError, ProofCheckFailed, ProtocolError, error_reply
 from proofflow.prover.service import protocol
 from proofflow.prover.service.protocol import ProveJob, ProveReply, StageJob, TransferRecord
-from proofflow.prover.shared_staging import SharedStaging
+from proofflow.prover.staging.shared import SharedStaging
 from proofflow.prover.timing import PhaseTimer, Span
 from proofflow.phases import Phase
 
@@ -86,8 +90,8 @@ def _rss_bytes() -> int:
 @dataclass
 class _Job:
     spec: ProveJob
-    key: pipeline.Key
-    staged: pipeline.Staged
+    key: Key
+    staged: Staged
     timer: PhaseTimer
     ready_at: float = 0.0
     done: threading.Event = field(default_factory=threading.Event)
@@ -100,9 +104,11 @@ class _Job:
 
 
 class ProverService:
-    def __init__(self, socket_path: str | Path, backend: str = "cpu", device: int = 0, idle_s: float = 600.0,
-                 key_budget: int | None = None):
-        self.socket_path = Path(socket_path)
+    def __init__(self, socket_path: str | Path, config: settings.Settings, backend: str = "cpu", device: int = 0,
+                 idle_s: float = 600.0, key_budget: int | None = None):
+        """A service of ``backend`` on ``device``, configured by ``config`` (its process's
+        settings)."""
+        self.socket_path, self.config = Path(socket_path), config
         self.backend_name, self.device, self.idle_s = backend, int(device), float(idle_s)
         self.started_at = time.time()
         self.jobs_done = self.jobs_failed = self.jobs_cancelled = 0
@@ -112,7 +118,7 @@ class ProverService:
         self._uploads: queue.Queue = queue.Queue()  # prefetched jobs, for the upload thread
         self._ahead = threading.Semaphore(2)  # the proof on the device and one uploaded behind it
         # the budget: from PROOFFLOW_KEY_BUDGET at start when None; a GPU's keys get MSM copies
-        self.keys = pipeline.KeyCache(key_budget, copies=backend == "gpu")
+        self.keys = KeyCache(key_budget, device_options(config) if backend == "gpu" else None)
         self._state = threading.Lock()
         self._active = 0
         self._jobs_in_hand = 0  # prove jobs between their request and their reply
@@ -141,13 +147,13 @@ class ProverService:
         """Backend, segment mappings and kernels ready before the socket accepts anything."""
         from proofflow.prover.backend.by_name import get_backend
         self._use_device()
-        self.backend = get_backend(self.backend_name)
+        self.backend = get_backend(self.backend_name, device_options(self.config))
         self.backend.warm_up()
         if self.keys.budget is None:
-            self.keys.budget = settings.key_budget_bytes(self._memory_bytes())
+            self.keys.budget = self.config.key_budget.of(self._memory_bytes())
         log.info("proving keys stay resident within %d bytes (PROOFFLOW_KEY_BUDGET)", self.keys.budget)
-        self.staging = SharedStaging.from_settings()
-        self.segments = {kind: pipeline.MappedSegments(self.staging, pin=MemoryKind.effective(kind, self.backend_name)
+        self.staging = SharedStaging.from_settings(self.config)
+        self.segments = {kind: MappedSegments(self.staging, pin=MemoryKind.effective(kind, self.backend_name)
                                                        is MemoryKind.PINNED)
                          for kind in (MemoryKind.PINNED, MemoryKind.PAGEABLE)}
         threading.Thread(target=self._upload_loop, name="proofflow-upload", daemon=True).start()
@@ -433,7 +439,7 @@ def main(argv=None) -> int:
     # kernel launch released it) it should not wait out the 5 ms default switch interval
     # behind a connection thread's prefetch.
     sys.setswitchinterval(0.0005)
-    svc = ProverService(args.socket, args.backend, args.device, args.idle_timeout)
+    svc = ProverService(args.socket, settings.current(), args.backend, args.device, args.idle_timeout)
     signal.signal(signal.SIGTERM, lambda *_: svc._stop.set())
     try:
         svc.serve_forever()

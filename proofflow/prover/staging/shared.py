@@ -3,7 +3,7 @@ memory that the device's prover service maps and page-locks (``cudaHostRegister`
 uploads from. No file holds a/b/c and nothing copies them on the host between synthesis
 and the H2D: the synthesize task, the stage task and the service all see one segment.
 
-Layout of the root (a tmpfs directory, ``settings.shared_staging_dir()``)::
+Layout of the root (a tmpfs directory, PROOFFLOW_SHARED_STAGING)::
 
     <id>.seg        a leased segment: a/b/c as one (3, n, 4) Fr block, then the witness
     <id>.json       its lease: owner, sizes, state (writing | ready), writer pid and host
@@ -12,7 +12,7 @@ Layout of the root (a tmpfs directory, ``settings.shared_staging_dir()``)::
     .lock           held (flock) while leases change
 
 Segments are leased under a byte budget (in use and idle together, like the in-process
-``staging.StagingPool``): a lease that does not fit evicts idle segments, then waits for
+``pool.StagingPool``): a lease that does not fit evicts idle segments, then waits for
 holders to release, and gives up with ``StagingTimeout``. Space is reserved when a segment
 is created (``posix_fallocate``), so a full /dev/shm is an error at lease time, never a
 SIGBUS mid-write. An owner (``dag/run/partition``) holds one lease at a time: leasing again
@@ -42,28 +42,17 @@ from typing import TYPE_CHECKING
 
 from proofflow import settings
 from proofflow.prover.errors import StagingTimeout
+from proofflow.prover.staging.segment import segment_bytes, segment_views
 
 if TYPE_CHECKING:
     import numpy as np
 
-FR_BYTES = 32
 _ID = re.compile(r"[0-9a-f]{16}")  # lease ids name files: nothing else may reach a path
 _ALIGN = 1 << 21  # 2 MiB: sizes round up so near-equal partitions share idle segments
 
 
 class SegmentError(ValueError):
     """A segment that is missing, of the wrong size or owner, or not fully written."""
-
-
-def segment_bytes(n: int, num_variables: int) -> int:
-    return (3 * n + num_variables) * FR_BYTES
-
-
-def segment_views(words: np.ndarray, n: int, num_variables: int) -> tuple[tuple, np.ndarray]:
-    """(a, b, c) and the witness over ``words`` (uint64, covering ``segment_bytes`` or more)
-    in a segment's layout: a/b/c as one (3, n, 4) Fr block, then the witness."""
-    block = words[:3 * n * 4].reshape(3, n, 4)
-    return (block[0], block[1], block[2]), words[3 * n * 4:(3 * n + num_variables) * 4].reshape(num_variables, 4)
 
 
 def _capacity(nbytes: int) -> int:
@@ -160,10 +149,11 @@ class SharedStaging:
         self.host = socket.gethostname()
 
     @classmethod
-    def from_settings(cls) -> "SharedStaging":
-        """This home's shared staging, under PROOFFLOW_STAGING_BUDGET."""
-        return cls(settings.shared_staging_dir(), settings.staging_budget(), settings.staging_lease_ttl_s(),
-                   settings.staging_idle_ttl_s())
+    def from_settings(cls, s: settings.Settings | None = None) -> "SharedStaging":
+        """The shared staging settings ``s`` (default: this process's) describe: this home's,
+        under PROOFFLOW_STAGING_BUDGET."""
+        s = s or settings.current()
+        return cls(s.shared_staging_dir, s.staging_budget, s.staging_lease_ttl_s, s.staging_idle_ttl_s)
 
     # ---- bookkeeping (under the lock) ---------------------------------------------------
     @contextmanager

@@ -26,7 +26,7 @@ import time
 
 import numpy as np
 
-from proofflow.prover.shared_staging import SegmentError, SharedStaging, segment_bytes
+from proofflow.prover.staging.shared import SegmentError, SharedStaging, segment_bytes
 from proofflow.prover.errors import ErrorType, StagingTimeout, error_reply
 
 log = logging.getLogger("proofflow.staging")
@@ -167,14 +167,14 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="proofflow-staging-receiver",
                                 description="Receive partitions synthesized on other hosts into this host's shared "
                                             "staging (run on each GPU host of a multi-host deployment).")
-    p.add_argument("--listen", default=settings.staging_listen(),
+    config = settings.current()
+    p.add_argument("--listen", default=config.staging_listen,
                    help="HOST:PORT to listen on (default %(default)s, PROOFFLOW_STAGING_LISTEN)")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    staging = SharedStaging(settings.shared_staging_dir(), settings.staging_budget(), settings.staging_lease_ttl_s(),
-                            settings.staging_idle_ttl_s())
+    staging = SharedStaging.from_settings(config)
     try:
-        server = Receiver(parse_endpoint(args.listen), staging, settings.staging_token())
+        server = Receiver(parse_endpoint(args.listen), staging, config.staging_token)
     except (ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

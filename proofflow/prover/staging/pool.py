@@ -19,8 +19,11 @@ from collections import defaultdict
 
 import numpy as np
 
+from proofflow import settings
+from proofflow.phases import Phase
 from proofflow.prover import device
-from proofflow.prover.errors import StagingTimeout
+from proofflow.prover.errors import InputError, StagingTimeout
+from proofflow.prover import timing
 
 _ALIGN = 1 << 16  # sizes round up to 64 KiB, so near-equal requests share buffers
 
@@ -156,3 +159,27 @@ class StagingPool:
         with self._cond:
             return {"budget": self.budget, "in_use": self._in_use, "high_water": self._high_water,
                     "allocated": self._allocated, "buffers": self._buffers, "pinned": self.pinned}
+
+
+# one pool of each kind a process, so the budget bounds everything the process holds
+_pools: dict[bool, StagingPool] = {}
+_pools_lock = threading.Lock()
+
+
+def staging_pool(pinned: bool) -> StagingPool:
+    """This process's staging pool of the kind (page-locked or not), under the budget of
+    PROOFFLOW_STAGING_BUDGET: one per process, so the budget bounds everything it holds."""
+    with _pools_lock:
+        if pinned not in _pools:
+            _pools[pinned] = StagingPool(settings.current().staging_budget, pinned=pinned)
+        return _pools[pinned]
+
+
+def acquire(pool: StagingPool, nbytes: int, timer=None, timeout: float | None = None) -> Buffer:
+    """A buffer of the pool, the wait timed as ``staging_wait``; one that can never fit is an
+    InputError."""
+    with timing.ensure(timer).phase(Phase.STAGING_WAIT):
+        try:
+            return pool.acquire(nbytes, timeout=settings.current().staging_timeout_s if timeout is None else timeout)
+        except ValueError as exc:  # can never fit: no retry would help
+            raise InputError(f"{exc} (PROOFFLOW_STAGING_BUDGET)") from None
