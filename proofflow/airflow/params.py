@@ -3,14 +3,8 @@ UI's trigger form), from the domains in ``proofflow.spec``; the ``validate`` tas
 same domains again with ``spec.validate_params``."""
 from __future__ import annotations
 
-from proofflow.spec import (BACKENDS, CIRCUIT_NAME, CIRCUITS, DEFAULTS, MAX_LOG2, MAX_PARTITIONS, MAX_SEED,
+from proofflow.spec import (BACKENDS, CIRCUIT_NAME, CIRCUITS, CURVES, DEFAULTS, MAX_LOG2, MAX_PARTITIONS, MAX_SEED,
                             MIN_LOG2, MIN_PARTITIONS, STAGING, registered_circuits)
-
-
-# The engine's registered curves (proofflow.prover.curves.registry, which parsing a DAG file
-# must not import) until spec names them with its RunConfig: then spec.CURVES and its default.
-# test_dag_proof_run checks them against the registry.
-CURVES, DEFAULT_CURVE = ("bls12_381",), "bls12_381"
 
 
 def _range(lo: int, hi: int | None = None) -> dict:
@@ -63,5 +57,4 @@ SCHEMA = {
 def dag_params() -> dict:
     """The Params of proof_run, one per parameter, with its default."""
     from airflow.sdk import Param
-    defaults = {"curve": DEFAULT_CURVE, **DEFAULTS}
-    return {name: Param(defaults[name], **s) for name, s in schema().items()}
+    return {name: Param(DEFAULTS[name], **s) for name, s in schema().items()}

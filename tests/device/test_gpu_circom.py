@@ -79,7 +79,7 @@ def test_a_registered_circuit_through_the_prover_service_on_the_gpu(chain, tmp_p
     try:
         client.ensure_running()
         assert client.stage(StageJob(out["segment"], MemoryKind.PINNED))["pinned"]
-        reply = client.prove(ProveJob(str(registry.key_dir("chain")), "chain", info["log2"], out["segment"], out["n"],
+        reply = client.prove(ProveJob(str(registry.key_dir("chain")), "chain", info["log2"], info["curve"], out["segment"], out["n"],
                                       MemoryKind.PINNED))
     finally:
         client.stop()

@@ -166,7 +166,7 @@ def test_the_service_proves_with_overlapped_msms(tmp_path, monkeypatch):
             holder = f"t/r/p{i:04d}"
             out = pipeline.synthesize_shared(circuit, 5, i, staging, holder)
             client.stage(StageJob(out["segment"], MemoryKind.PINNED, holder))
-            reply = client.prove(ProveJob(str(key_dir), "mimc", log2, out["segment"], out["n"], MemoryKind.PINNED,
+            reply = client.prove(ProveJob(str(key_dir), "mimc", log2, "bls12_381", out["segment"], out["n"], MemoryKind.PINNED,
                                           holder))
             public = [int(x, 16) for x in out["public_inputs"]]
             assert verifier.verify(pk.vk, public, Proof.from_bytes(pk.curve, reply.proof))

@@ -35,7 +35,7 @@ def job(key_dir: Path, segment: str, n: int, log2: int = LOG2, partition: int | 
     """A ProveJob for ``segment`` (its holder checked when ``partition`` is given)."""
     from proofflow.prover.service.protocol import ProveJob
     from proofflow.spec import MemoryKind
-    return ProveJob(str(key_dir), "mimc", log2, segment, n, MemoryKind.PINNED,
+    return ProveJob(str(key_dir), "mimc", log2, "bls12_381", segment, n, MemoryKind.PINNED,
                     holder(partition) if partition is not None else None, **extra)
 
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from proofflow import spec
-from proofflow.prover import bundle, native, pipeline
+from proofflow.prover import bundle, keys, native
 from proofflow.prover.backend.by_name import get_backend
 from proofflow.prover.circuits.by_name import get_circuit
 from proofflow.prover.curves import registry
@@ -21,9 +21,27 @@ R, Q = CURVE.fr.modulus, CURVE.fq.modulus
 
 
 def test_the_registry_names_what_spec_offers():
-    if not hasattr(spec, "CURVES"):
-        pytest.skip("spec.CURVES is not there yet: the run's typed config (spec.RunConfig) brings it")
-    assert tuple(spec.CURVES) == registry.NAMES
+    assert tuple(spec.CURVES) == registry.NAMES and spec.DEFAULTS["curve"] == registry.DEFAULT
+    assert spec.RunConfig("mimc", 8, 1, "cpu", spec.MemoryKind.PAGEABLE).curve == registry.DEFAULT
+
+
+def test_a_run_names_a_registered_curve():
+    config = spec.validate_params({"log2": 8, "partitions": 1, "backend": "cpu"}, gpu_available=lambda: False)
+    assert config.curve == registry.DEFAULT and spec.RunConfig.from_dict(config.to_dict()) == config
+    with pytest.raises(spec.InvalidParams, match="curve must be one of bls12_381, got 'bn254'"):
+        spec.validate_params({"curve": "bn254"}, gpu_available=lambda: False)
+    for bad in ("bn254", 7):
+        with pytest.raises(spec.InvalidParams, match="curve"):
+            spec.RunConfig.from_dict({**config.to_dict(), "curve": bad})
+
+
+def test_a_prove_job_names_its_curve():
+    from proofflow.prover.service.protocol import ProveJob
+    job = ProveJob("/k", "mimc", 8, "bls12_381", "seg", 256, spec.MemoryKind.PINNED)
+    assert ProveJob.from_wire(job.to_wire()) == job
+    for bad in ({"curve": "bn254"}, {"curve": None}):
+        with pytest.raises(InputError, match="curve"):
+            ProveJob.from_wire({**job.to_wire(), **bad})
 
 
 def test_bls12_381_is_the_fields_the_engine_had():
@@ -179,10 +197,10 @@ def twin_curve(monkeypatch):
 def test_a_run_of_another_curve_refuses_the_key(key8, twin_curve):
     d, circuit = key8
     with pytest.raises(InputError, match="over bls12_381, the run asks for bls12_381_twin"):
-        pipeline.ensure_key(d, "mimc", 8, 3, backend="cpu", curve=twin_curve.name)
+        keys.ensure_key(d, "mimc", 8, 3, backend="cpu", curve=twin_curve.name)
     with pytest.raises(InputError, match="over bls12_381, the run asks for bls12_381_twin"):
-        pipeline.KeyCache().get(d, "mimc", 8, curve=twin_curve.name)
-    assert pipeline.KeyCache().get(d, "mimc", 8, curve="bls12_381").pk.curve is CURVE
+        keys.KeyCache().get(d, "mimc", 8, curve=twin_curve.name)
+    assert keys.KeyCache().get(d, "mimc", 8, curve="bls12_381").pk.curve is CURVE
 
 
 def test_each_curve_keeps_its_keys_and_caches_apart(twin_curve):
