@@ -17,22 +17,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _env import environment, repeat, write  # noqa: E402
 
-from proofflow.prover import curve  # noqa: E402
+from proofflow.prover import points  # noqa: E402
 from proofflow.prover.backend.cpu import CpuBackend  # noqa: E402
 from proofflow.prover.circuits.by_name import get_circuit  # noqa: E402
-from proofflow.prover.field import fr  # noqa: E402
+from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE  # noqa: E402
+from proofflow.prover.field.fr import Fr  # noqa: E402
 from proofflow.prover.groth16 import r1cs_to_qap  # noqa: E402
 from proofflow.prover.polynomial.domain import Radix2Domain  # noqa: E402
 
+fr = Fr.of(CURVE)
 
-def distinct_points(group: str, n: int) -> curve.PointTable:
+
+def distinct_points(group: str, n: int) -> points.PointTable:
     """G, 2G, 3G, ... by one addition each: n distinct points without n scalar multiplications."""
-    g = curve.point_class(group)()
+    g = CURVE.point_class(group)()
     pts, acc = [], g
     for _ in range(n):
         pts.append(acc)
         acc = acc + g
-    return curve.PointTable.from_points(group, pts)
+    return points.PointTable.from_points(CURVE, group, pts)
 
 
 def main() -> int:
@@ -56,7 +59,7 @@ def main() -> int:
               flush=True)
 
     for k in ntt_sizes:
-        d = Radix2Domain(k)
+        d = Radix2Domain(k, CURVE)
         x = fr.random(d.size, rng)
         d.twiddles()
         record("ntt_ms", k, repeat(lambda: d.ntt(x), args.repeats))
@@ -81,7 +84,7 @@ def main() -> int:
         scalars = fr.random(1 << k, rng)
         for group, kind in (("g1", "msm_g1_ms"), ("g2", "msm_g2_ms")):
             table = distinct_points(group, 1 << k)
-            record(kind, k, repeat(lambda: curve.msm(table, scalars), args.repeats if k < 18 else 1))
+            record(kind, k, repeat(lambda: points.msm(table, scalars), args.repeats if k < 18 else 1))
 
     write(args.out, res)
     print(f"wrote {args.out}")

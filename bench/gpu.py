@@ -34,14 +34,17 @@ import numpy as np
 
 import proofflow
 from proofflow import settings
-from proofflow.prover import curve
+from proofflow.prover import points
 from proofflow.prover.backend.by_name import device_options
 from proofflow.prover.backend.cpu import CpuBackend
+from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
 from proofflow.prover.device import cache, source as kernels
 from proofflow.prover.device.backend import GpuBackend, h2d
-from proofflow.prover.field import fr
+from proofflow.prover.field.fr import Fr
 from proofflow.prover.polynomial.domain import Radix2Domain
 from proofflow.prover.staging.pool import StagingPool
+
+fr = Fr.of(CURVE)
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "gpu-h200.json"
 
@@ -122,7 +125,7 @@ def fr_sum(gpu: GpuBackend, x: cp.ndarray) -> int:
         if x.shape[0] % 2:
             x = cp.concatenate([x, cp.zeros((1, 4), dtype=cp.uint64)])
         half = x.shape[0] // 2
-        x = gpu.add_device(x[:half], x[half:])
+        x = gpu.add_device(CURVE, x[:half], x[half:])
     return fr.to_ints(cp.asnumpy(x))[0]
 
 
@@ -133,12 +136,13 @@ def check_ntt_large(gpu: GpuBackend, d: Radix2Domain, rng) -> None:
     a, b = random_device(d.size, rng), random_device(d.size, rng)
     fa = gpu.ntt_device(d, a)
     ok = bool(cp.array_equal(gpu.ntt_device(d, fa, inverse=True), a))
-    ok &= bool(cp.array_equal(gpu.ntt_device(d, gpu.add_device(a, b)), gpu.add_device(fa, gpu.ntt_device(d, b))))
+    ok &= bool(cp.array_equal(gpu.ntt_device(d, gpu.add_device(CURVE, a, b)),
+                              gpu.add_device(CURVE, fa, gpu.ntt_device(d, b))))
     del fa, b
     for k in (1, int(rng.integers(2, d.size))):
         delta = cp.zeros((d.size, 4), dtype=cp.uint64)
         delta[k] = cp.asarray(fr.from_ints([1]))[0]
-        monomial = powers(pow(d.omega, k, fr.MODULUS), d.size, gpu.options.kernel_dir)
+        monomial = powers(CURVE, pow(d.omega, k, fr.MODULUS), d.size, gpu.options.kernel_dir)
         ok &= bool(cp.array_equal(gpu.ntt_device(d, delta), monomial))
     if not ok:
         sys.exit(f"GPU NTT fails its round-trip/linearity/monomial checks at 2^{d.log_n}: not timing a wrong kernel")
@@ -150,7 +154,7 @@ def check_h_large(gpu: GpuBackend, d: Radix2Domain, rng) -> None:
     from proofflow.prover.device.backend import powers
     n, p = d.size, fr.MODULUS
     k, m = int(rng.integers(n // 2, n)), int(rng.integers(n // 2, n))
-    a, b, c = (powers(pow(d.omega, e, p), n, gpu.options.kernel_dir) for e in (k, m, k + m - n))
+    a, b, c = (powers(CURVE, pow(d.omega, e, p), n, gpu.options.kernel_dir) for e in (k, m, k + m - n))
     want = cp.zeros((n, 4), dtype=cp.uint64)
     want[k + m - n] = cp.asarray(fr.from_ints([1]))[0]
     if not cp.array_equal(gpu.compute_h_device(d, a, b, c), want):
@@ -158,7 +162,7 @@ def check_h_large(gpu: GpuBackend, d: Radix2Domain, rng) -> None:
 
 
 def check_against_cpu(gpu: GpuBackend, rng) -> dict:
-    d, cpu = Radix2Domain(20), CpuBackend()
+    d, cpu = Radix2Domain(20, CURVE), CpuBackend()
     a, b, c = (fr.random(d.size, rng) for _ in range(3))
     ok_ntt = np.array_equal(gpu.ntt(d, a), cpu.ntt(d, a))
     ok_h = np.array_equal(gpu.compute_h(d, a, b, c), cpu.compute_h(d, a, b, c))
@@ -173,7 +177,7 @@ def bench_fr_mul(args, rng) -> dict:
     out = {}
     for variant in kernels.PRODUCT_VARIANTS:
         gpu, x = GpuBackend(args.options, variant), random_device(n, rng)
-        t = gpu_times(lambda: gpu.square_chain_device(x, iters), args.repeats)
+        t = gpu_times(lambda: gpu.square_chain_device(CURVE, x, iters), args.repeats)
         out[variant] = float(f"{n * iters / (min(t) / 1e3):.3g}")
     return {"fr_mul_per_s": out}
 
@@ -200,7 +204,7 @@ def bench_fq_mul(args, rng) -> dict:
     grid, nn = (max(1, min(-(-n // 128), 132 * 64)),), np.uint64(n)
     out = {}
     for variant in kernels.PRODUCT_VARIANTS:
-        mod = cache.load(variant, "field.cu", kernel_dir=args.options.kernel_dir)
+        mod = cache.load(CURVE, variant, "field.cu", kernel_dir=args.options.kernel_dir)
         mul, sqr = mod.get_function("fq_mul_chain"), mod.get_function("fq_sqr_chain")
         x = x0.copy()
         mul(grid, (128,), (x, y, nn, np.int32(3)))
@@ -223,7 +227,7 @@ def bench_ntt(args, rng) -> dict:
     gpu = GpuBackend(args.options, args.variant)
 
     def run(log_n):
-        d = Radix2Domain(log_n)
+        d = Radix2Domain(log_n, CURVE)
         if log_n > args.cpu_checked_log:
             check_ntt_large(gpu, d, rng)
         x = random_device(d.size, rng)
@@ -237,7 +241,7 @@ def bench_ntt(args, rng) -> dict:
     # the other product routine at 2^24, to show what the PTX chains buy
     other = "mul64" if args.variant == "mul32" else "mul32"
     log_n = min(max(args.ntt_sizes), 24)
-    d, x, g2 = Radix2Domain(log_n), random_device(1 << log_n, rng), GpuBackend(args.options, other)
+    d, x, g2 = Radix2Domain(log_n, CURVE), random_device(1 << log_n, rng), GpuBackend(args.options, other)
     out["ntt_ms_" + other] = {str(log_n): summary(gpu_times(lambda: g2.ntt_device(d, x), args.repeats))["median"]}
     return out
 
@@ -246,7 +250,7 @@ def bench_h(args, rng) -> dict:
     gpu = GpuBackend(args.options, args.variant)
 
     def run(log_n):
-        d = Radix2Domain(log_n)
+        d = Radix2Domain(log_n, CURVE)
         if log_n > args.cpu_checked_log:
             check_h_large(gpu, d, rng)
         a, b, c = (random_device(d.size, rng) for _ in range(3))
@@ -293,19 +297,19 @@ def bench_h2d(args, rng) -> dict:
     return out
 
 
-def multiples_table(group: str, distinct: int = 1 << 16) -> curve.PointTable:
+def multiples_table(group: str, distinct: int = 1 << 16) -> points.PointTable:
     """k * G for k = 1 .. distinct: one addition each (making 2^24 distinct points on the
     CPU would take minutes; bucket work does not depend on repeats)."""
-    g = curve.point_class(group)()
+    g = CURVE.point_class(group)()
     pts, acc = [], g
     for _ in range(distinct):
         pts.append(acc)
         acc = acc + g
-    return curve.PointTable.from_points(group, pts)
+    return points.PointTable.from_points(CURVE, group, pts)
 
 
-def tiled(base: curve.PointTable, n: int) -> curve.PointTable:
-    return curve.PointTable(base.group, np.tile(base.xy, (max(1, n // len(base)), 1))[:n])
+def tiled(base: points.PointTable, n: int) -> points.PointTable:
+    return points.PointTable(CURVE, base.group, np.tile(base.xy, (max(1, n // len(base)), 1))[:n])
 
 
 def expected_msm(gpu: GpuBackend, group: str, s: cp.ndarray, distinct: int):
@@ -313,8 +317,8 @@ def expected_msm(gpu: GpuBackend, group: str, s: cp.ndarray, distinct: int):
     with k_i = i mod distinct + 1, computed with the Fr kernels alone."""
     n = s.shape[0]
     k = cp.asarray(fr.from_ints(range(1, min(n, distinct) + 1)))
-    total = fr_sum(gpu, gpu.mul_device(s, cp.tile(k, (n // len(k), 1))))
-    return curve.point_class(group)() * curve.scalar(total)
+    total = fr_sum(gpu, gpu.mul_device(CURVE, s, cp.tile(k, (n // len(k), 1))))
+    return CURVE.point_class(group)() * CURVE.scalar(total)
 
 
 def _wall_ms(fn, repeats: int) -> list[float]:
@@ -336,7 +340,7 @@ def _bench_msm_group(args, rng, group: str, sizes, check_log: int) -> tuple[dict
     gpu = GpuBackend(args.options)
     base = multiples_table(group)
     cpu_ms = {}
-    width = curve.XY_BYTES[group]
+    width = CURVE.xy_bytes(group)
 
     def run(log_n):
         n = 1 << log_n
@@ -345,7 +349,7 @@ def _bench_msm_group(args, rng, group: str, sizes, check_log: int) -> tuple[dict
         gpu_msm.device_points(table, args.options)  # upload once: the SRS stays resident across partitions
         if log_n == check_log:
             t0 = time.perf_counter()
-            ref = curve.msm(table, cp.asnumpy(s))
+            ref = points.msm(table, cp.asnumpy(s))
             cpu_ms[str(log_n)] = round((time.perf_counter() - t0) * 1e3, 1)
             if gpu_msm.msm(table, s, args.options) != ref:
                 sys.exit(f"GPU {group} MSM differs from arkworks at 2^{log_n}: not timing a wrong kernel")
@@ -412,7 +416,7 @@ def _msm_skewed(table, rng, repeats: int, options) -> dict:
 def _key_plan(group: str, n: int, args):
     """The plan ``key_plans`` gives one table of n points with ``args.precompute_bytes`` of room."""
     from proofflow.prover.device import pippenger
-    return pippenger.key_plans(((group, n),), args.precompute_bytes)[0]
+    return pippenger.key_plans(CURVE, ((group, n),), args.precompute_bytes)[0]
 
 
 def _plan_row(plan) -> dict:
@@ -427,7 +431,7 @@ def _bench_msm_precomputed_group(args, rng, group: str) -> tuple[dict, dict]:
     from proofflow.prover.device import msm as gpu_msm, pippenger
     gpu = GpuBackend(args.options)
     base = multiples_table(group)
-    width = curve.XY_BYTES[group]
+    width = CURVE.xy_bytes(group)
 
     def run(log_n):
         n = 1 << log_n
@@ -435,7 +439,7 @@ def _bench_msm_precomputed_group(args, rng, group: str) -> tuple[dict, dict]:
         plan = _key_plan(group, n, args)
         s = random_device(n, rng)
         pts = gpu_msm.device_points(table, args.options)
-        build = gpu_times(lambda: pippenger.precompute(gpu_msm.executor(group, args.options), group, pts, plan),
+        build = gpu_times(lambda: pippenger.precompute(gpu_msm.executor(CURVE, group, args.options), group, pts, plan),
                           args.repeats_precompute, warmup=0)
         gpu_msm.device_points(table, args.options, plan)
         want = expected_msm(gpu, group, s, len(base))
@@ -471,8 +475,8 @@ def bench_msm_variants(args, rng) -> dict:
     from proofflow.prover.device import msm as gpu_msm, pippenger
     gpu, out = GpuBackend(args.options), {}
     for group, sizes in (("g1", args.msm_variant_sizes), ("g2", args.msm_variant_g2_sizes)):
-        base, width = multiples_table(group), curve.XY_BYTES[group]
-        executors = {v: gpu_msm.CupyExecutor("msm.cu", group, args.options, v) for v in kernels.CURVE_VARIANTS}
+        base, width = multiples_table(group), CURVE.xy_bytes(group)
+        executors = {v: gpu_msm.CupyExecutor(CURVE, "msm.cu", group, args.options, v) for v in kernels.CURVE_VARIANTS}
 
         def run(log_n):
             n = 1 << log_n
@@ -515,13 +519,13 @@ def bench_msm_density(args, rng) -> dict:
     from proofflow.prover.device import density, msm as gpu_msm
     gpu, out = GpuBackend(args.options), {}
     for group, sizes in (("g1", args.msm_variant_sizes), ("g2", args.msm_variant_g2_sizes)):
-        base, width = multiples_table(group), curve.XY_BYTES[group]
+        base, width = multiples_table(group), CURVE.xy_bytes(group)
 
         def run(log_n):
             n = 1 << log_n
             xy = tiled(base, n).xy.copy()
             xy[2::3] = 0
-            kept, whole = curve.PointTable(group, xy), curve.PointTable(group, xy)
+            kept, whole = points.PointTable(CURVE, group, xy), points.PointTable(CURVE, group, xy)
             gpu_msm.device_points(kept, args.options)
             rule, density.kept_rows = density.kept_rows, lambda xp, points: None
             try:
@@ -602,7 +606,7 @@ def _bench_msm_affine_group(args, rng, group: str, sizes):
     from proofflow.prover.device import msm as gpu_msm
     gpu = GpuBackend(args.options)
     base = multiples_table(group)
-    width = curve.XY_BYTES[group]
+    width = CURVE.xy_bytes(group)
 
     def run(log_n):
         n = 1 << log_n
@@ -664,7 +668,7 @@ def bench_msm_bits(args, rng) -> dict:
     out = {}
     for group, sizes in (("g1", args.msm_bits_sizes), ("g2", args.msm_bits_g2_sizes)):
         base = multiples_table(group)
-        width = curve.XY_BYTES[group]
+        width = CURVE.xy_bytes(group)
 
         def run(log_n):
             table = tiled(base, 1 << log_n)
@@ -699,7 +703,7 @@ def bench_msm_bits(args, rng) -> dict:
 ONES_ROUNDS = (2, 4, 8, 32)  # batch-affine rounds before the ones' tree sum (sparse.ONES_AFFINE_ROUNDS)
 
 
-def _split_parts(table: curve.PointTable, s: cp.ndarray, repeats: int, options) -> dict:
+def _split_parts(table: points.PointTable, s: cp.ndarray, repeats: int, options) -> dict:
     """Where the split's time goes (median wall ms): classifying the scalars and gathering
     the indices, summing the ones' points (by the tree alone, and after ``ONES_ROUNDS``
     batch-affine rounds, each checked against the tree's sum), Pippenger over the
@@ -707,7 +711,7 @@ def _split_parts(table: curve.PointTable, s: cp.ndarray, repeats: int, options) 
     from proofflow.prover.device import msm as gpu_msm, pippenger, sparse
     from proofflow.prover.device.backend import _bitsum_executor
     group, pts = table.group, gpu_msm.device_points(table, options)
-    ex = _bitsum_executor(cp.cuda.runtime.getDevice(), group, options)
+    ex = _bitsum_executor(cp.cuda.runtime.getDevice(), CURVE, group, options)
 
     def indices():
         cls = sparse.classify(ex, s)
@@ -715,7 +719,7 @@ def _split_parts(table: curve.PointTable, s: cp.ndarray, repeats: int, options) 
         cp.cuda.get_current_stream().synchronize()
         return out
     ones, other = indices()
-    msm_ex = gpu_msm.executor(group, options)
+    msm_ex = gpu_msm.executor(CURVE, group, options)
     parts = {"classify": indices, "ones_sum": lambda: sparse.point_sum(ex, group, pts, ones),
              "rest_pippenger": lambda: pippenger.msm(msm_ex, group, pts[other], s[other],
                                                      balanced=options.msm_balanced)}
@@ -741,7 +745,8 @@ def _partition(gpu: GpuBackend, name: str, log_n: int):
     budget = settings.current().key_budget.of(device.memory_bytes())
     gpu.prepare(pk, pippenger.proving_key_plans(pk, budget, gpu.options.msm_precompute))
     inst = circuit.instance(0, 0)
-    return pk, inst, circuit.witness_map(inst.witness), Radix2Domain.for_size(circuit.domain_size), circuit.num_public + 1
+    domain = Radix2Domain.for_size(circuit.domain_size, CURVE)
+    return pk, inst, circuit.witness_map(inst.witness), domain, circuit.num_public + 1
 
 
 def bench_prove_bits(args, rng) -> dict:
@@ -835,7 +840,7 @@ def bench_prove_overlap(args, rng) -> dict:
                         sys.exit(f"{circuit} 2^{log_n}: the {name} proof differs from the {args.overlap_ways[0]} one")
                     if i:
                         rows[name].append(row)
-                if i == 0 and not verifier.verify(pk.vk, inst.public_inputs, Proof.from_bytes(want)):
+                if i == 0 and not verifier.verify(pk.vk, inst.public_inputs, Proof.from_bytes(pk.curve, want)):
                     sys.exit(f"a {circuit} proof from the GPU does not verify at 2^{log_n}: not timing a wrong prover")
             result = {name: {key: round(statistics.median(r[key] for r in rs), 2) for key in rs[0]}
                       for name, rs in rows.items()}
@@ -854,7 +859,7 @@ def bench_prove_overlap(args, rng) -> dict:
         def estimate(log_n):
             # the key's tables and copies, the NTT tables, a proof's vectors, and its five MSMs'
             # scratch at once (more than H's coset evaluations)
-            shape = resources.Shape(1 << log_n, 1 << log_n, 2)
+            shape = resources.Shape(1 << log_n, 1 << log_n, 2, CURVE)
             per_point = 576 + resources.DEVICE_NTT_TABLES + resources.DEVICE_VECTORS
             total = device.memory_bytes()
             device_bytes = (per_point << log_n) + sum(resources.msm_scratch_bytes(shape, total)) \
@@ -881,15 +886,15 @@ def bench_setup(args, rng) -> dict:
     for group in ("g1", "g2"):
         sample = fr.random(args.fb_cpu_points, rng)
         t0 = time.perf_counter()
-        want = generator.fixed_base(group, sample).xy
+        want = generator.fixed_base(CURVE, group, sample).xy
         cpu_rates[group] = round(len(sample) / (time.perf_counter() - t0))
-        if not np.array_equal(gpu.fixed_base(group, sample).xy, want):
+        if not np.array_equal(gpu.fixed_base(CURVE, group, sample).xy, want):
             sys.exit(f"GPU fixed-base {group} differs from arkworks: not timing a wrong kernel")
         s = fr.random(1 << args.fb_log, rng)
         times = []
         for i in range(4):
             t0 = time.perf_counter()
-            gpu.fixed_base(group, s)
+            gpu.fixed_base(CURVE, group, s)
             if i:
                 times.append(time.perf_counter() - t0)
         rates[group] = round(len(s) / statistics.median(times))
@@ -918,7 +923,7 @@ def bench_setup(args, rng) -> dict:
 
 
 def bench_cpu_ntt(args, rng) -> dict:
-    d, cpu = Radix2Domain(args.cpu_log), CpuBackend()
+    d, cpu = Radix2Domain(args.cpu_log, CURVE), CpuBackend()
     x = fr.random(d.size, rng)
     cpu.ntt(d, x)  # twiddles cached, kernels compiled
     times = []

@@ -20,10 +20,13 @@ import cupy as cp
 import numpy as np
 
 from proofflow import settings
-from proofflow.prover import curve
+from proofflow.prover import points
 from proofflow.prover.backend.by_name import device_options
+from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
 from proofflow.prover.device import msm as gpu_msm, pippenger, source as kernels
-from proofflow.prover.field import fr
+from proofflow.prover.field.fr import Fr
+
+fr = Fr.of(CURVE)
 
 
 def main() -> None:
@@ -43,14 +46,14 @@ def main() -> None:
     args = ap.parse_args()
     options = dataclasses.replace(configured, curve_variant=args.variant, msm_balanced=args.balanced)
     rng = np.random.default_rng(1)
-    g = curve.point_class(args.group)()
+    g = CURVE.point_class(args.group)()
     pts, acc = [], g
     for _ in range(1 << args.distinct_log2):
         pts.append(acc)
         acc = acc + g
     n = 1 << args.log2
-    base = curve.PointTable.from_points(args.group, pts)
-    table = curve.PointTable(args.group, np.tile(base.xy, (max(1, n >> args.distinct_log2), 1))[:n])
+    base = points.PointTable.from_points(CURVE, args.group, pts)
+    table = points.PointTable(CURVE, args.group, np.tile(base.xy, (max(1, n >> args.distinct_log2), 1))[:n])
     s = cp.asarray(fr.random(n, rng))
     gpu_msm.device_points(table, options)
     if args.plan:

@@ -37,8 +37,8 @@ def main(argv=None) -> int:
     import cupy as cp
     from proofflow import settings
     from proofflow.prover.backend.by_name import device_options
+    from proofflow.prover.curves.bls12_381 import BLS12_381
     from proofflow.prover.device.backend import GpuBackend
-    from proofflow.prover.field import fr
     from proofflow.prover.polynomial.domain import Radix2Domain
     n = 1 << args.log2
     nbytes = 3 * n * 32
@@ -58,8 +58,8 @@ def main(argv=None) -> int:
     def rounds() -> list[float]:
         return [upload_ms() for _ in range(args.reps + 1)][1:]
 
-    backend, domain = GpuBackend(device_options(settings.current())), Radix2Domain(args.log2)
-    x = cp.asarray(fr.random(n, np.random.default_rng(2)))
+    backend, domain = GpuBackend(device_options(settings.current())), Radix2Domain(args.log2, BLS12_381)
+    x = cp.asarray(domain.fr.random(n, np.random.default_rng(2)))
     backend.ntt_device(domain, x)  # compiled, tables made
     cp.cuda.Device().synchronize()
     idle = rounds()

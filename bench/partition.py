@@ -57,11 +57,10 @@ def verdict(circuit: str, log2: int, median_device_s: float) -> dict:
             "met": median_device_s <= target if log2 == TARGET_LOG2 else None}
 
 
-def witness_classes(witness: np.ndarray, num_instance: int) -> dict:
+def witness_classes(witness: np.ndarray, num_instance: int, fr) -> dict:
     """The witness's scalars by value, as a witness MSM splits them (``device.sparse``): the
     whole witness for A, B1 and B2, past the instance variables for L."""
     from proofflow.prover.device.sparse import DENSE_SHARE
-    from proofflow.prover.field import fr
     ones = np.all(witness == fr.one(), axis=1)
     zeros = ~np.any(witness, axis=1)
 
@@ -161,7 +160,7 @@ def describe(args, config: RunConfig, key, key_budget: int | None) -> dict:
     precompute = current.msm_precompute
     n, cs = key.domain_size, key.cs
     need = resources.estimate(config, resources.probe(config, key_dir=args.key),
-                              resources.Shape(n, cs.num_variables, cs.num_instance))
+                              resources.Shape(n, cs.num_variables, cs.num_instance, cs.curve))
     return {"sizes": {"n": n, "variables": cs.num_variables, "abc_bytes": abc_bytes(n),
                       "witness_bytes": cs.num_variables * 32,
                       "key_table_bytes": sum(getattr(key.pk, t).xy.nbytes for t in MSMS),
@@ -214,7 +213,7 @@ def run(args) -> dict:
     with pipeline.synthesize(circuit, args.seed, 0, staging_pool(config.staging is MemoryKind.PINNED),
                              timer) as staged:
         host["after_synthesis"] = resources.mem_available()
-        result["witness"] = witness_classes(staged.witness, key.cs.num_instance)
+        result["witness"] = witness_classes(staged.witness, key.cs.num_instance, key.cs.fr)
         result["once_s"] = {k: round(v, 4) for k, v in timer.totals().items()}
         save()
         result["proofs"] = []

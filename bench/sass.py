@@ -23,6 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
 from proofflow.prover.device import cache, source
 
 MODULES = ("field.cu", "ntt.cu", "msm.cu:g1", "msm.cu:g2", "fixed_base.cu:g1", "fixed_base.cu:g2", "bitsum.cu:g1",
@@ -46,8 +47,8 @@ def tool(name: str, env: str) -> str:
 
 def compile_module(name: str, variant: str, group: str | None, arch: str, workdir: Path) -> dict:
     """{kernel: {regs, stack, spill_stores, spill_loads, sass, top}} for one module."""
-    stem = workdir / cache.Module(name, variant, group).label
-    stem.with_suffix(".cu").write_text(source.source(name))
+    stem = workdir / cache.Module(CURVE, name, variant, group).label
+    stem.with_suffix(".cu").write_text(source.source(name, CURVE))
     options = source.options(variant, group, name) + ("-ftz=true",)
     proc = subprocess.run([tool("nvcc", "NVCC"), f"-arch=sm_{arch}", "-cubin", "--resource-usage", *options,
                            "-o", str(stem.with_suffix(".cubin")), str(stem.with_suffix(".cu"))],
@@ -87,7 +88,7 @@ def main(argv=None) -> dict:
         for spec in args.modules:
             name, _, group = spec.partition(":")
             for variant in args.variants:
-                label = cache.Module(name, variant, group or None).label
+                label = cache.Module(CURVE, name, variant, group or None).label
                 rows = result["modules"][label] = compile_module(name, variant, group or None, args.arch, Path(tmp))
                 for fn, row in sorted(rows.items()):
                     print(f"{label:22s} {fn:40s} regs {row.get('regs') or '-':>3} stack {row.get('stack', '-'):>4} "

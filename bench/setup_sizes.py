@@ -140,12 +140,12 @@ class CpuSeconds:
 class ZeroBackend:
     """A stand-in whose fixed-base multiplications cost nothing (zeros, the right shape)."""
 
-    def fixed_base(self, group, scalars, progress=None):
+    def fixed_base(self, curve, group, scalars, progress=None):
         import numpy as np
-        from proofflow.prover import curve
+        from proofflow.prover.points import PointTable
         if progress:
             progress(len(scalars))
-        return curve.PointTable(group, np.zeros((len(scalars), curve.XY_BYTES[group]), dtype=np.uint8))
+        return PointTable(curve, group, np.zeros((len(scalars), curve.xy_bytes(group)), dtype=np.uint8))
 
 
 def _setup_once(circuit, backend, root: Path) -> dict:

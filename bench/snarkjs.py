@@ -35,7 +35,10 @@ import numpy as np
 
 from bench import _env
 from proofflow import settings
-from proofflow.prover.field import fr
+from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
+from proofflow.prover.field.fr import Fr
+
+fr = Fr.of(CURVE)
 
 HERE = Path(__file__).resolve().parent
 SNARKJS = Path(os.environ.get("SNARKJS_BIN") or HERE.parent / "tests" / "circom" / "node_modules" / ".bin" / "snarkjs")

@@ -25,20 +25,20 @@ HERE = Path(__file__).resolve().parent
 
 def _python_chain(circuit, seed: int, partition: int):
     """The chain in plain Python integers, as the tasks ran it before: the witness vector."""
-    from proofflow.prover.field import fr
     from tests.helpers.mimc_reference import reference_trace
     k, x0 = circuit.key(seed), circuit.plaintext(seed, partition)
     trace = reference_trace(circuit.rounds, k, x0)
-    return fr.from_ints([1, x0, trace.pop(), k] + trace)
+    return circuit.fr.from_ints([1, x0, trace.pop(), k] + trace)
 
 
 def bench_size(log2: int, repeats: int, baseline: bool) -> dict:
     import numpy as np
     from proofflow.prover import pipeline
     from proofflow.prover.circuits.mimc import MimcChain
+    from proofflow.prover.curves.bls12_381 import BLS12_381
     from proofflow.prover.groth16 import r1cs_to_qap
     from proofflow.prover.staging.pool import StagingPool
-    circuit = MimcChain(log2)
+    circuit = MimcChain(log2, BLS12_381)
     n = circuit.domain_size
     pool = StagingPool(StagingPool.block_size(pipeline.segment_bytes(n, circuit.num_variables)), pinned=False)
     t0 = time.perf_counter()

@@ -16,9 +16,12 @@ from pathlib import Path
 import numpy as np
 
 from bench import _env
+from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
 from proofflow.prover.device import fixed_base
-from proofflow.prover.field import fr
+from proofflow.prover.field.fr import Fr
 from tests.helpers import kernel_twin as twin
+
+fr = Fr.of(CURVE)
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "fixed-base-twin-cpu.json"
 BATCHES = (1, fixed_base.BATCH)  # one inversion a point (as before), one a batch
@@ -26,7 +29,7 @@ BATCHES = (1, fixed_base.BATCH)  # one inversion a point (as before), one a batc
 
 def rate(group: str, scalars: np.ndarray, batch: int, repeats: int) -> tuple[float, np.ndarray]:
     """Points a second (the best of ``repeats``, after a warm-up) and the points."""
-    ex, table, saved = twin.TwinExecutor(), fixed_base.window_table(group), fixed_base.BATCH
+    ex, table, saved = twin.TwinExecutor(), fixed_base.window_table(CURVE, group), fixed_base.BATCH
     fixed_base.BATCH = batch
     try:
         fixed_base.multiples(ex, group, table, scalars[:64])

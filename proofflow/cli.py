@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from proofflow import settings
-from proofflow.spec import (BACKENDS, CIRCUITS, DEFAULTS, MAX_LOG2, MAX_PARTITIONS, MAX_SEED, MIN_LOG2,
+from proofflow.spec import (BACKENDS, CIRCUITS, CURVES, DEFAULTS, MAX_LOG2, MAX_PARTITIONS, MAX_SEED, MIN_LOG2,
                             MIN_PARTITIONS, STAGING)
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -91,8 +91,8 @@ def print_summary(s: dict) -> None:
 def cmd_run(args) -> int:
     from proofflow import spec
     from proofflow.prover import device, resources
-    conf = {"circuit": args.circuit, "log2": args.log2, "partitions": args.partitions, "backend": args.backend,
-            "staging": args.staging, "seed": args.seed}
+    conf = {"circuit": args.circuit, "log2": args.log2, "curve": args.curve, "partitions": args.partitions,
+            "backend": args.backend, "staging": args.staging, "seed": args.seed}
     if args.inputs:
         paths = [str(Path(p).resolve()) for p in args.inputs]
         conf["inputs"] = paths[0] if len(paths) == 1 and Path(paths[0]).is_dir() else paths
@@ -269,6 +269,8 @@ def parser() -> argparse.ArgumentParser:
                         "one directory of them (its size and the inputs replace --log2 and --partitions)")
     r.add_argument("--log2", type=_int_in(MIN_LOG2, MAX_LOG2, "log2"), default=DEFAULTS["log2"],
                    help=f"log2 of the constraint count ({MIN_LOG2}..{MAX_LOG2}; default {DEFAULTS['log2']})")
+    r.add_argument("--curve", choices=CURVES, default=DEFAULTS["curve"],
+                   help=f"the curve the proofs are over (default {DEFAULTS['curve']}; a registered circuit's is its own)")
     r.add_argument("--partitions", type=_int_in(MIN_PARTITIONS, MAX_PARTITIONS, "partitions"),
                    default=DEFAULTS["partitions"],
                    help=f"partitions ({MIN_PARTITIONS}..{MAX_PARTITIONS}; default {DEFAULTS['partitions']})")
@@ -288,7 +290,7 @@ def parser() -> argparse.ArgumentParser:
                                    "With --r1cs X.r1cs --out X.zkey: a snarkjs Groth16 zkey for that circuit from a "
                                    "seeded toxic waste, for tests and benchmarks only (no ceremony: anyone who knows "
                                    "the seed can forge proofs; the file says so).")
-    s.add_argument("--r1cs", help="a circom .r1cs (BLS12-381) to write a test-only zkey for")
+    s.add_argument("--r1cs", help="a circom .r1cs (of a registered curve: BLS12-381) to write a test-only zkey for")
     s.add_argument("--out", help="the .zkey to write (with --r1cs)")
     s.add_argument("--seed", type=_int_in(0, MAX_SEED, "seed"), default=0, help="the toxic waste's seed (with --r1cs)")
     s.add_argument("--backend", choices=BACKENDS, default="auto", help="where the key's points are computed "

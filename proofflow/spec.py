@@ -14,6 +14,9 @@ from typing import Callable
 from proofflow import settings
 
 CIRCUITS = ("mimc", "bits")
+# The engine's registered curves by name (proofflow.prover.curves.registry, which spec must
+# not import: tests/prover/test_curves.py checks they agree); the first is the default.
+CURVES = ("bls12_381",)
 MIN_LOG2, MAX_LOG2 = 8, 27  # up to 2^27 where the machine has room (proofflow.prover.resources)
 MIN_PARTITIONS, MAX_PARTITIONS = 1, 64
 BACKENDS = ("auto", "cpu", "gpu")
@@ -42,8 +45,8 @@ class MemoryKind(StrEnum):
 STAGING = MemoryKind.choices()
 MAX_SEED = (1 << 63) - 1  # the timing store keeps it in a 64-bit column
 
-DEFAULTS = {"circuit": "mimc", "log2": 10, "partitions": 4, "backend": "auto", "staging": "pinned", "seed": 0,
-            "inputs": None}
+DEFAULTS = {"circuit": "mimc", "log2": 10, "curve": CURVES[0], "partitions": 4, "backend": "auto", "staging": "pinned",
+            "seed": 0, "inputs": None}
 CIRCUIT_NAME = re.compile(r"[a-z][a-z0-9_-]{0,62}")
 INPUT_SUFFIXES = (".json", ".wtns")  # an input.json for the circuit's .wasm, or a ready witness
 
@@ -159,6 +162,7 @@ class RunConfig:
     circom: bool = False  # a registered circom circuit
     backend_requested: str | None = None
     staging_requested: MemoryKind | None = None
+    curve: str = CURVES[0]  # a registered curve's name (CURVES)
 
     def __post_init__(self):
         object.__setattr__(self, "staging", MemoryKind(self.staging))
@@ -191,10 +195,13 @@ class RunConfig:
             config = cls(**data)
         except (TypeError, ValueError) as exc:
             raise InvalidParams(f"malformed run config: {exc}") from None
-        for name, kind in (("circuit", str), ("log2", int), ("partitions", int), ("seed", int), ("circom", bool)):
+        for name, kind in (("circuit", str), ("log2", int), ("partitions", int), ("seed", int), ("circom", bool),
+                           ("curve", str)):
             value = getattr(config, name)
             if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
                 raise InvalidParams(f"run config field {name!r} must be a {kind.__name__}, got {value!r}")
+        if config.curve not in CURVES:
+            raise InvalidParams(f"run config curve must be one of {', '.join(CURVES)}, got {config.curve!r}")
         if config.backend not in ("cpu", "gpu"):
             raise InvalidParams(f"run config backend must be cpu or gpu, got {config.backend!r}")
         return config
@@ -220,6 +227,7 @@ def validate_params(params: dict, gpu_available: Callable[[], bool],
         lambda: check_int("seed", p["seed"], 0, MAX_SEED),
         lambda: check_choice("backend", p["backend"], BACKENDS),
         lambda: check_choice("staging", p["staging"], STAGING),
+        lambda: check_choice("curve", p["curve"], CURVES),
     ]
     for check in checks:
         try:
@@ -233,6 +241,8 @@ def validate_params(params: dict, gpu_available: Callable[[], bool],
             p["log2"], p["partitions"] = int(info["log2"]), len(p["inputs"])
         except InvalidParams as exc:
             problems.append(str(exc))
+        if info.get("curve", CURVES[0]) != p["curve"]:  # its key and constraint system are over its own
+            problems.append(f"circuit {p['circuit']!r} is over {info.get('curve', CURVES[0])}, not {p['curve']}")
     elif p["inputs"] not in (None, []):
         problems.append(f"inputs are for registered circom circuits; {p['circuit']!r} makes its own")
     if problems:
@@ -240,7 +250,7 @@ def validate_params(params: dict, gpu_available: Callable[[], bool],
     backend = resolve_backend(p["backend"], gpu_available)
     config = RunConfig(p["circuit"], p["log2"], p["partitions"], backend, resolve_staging(p["staging"], backend),
                        p["seed"], p["inputs"] if info is not None else None, info is not None, p["backend"],
-                       MemoryKind(p["staging"]))
+                       MemoryKind(p["staging"]), p["curve"])
     if fit_check is not None and (refusal := fit_check(config)):
         raise InvalidParams(refusal)
     return config

@@ -79,6 +79,7 @@ CREATE TABLE runs (
 	proofs_verified INTEGER,
 	bundle_dir TEXT,
 	host VARCHAR(255),
+	curve VARCHAR(32),
 	CONSTRAINT pk_runs PRIMARY KEY (dag_id, run_id)
 );
 

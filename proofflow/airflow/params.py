@@ -3,7 +3,7 @@ UI's trigger form), from the domains in ``proofflow.spec``; the ``validate`` tas
 same domains again with ``spec.validate_params``."""
 from __future__ import annotations
 
-from proofflow.spec import (BACKENDS, CIRCUIT_NAME, CIRCUITS, DEFAULTS, MAX_LOG2, MAX_PARTITIONS, MAX_SEED,
+from proofflow.spec import (BACKENDS, CIRCUIT_NAME, CIRCUITS, CURVES, DEFAULTS, MAX_LOG2, MAX_PARTITIONS, MAX_SEED,
                             MIN_LOG2, MIN_PARTITIONS, STAGING, registered_circuits)
 
 
@@ -29,6 +29,9 @@ def schema() -> dict:
 SCHEMA = {
     "log2": dict(type="integer", **_range(MIN_LOG2, MAX_LOG2), title="log2 constraints",
                  description=f"Circuit size: 2^log2 constraints, an integer in {MIN_LOG2}..{MAX_LOG2}."),
+    "curve": dict(type="string", enum=list(CURVES), title="Curve",
+                  description="The pairing-friendly curve the proofs are over (a registered circom circuit's "
+                              "is its own: it must be that one)."),
     "partitions": dict(type="integer", **_range(MIN_PARTITIONS, MAX_PARTITIONS), title="Partitions",
                        description=f"Independent instances proved in this run, one mapped task chain each: "
                                    f"an integer in {MIN_PARTITIONS}..{MAX_PARTITIONS}."),

@@ -2,10 +2,11 @@
 verifying key, self-contained so ``python -m proofflow.prover verify DIR`` needs nothing else.
 
     DIR/vk.json                 the verifying key
-    DIR/partition-0000.proof    192 bytes per partition
-    DIR/manifest.json           circuit, log2, and per partition its public inputs (hex)
-                                and proof file; written last, so its presence means
-                                the bundle is complete
+    DIR/partition-0000.proof    a compressed proof per partition (192 bytes on BLS12-381)
+    DIR/manifest.json           curve, circuit, log2, and per partition its public inputs
+                                (hex) and proof file; written last, so its presence means
+                                the bundle is complete (a manifest naming no curve is the
+                                default curve's, as written before curves were recorded)
 
 A circom circuit's bundle also holds snarkjs's files, for `snarkjs groth16 verify`:
 DIR/verification_key.json and, per partition, partition-0000.proof.json and
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from proofflow.prover.groth16 import verifier
 from proofflow.prover import files
-from proofflow.prover.groth16.data_structures import FORMAT, KeyFormatError, Proof, VerifyingKey
+from proofflow.prover.groth16.data_structures import KeyFormatError, Proof, VerifyingKey, file_curve
 
 MANIFEST = "manifest.json"
 
@@ -59,7 +60,7 @@ def write_manifest(directory, circuit: str, log2: int, vk: VerifyingKey, entries
     if snarkjs:
         from proofflow.prover.circom import snarkjs_json
         snarkjs_json.write_verification_key(directory / "verification_key.json", vk)
-    manifest = {"format": FORMAT, "circuit": circuit, "log2": log2,
+    manifest = {"format": vk.curve.key_format, "curve": vk.curve.name, "circuit": circuit, "log2": log2,
                 "partitions": [{"partition": p, "public_inputs": [hex(x) for x in inputs], "proof": proof_name(p)}
                                for p, inputs in sorted(entries)]}
     path = directory / MANIFEST
@@ -75,8 +76,12 @@ def read_manifest(directory) -> dict:
         raise BundleError(f"{path} not found: not a proof bundle (or an unfinished one)") from exc
     except (OSError, ValueError) as exc:
         raise BundleError(f"{path} is not readable JSON: {exc}") from exc
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or not isinstance(manifest.get("partitions"), list):
-        raise BundleError(f"{path} is not a {FORMAT} proof manifest")
+    try:
+        curve = file_curve(manifest if isinstance(manifest, dict) else {}, "proof manifest")
+    except KeyFormatError as exc:
+        raise BundleError(f"{path} is {exc}") from None
+    if not isinstance(manifest.get("partitions"), list):
+        raise BundleError(f"{path} is not a {curve.key_format} proof manifest")
     return manifest
 
 
@@ -85,10 +90,13 @@ def verify_bundle(directory) -> list[PartitionResult]:
     that is readable but wrong (bad points, failed pairing) is a failed PartitionResult."""
     directory = Path(directory)
     manifest = read_manifest(directory)
+    curve = file_curve(manifest, "proof manifest")
     try:
         vk = VerifyingKey.load(directory / "vk.json")
     except KeyFormatError as exc:
         raise BundleError(str(exc)) from exc
+    if vk.curve.name != curve.name:
+        raise BundleError(f"{directory}: vk.json is over {vk.curve.name}, the manifest over {curve.name}")
     results = []
     for entry in manifest["partitions"]:
         try:
@@ -98,7 +106,7 @@ def verify_bundle(directory) -> list[PartitionResult]:
         except (KeyError, TypeError, ValueError, OSError) as exc:
             raise BundleError(f"manifest entry {entry!r} is unusable: {exc}") from exc
         try:
-            proof = Proof.from_bytes(data)
+            proof = Proof.from_bytes(curve, data)
         except KeyFormatError as exc:
             raise BundleError(f"{entry['proof']}: {exc}") from exc
         except ValueError as exc:

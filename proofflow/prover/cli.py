@@ -9,10 +9,12 @@ from pathlib import Path
 
 from proofflow.spec import BACKENDS, CIRCUITS, MAX_LOG2, MIN_LOG2, STAGING, resolve_staging
 from proofflow.phases import Phase
+from proofflow.prover.curves import registry
 
 EXIT_OK, EXIT_INVALID, EXIT_BAD_INPUT = 0, 1, 2
 STAGING_HELP = ("memory synthesis writes a/b/c into: pinned (page-locked, full-rate uploads; the default) or "
                 "pageable; the CPU backend has no page-locked memory, so it is pageable there")
+CURVE_HELP = f"the curve to prove over ({', '.join(registry.NAMES)}; default {registry.DEFAULT})"
 
 
 def _log2(text: str) -> int:
@@ -51,14 +53,14 @@ def _setup_progress(stage: str, done: int, total: int) -> None:
 def cmd_setup(args) -> int:
     from proofflow.prover.circuits.by_name import get_circuit
     from proofflow.prover.groth16 import generator
-    circuit = get_circuit(args.circuit, args.log2)
+    circuit = get_circuit(args.circuit, args.log2, args.curve)
     backend = _backend(args.backend)
-    refused = _does_not_fit(args.circuit, args.log2, backend.name, Path(args.out))
+    refused = _does_not_fit(args.circuit, args.log2, args.curve, backend.name, Path(args.out))
     if refused:
         _say(f"error: {refused}")
         return EXIT_BAD_INPUT
-    _say(f"setup: circuit {circuit.name}, 2^{circuit.log2} constraints, seed {args.seed} (TEST-ONLY toxic waste), "
-         f"backend {backend.name}")
+    _say(f"setup: circuit {circuit.name}, 2^{circuit.log2} constraints over {circuit.curve.label}, seed {args.seed} "
+         f"(TEST-ONLY toxic waste), backend {backend.name}")
     t0 = time.time()
     pk = generator.setup(circuit, args.seed, progress=_setup_progress if not args.quiet else None, backend=backend,
                          directory=args.out)  # each table straight into its file
@@ -67,13 +69,13 @@ def cmd_setup(args) -> int:
     return EXIT_OK
 
 
-def _does_not_fit(circuit: str, log2: int, backend: str, out: Path) -> str | None:
+def _does_not_fit(circuit: str, log2: int, curve: str, backend: str, out: Path) -> str | None:
     """Why a key's setup into ``out`` cannot fit this machine (its disk, host memory), or None."""
     from dataclasses import replace
 
     from proofflow.prover import resources
     from proofflow.spec import MemoryKind, RunConfig
-    config = RunConfig(circuit, log2, 0, backend, MemoryKind.PAGEABLE)
+    config = RunConfig(circuit, log2, 0, backend, MemoryKind.PAGEABLE, curve=curve)
     machine = replace(resources.probe(config, key_dir=out), key_on_disk=False)  # written again whatever is there
     return resources.fit_check(config, machine)
 
@@ -103,9 +105,10 @@ def cmd_prove(args) -> int:
     except KeyFormatError as exc:
         _say(f"error: {exc}")
         return EXIT_BAD_INPUT
-    circuit = get_circuit(pk.circuit, pk.log2)
+    circuit = get_circuit(pk.circuit, pk.log2, pk.curve.name)
     backend = _backend(args.backend)
-    _say(f"prove: {args.partitions} partition(s) of {circuit.name} 2^{circuit.log2}, backend {backend.name}")
+    _say(f"prove: {args.partitions} partition(s) of {circuit.name} 2^{circuit.log2} over {pk.curve.label}, "
+         f"backend {backend.name}")
 
     def progress(i, timer):
         _say(f"  partition {i + 1}/{args.partitions} proved in {sum(timer.totals().values()):.2f} s")
@@ -156,7 +159,7 @@ def cmd_demo(args) -> int:
     from proofflow.prover.circuits.by_name import get_circuit
     from proofflow.prover.groth16 import generator
     from proofflow.prover.timing import PhaseTimer
-    circuit = get_circuit(args.circuit, args.log2)
+    circuit = get_circuit(args.circuit, args.log2, args.curve)
     backend = _backend(args.backend)
     timer = PhaseTimer()
     with tempfile.TemporaryDirectory(prefix="proofflow-demo-") as tmp:
@@ -185,7 +188,8 @@ def cmd_demo(args) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m proofflow.prover", description="Groth16 proving over BLS12-381 (proofflow's engine).")
+    p = argparse.ArgumentParser(prog="python -m proofflow.prover",
+                                description="Groth16 proving over a registered curve (proofflow's engine).")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     circuits = ", ".join(sorted(CIRCUITS))
 
@@ -196,6 +200,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--log2", type=_log2, required=True, help=f"log2 of the constraint count ({MIN_LOG2}..{MAX_LOG2})")
     s.add_argument("--out", required=True, help="directory to write the keys to")
     s.add_argument("--seed", type=_seed, default=0, help="seed of the toxic waste (default 0)")
+    s.add_argument("--curve", choices=registry.NAMES, default=registry.DEFAULT, help=CURVE_HELP)
     s.add_argument("--backend", choices=BACKENDS, default="auto",
                    help="where the key points are computed (default auto); every backend writes the same key")
     s.add_argument("--quiet", action="store_true", help="no progress output")
@@ -217,7 +222,7 @@ def parser() -> argparse.ArgumentParser:
                                    "2 when the bundle or a file is unreadable or malformed. A snarkjs proof: "
                                    "verify --vk verification_key.json --public public.json --proof proof.json.")
     s.add_argument("dir", nargs="?", help="proof bundle directory written by 'prove' or a proof run")
-    s.add_argument("--vk", help="snarkjs's verification_key.json (BLS12-381)")
+    s.add_argument("--vk", help="snarkjs's verification_key.json (of a registered curve)")
     s.add_argument("--public", help="snarkjs's public.json")
     s.add_argument("--proof", help="snarkjs's proof.json")
     s.set_defaults(func=cmd_verify)
@@ -228,6 +233,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--log2", type=_log2, default=10, help=f"log2 of the constraint count ({MIN_LOG2}..{MAX_LOG2}; default 10)")
     s.add_argument("--partitions", type=_positive, default=2, help="number of partitions (default 2)")
     s.add_argument("--seed", type=_seed, default=0, help="seed of keys and inputs (default 0)")
+    s.add_argument("--curve", choices=registry.NAMES, default=registry.DEFAULT, help=CURVE_HELP)
     s.add_argument("--backend", choices=BACKENDS, default="auto", help="compute backend (default auto)")
     s.add_argument("--staging", choices=STAGING, default="pinned", help=STAGING_HELP)
     s.add_argument("--out", help="keep the proof bundle in this directory (default: a temporary one)")

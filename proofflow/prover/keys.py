@@ -19,6 +19,7 @@ from proofflow import settings, spec
 from proofflow.phases import Phase
 from proofflow.prover import files
 from proofflow.prover.circuits.by_name import get_circuit
+from proofflow.prover.curves import registry
 from proofflow.prover.device import pippenger
 from proofflow.prover.device.options import DeviceOptions
 from proofflow.prover.errors import InputError
@@ -46,8 +47,9 @@ def _flock(path: Path):
     return lock
 
 
-def ensure_key(directory: Path, circuit: str, log2: int, seed: int, backend="auto", timer=None) -> bool:
-    """The proving key of (circuit, log2, seed) in ``directory``: loaded and checked (every
+def ensure_key(directory: Path, circuit: str, log2: int, seed: int, backend="auto", timer=None,
+               curve: str = registry.DEFAULT) -> bool:
+    """The proving key of (circuit, log2, seed) over ``curve`` in ``directory``: loaded and checked (every
     table's digest; a table unchanged since it last matched is trusted by its stat) when it is there, else generated and saved atomically, each table
     written into its file as it is computed (a large key is never whole in memory). One
     process at a time per directory (a lock file, ``lock_wait``), so concurrent first runs
@@ -55,17 +57,19 @@ def ensure_key(directory: Path, circuit: str, log2: int, seed: int, backend="aut
     (PROOFFLOW_SETUP_LOCK, ``setup_lock_wait``): a setup wants the whole device, and
     setups of distinct keys started together would otherwise share it (and its memory) all
     at once. Returns True when a cached key was used. A registered circuit's key came with
-    it: it is only checked here."""
+    it: it is only checked here (its curve too). A key there of another curve is an
+    InputError: the directory of each curve's keys is its own (``layout.params_dir``)."""
     from proofflow.prover.groth16 import generator
     timer = timing.ensure(timer)
     directory = Path(directory)
     if circuit not in spec.CIRCUITS:
         with timer.phase(Phase.LOAD_CACHED):
             try:
-                ProvingKey.load(directory)
+                pk = ProvingKey.load(directory)
             except KeyFormatError as exc:
                 raise InputError(f"circuit {circuit!r}: its proving key is unusable ({exc}); register the circuit "
                                  "again with `proofflow circuit add --replace`") from None
+        _same_curve(pk, directory, curve)
         return True
     directory.parent.mkdir(parents=True, exist_ok=True)
     with timer.phase(Phase.LOCK_WAIT):
@@ -77,10 +81,11 @@ def ensure_key(directory: Path, circuit: str, log2: int, seed: int, backend="aut
             with timer.phase(Phase.LOAD_CACHED):
                 try:
                     pk = ProvingKey.load(directory)
-                    if (pk.circuit, pk.log2) == (circuit, log2):
-                        return True
                 except KeyFormatError:
-                    pass  # unusable: generated again below
+                    pk = None  # unusable: generated again below
+                if pk is not None and (pk.circuit, pk.log2) == (circuit, log2):
+                    _same_curve(pk, directory, curve)
+                    return True
         device_lock = None
         if _uses_gpu(backend):
             path = settings.current().setup_lock_path
@@ -90,7 +95,7 @@ def ensure_key(directory: Path, circuit: str, log2: int, seed: int, backend="aut
         try:
             with files.atomic_dir(directory) as tmp:
                 with timer.phase(Phase.SETUP):  # each table written straight into its file as it is computed
-                    pk = generator.setup(get_circuit(circuit, log2), seed, backend=backend, directory=tmp)
+                    pk = generator.setup(get_circuit(circuit, log2, curve), seed, backend=backend, directory=tmp)
                 if device_lock is not None:  # the device is free once the tables are computed
                     device_lock.close()
                     device_lock = None
@@ -103,6 +108,11 @@ def ensure_key(directory: Path, circuit: str, log2: int, seed: int, backend="aut
     finally:
         fcntl.flock(lock, fcntl.LOCK_UN)
         lock.close()
+
+
+def _same_curve(pk: ProvingKey, directory: Path, curve: str) -> None:
+    if pk.curve.name != curve:
+        raise InputError(f"the proving key in {directory} is over {pk.curve.name}, the run asks for {curve}")
 
 
 def key_bytes(pk: ProvingKey, plans: dict | None = None) -> int:
@@ -169,7 +179,9 @@ class KeyCache:
         self.evictions = 0
         self.evicted: deque = deque(maxlen=16)  # the latest evictions: {directory, bytes, at}
 
-    def get(self, directory, circuit: str, log2: int, timer=None) -> Key:
+    def get(self, directory, circuit: str, log2: int, timer=None, curve: str | None = None) -> Key:
+        """The key in ``directory`` for (circuit, log2) with its constraint system, over its own
+        curve, which must be ``curve`` when given."""
         d = Path(directory)
         try:
             st = (d / "params.json").stat()
@@ -180,6 +192,8 @@ class KeyCache:
             hit = self._keys.get(str(d))
             if hit and hit[0] == fp:
                 self._keys.move_to_end(str(d))
+                if curve is not None:
+                    _same_curve(hit[1].pk, d, curve)
                 return hit[1]
             with timing.ensure(timer).phase(Phase.KEY_LOAD):
                 try:
@@ -189,9 +203,12 @@ class KeyCache:
                 if (pk.circuit, pk.log2) != (circuit, log2):
                     raise InputError(f"proving key {d} is for {pk.circuit} 2^{pk.log2}, the job is "
                                      f"{circuit} 2^{log2}")
+                if curve is not None:
+                    _same_curve(pk, d, curve)
                 plans = None if self.options is None else \
                     pippenger.proving_key_plans(pk, self.budget, self.options.msm_precompute)
-                key = Key(pk, get_circuit(circuit, log2).constraint_system, d, plans=plans, fingerprint=fp)
+                circuit_cs = get_circuit(circuit, log2, pk.curve.name).constraint_system
+                key = Key(pk, circuit_cs, d, plans=plans, fingerprint=fp)
             self._keys[str(d)] = (fp, key)
             self._trim(keep=key)
             return key

@@ -1,6 +1,8 @@
 """Where a proofflow home keeps each run's files (the roots come from ``proofflow.settings``):
 
-    params/<circuit>-log2_<k>-seed<s>/     a built-in circuit's proving key, shared by its runs
+    params/[<curve>-]<circuit>-log2_<k>-seed<s>/
+                                           a built-in circuit's proving key, shared by its runs
+                                           (named by its curve but for the default one's)
     circuits/<name>/key/                   a registered circuit's proving key (circom.registry)
     scratch/<dag>/<run>/p0000/             a partition's intermediate files, removed with the run
     bundles/<dag>/<run>/                   the run's proofs, manifest and verifying key
@@ -13,15 +15,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from proofflow import settings, spec
+from proofflow.prover.curves import registry
 from proofflow.prover.files import safe_name
 
 
-def params_dir(circuit: str, log2: int, seed: int) -> Path:
-    """The proving key of a run's circuit: a built-in family's, generated per seed, or the
-    one a registered circuit came with."""
+def params_dir(circuit: str, log2: int, seed: int, curve: str = registry.DEFAULT) -> Path:
+    """The proving key of a run's circuit: a built-in family's, generated per seed and curve,
+    or the one a registered circuit came with."""
     if circuit not in spec.CIRCUITS:
         return settings.current().circuits_dir / circuit / "key"
-    return settings.current().params_cache / f"{circuit}-log2_{log2}-seed{seed}"
+    tag = registry.path_tag(registry.get_curve(curve))
+    return settings.current().params_cache / f"{tag}{circuit}-log2_{log2}-seed{seed}"
 
 
 def run_dir(dag_id: str, run_id: str, root: Path | None = None) -> Path:

@@ -29,6 +29,7 @@ from proofflow.phases import Phase
 from proofflow.prover import bundle, faults, files
 from proofflow.prover.backend.base import Backend
 from proofflow.prover.circuits import Circuit
+from proofflow.prover.curves import registry
 from proofflow.prover.errors import ErrorType, InputError, ProofCheckFailed
 from proofflow.prover.groth16 import prover as groth16_prover
 from proofflow.prover.groth16 import verifier
@@ -206,10 +207,11 @@ def _require(path: Path, what: str) -> Path:
     return Path(path)
 
 
-def read_proof(path) -> Proof:
+def read_proof(path, curve: str = registry.DEFAULT) -> Proof:
+    """The proof of ``curve`` a prove stage wrote at ``path``."""
     path = _require(Path(path), "proof")
     try:
-        return Proof.from_bytes(path.read_bytes())
+        return Proof.from_bytes(registry.get_curve(curve), path.read_bytes())
     except ValueError as exc:  # KeyFormatError included: a wrong length
         raise InputError(f"{path} is not a proof ({exc})") from None
 

@@ -80,7 +80,7 @@ class ServiceProver(Prover):
     def prove(self, key_dir: str, segment: str, holder: str, n: int, job_id: str) -> Proved:
         from proofflow.prover.service.protocol import ProveJob
         c = self.config
-        job = ProveJob(str(key_dir), c.circuit, c.log2, segment, n, c.staging, holder, self.standin_s, job_id)
+        job = ProveJob(str(key_dir), c.circuit, c.log2, c.curve, segment, n, c.staging, holder, self.standin_s, job_id)
         started, reply = self._call(lambda client: client.prove(job))
         return Proved(reply.proof, reply.device, started + reply.spans, reply.transfers, reply.evicted_keys)
 
@@ -106,7 +106,7 @@ class InProcessProver(Prover):
         from proofflow.prover.backend.standin import StandinBackend
         from proofflow.prover.staging.shared import SharedStaging
         c, timer, transfers = self.config, PhaseTimer(), {}
-        key = KeyCache().get(key_dir, c.circuit, c.log2, timer)
+        key = KeyCache().get(key_dir, c.circuit, c.log2, timer, curve=c.curve)
         backend = get_backend(c.backend)
         label = f"cuda:{device.current()}" if backend.name == "gpu" else "cpu"
         if self.standin_s:

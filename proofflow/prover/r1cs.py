@@ -1,8 +1,8 @@
 """Rank-1 constraint systems: A·w ∘ B·w = C·w, with sparse matrices over Fr.
 
 Variables are numbered as in arkworks: 0 is the constant one, 1..num_public the public
-inputs, the rest private. Each matrix is CSR with Montgomery coefficients, so the a/b/c
-vectors of synthesis are three sparse matrix-vector products in the C kernels.
+inputs, the rest private. Each matrix is CSR with Montgomery coefficients in its curve's Fr,
+so the a/b/c vectors of synthesis are three sparse matrix-vector products in the C kernels.
 """
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from functools import cached_property
 
 import numpy as np
 
-from proofflow.prover.field import fr
+from proofflow.prover.curves.descriptor import Curve
+from proofflow.prover.field.fr import Fr
 
 
 class UnsatisfiedConstraint(ValueError):
@@ -24,8 +25,9 @@ class UnsatisfiedConstraint(ValueError):
 
 @dataclass(frozen=True)
 class SparseMatrix:
-    """CSR over Fr: row r holds coeffs[indptr[r]:indptr[r+1]] at columns indices[...]."""
+    """CSR over ``curve``'s Fr: row r holds coeffs[indptr[r]:indptr[r+1]] at columns indices[...]."""
 
+    curve: Curve
     rows: int
     cols: int
     indptr: np.ndarray   # int64, rows + 1
@@ -33,7 +35,8 @@ class SparseMatrix:
     coeffs: np.ndarray   # Fr vector, nnz
 
     @classmethod
-    def from_triplets(cls, rows: int, cols: int, r: np.ndarray, c: np.ndarray, coeffs: np.ndarray) -> "SparseMatrix":
+    def from_triplets(cls, curve: Curve, rows: int, cols: int, r: np.ndarray, c: np.ndarray,
+                      coeffs: np.ndarray) -> "SparseMatrix":
         """Build from COO triplets (duplicates are kept and summed by the product)."""
         r = np.asarray(r, dtype=np.int64)
         c = np.asarray(c, dtype=np.int64)
@@ -42,7 +45,7 @@ class SparseMatrix:
         order = np.lexsort((c, r))
         indptr = np.zeros(rows + 1, dtype=np.int64)
         np.cumsum(np.bincount(r, minlength=rows), out=indptr[1:])
-        return cls(rows, cols, indptr, np.ascontiguousarray(c[order]), np.ascontiguousarray(coeffs[order]))
+        return cls(curve, rows, cols, indptr, np.ascontiguousarray(c[order]), np.ascontiguousarray(coeffs[order]))
 
     @property
     def nnz(self) -> int:
@@ -52,10 +55,11 @@ class SparseMatrix:
         return np.repeat(np.arange(self.rows, dtype=np.int64), np.diff(self.indptr))
 
     def transpose(self) -> "SparseMatrix":
-        return SparseMatrix.from_triplets(self.cols, self.rows, self.indices, self.row_ids(), self.coeffs)
+        return SparseMatrix.from_triplets(self.curve, self.cols, self.rows, self.indices, self.row_ids(), self.coeffs)
 
     def matvec(self, w: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """M·w; ``out`` may be longer than ``rows`` (a domain-sized buffer): the tail is zeroed."""
+        fr = Fr.of(self.curve)
         fr._check(w, "w")
         if w.shape[0] != self.cols:
             raise ValueError(f"vector has {w.shape[0]} entries, the matrix {self.cols} columns")
@@ -79,6 +83,14 @@ class ConstraintSystem:
     c: SparseMatrix
 
     @property
+    def curve(self) -> Curve:
+        return self.a.curve
+
+    @property
+    def fr(self) -> Fr:
+        return Fr.of(self.curve)
+
+    @property
     def num_constraints(self) -> int:
         return self.a.rows
 
@@ -99,9 +111,10 @@ class ConstraintSystem:
             # The new rows come last, so CSR extends by appending.
             indptr = np.concatenate([m.indptr, m.indptr[-1] + per_row * np.arange(1, k + 1)])
             if not per_row:
-                return SparseMatrix(rows, m.cols, indptr, m.indices, m.coeffs)
-            return SparseMatrix(rows, m.cols, indptr, np.concatenate([m.indices, np.arange(k, dtype=np.int64)]),
-                                np.concatenate([m.coeffs, fr.ones(k)]))
+                return SparseMatrix(m.curve, rows, m.cols, indptr, m.indices, m.coeffs)
+            return SparseMatrix(m.curve, rows, m.cols, indptr,
+                                np.concatenate([m.indices, np.arange(k, dtype=np.int64)]),
+                                np.concatenate([m.coeffs, self.fr.ones(k)]))
 
         return ConstraintSystem(self.num_public, self.num_variables,
                                 extend(self.a, 1), extend(self.b, 0), extend(self.c, 0))
@@ -122,8 +135,8 @@ class ConstraintSystem:
             np.save(tmp / "shape.npy", np.array([self.num_public, self.num_variables, self.num_constraints]))
 
     @classmethod
-    def load(cls, directory) -> "ConstraintSystem":
-        """``save``'s files, memory-mapped (ValueError when they do not fit together)."""
+    def load(cls, directory, curve: Curve) -> "ConstraintSystem":
+        """``save``'s files (of ``curve``'s Fr), memory-mapped (ValueError when they do not fit together)."""
         from pathlib import Path
         d = Path(directory)
         num_public, num_variables, rows = (int(x) for x in np.load(d / "shape.npy"))
@@ -132,11 +145,12 @@ class ConstraintSystem:
             parts = [np.load(d / f"{name}.{part}.npy", mmap_mode="r") for part in ("indptr", "indices", "coeffs")]
             if parts[0].shape != (rows + 1,) or parts[1].shape[0] != parts[2].shape[0]:
                 raise ValueError(f"{d}: matrix {name} does not fit its shape")
-            matrices.append(SparseMatrix(rows, num_variables, *parts))
+            matrices.append(SparseMatrix(curve, rows, num_variables, *parts))
         return cls(num_public, num_variables, *matrices)
 
     def check(self, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
         """Raise UnsatisfiedConstraint at the first row where a*b != c."""
+        fr = self.fr
         bad = fr._lib().fr_first_unsatisfied(fr.ptr(a), fr.ptr(b), fr.ptr(c), self.num_constraints)
         if bad >= 0:
             raise UnsatisfiedConstraint(int(bad))

@@ -8,8 +8,8 @@ checks a key's part (its disk, its setup's memory).
 
 What is checked:
 
-* disk where the proving key goes: its tables, from the table widths of
-  ``proofflow.prover.curve`` (G1 affine 96 bytes: a, b_g1, h, l; G2 192: b_g2; 576 bytes a
+* disk where the proving key goes: its tables, from the run's curve's point widths
+  (``Curve.xy_bytes``; on BLS12-381 G1 affine 96 bytes: a, b_g1, h, l; G2 192: b_g2; 576 bytes a
   point of the domain, 77.3 GB at 2^27), unless the key is there already, and the
   circuit's constraint system in the cache (PROOFFLOW_CACHE) unless it is there already
   (30 GB at 2^27); together where they share a file system;
@@ -35,8 +35,8 @@ What is checked:
   and cached blocks frees them for a new one; free memory is only reported).
 
 The per-point constants of the host and device working sets were measured (host) or
-counted from the allocations of the code (device); they are estimates, not bounds, kept
-close to what was seen so that a run which fits is not refused.
+counted from the allocations of the code (device), on BLS12-381; they are estimates, not
+bounds, kept close to what was seen so that a run which fits is not refused.
 """
 from __future__ import annotations
 
@@ -46,6 +46,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from proofflow import settings, spec
+from proofflow.prover.curves import registry
+from proofflow.prover.curves.descriptor import Curve
 from proofflow.prover.staging.segment import FR_BYTES, abc_bytes
 from proofflow.spec import RunConfig
 
@@ -112,10 +114,12 @@ class Machine:
 
 @dataclass(frozen=True)
 class Shape:
-    """A circuit's sizes: its QAP domain, its variables (the witness), its instance variables."""
+    """A circuit's sizes: its QAP domain, its variables (the witness), its instance
+    variables; and its curve, which sizes its points."""
     n: int
     variables: int
     instance: int
+    curve: Curve
 
 
 @dataclass(frozen=True)
@@ -138,18 +142,18 @@ def shape(config: RunConfig) -> Shape:
     family's from the family (without building its constraint system)."""
     info = spec.circuit_info(config.circuit) if config.circom else None
     if info is not None:
-        return Shape(1 << int(info["log2"]), int(info["signals"]), int(info["public"]) + 1)
+        return Shape(1 << int(info["log2"]), int(info["signals"]), int(info["public"]) + 1,
+                     registry.get_curve(info.get("curve", registry.DEFAULT)))
     from proofflow.prover.circuits.by_name import get_circuit
-    circuit = get_circuit(config.circuit, config.log2)
-    return Shape(circuit.domain_size, circuit.num_variables, circuit.num_public + 1)
+    circuit = get_circuit(config.circuit, config.log2, config.curve)
+    return Shape(circuit.domain_size, circuit.num_variables, circuit.num_public + 1, circuit.curve)
 
 
 def key_table_bytes(s: Shape) -> int:
     """The proving key's table files: each table's points at its group's width."""
-    from proofflow.prover.curve import XY_BYTES
     from proofflow.prover.groth16.data_structures import PK_TABLES, table_points
     points = table_points(s.n, s.variables, s.instance)
-    return sum(points[name] * XY_BYTES[group] + NPY_HEADER for name, group in PK_TABLES.items())
+    return sum(points[name] * s.curve.xy_bytes(group) + NPY_HEADER for name, group in PK_TABLES.items())
 
 
 def _key_plans(s: Shape, device_total: int | None) -> tuple[tuple, tuple]:
@@ -161,13 +165,14 @@ def _key_plans(s: Shape, device_total: int | None) -> tuple[tuple, tuple]:
     tables = tuple((group, points[name]) for name, group in PK_TABLES.items())
     current = settings.current()
     budget = current.key_budget.of(device_total) if device_total else None
-    return tables, pippenger.key_plans(tables, pippenger.copies_budget(tables, budget, current.msm_precompute))
+    return tables, pippenger.key_plans(s.curve, tables,
+                                       pippenger.copies_budget(s.curve, tables, budget, current.msm_precompute))
 
 
 def key_copy_bytes(s: Shape, device_total: int | None = None) -> int:
     """The precomputed copies of the key's tables a GPU prover keeps beside them."""
     from proofflow.prover.device import pippenger
-    return pippenger.copy_bytes(*_key_plans(s, device_total))
+    return pippenger.copy_bytes(s.curve, *_key_plans(s, device_total))
 
 
 def msm_scratch_bytes(s: Shape, device_total: int | None = None) -> list[int]:
@@ -181,7 +186,7 @@ def msm_scratch_bytes(s: Shape, device_total: int | None = None) -> list[int]:
     from proofflow.prover.device import pippenger
     from proofflow.prover.groth16.data_structures import PK_TABLES
     tables, plans = _key_plans(s, device_total)
-    return [pippenger.scratch_bytes(group, n, plan) + ((1 + FR_BYTES) * n if name != "h_query" else 0)
+    return [pippenger.scratch_bytes(s.curve, group, n, plan) + ((1 + FR_BYTES) * n if name != "h_query" else 0)
             for name, (group, n), plan in zip(PK_TABLES, tables, plans)]
 
 
@@ -366,8 +371,8 @@ def probe(config: RunConfig, key_dir: Path | None = None) -> Machine:
     from proofflow.prover import layout
     from proofflow.prover.circuits.by_name import get_circuit
     key_dir = Path(key_dir) if key_dir is not None else layout.params_dir(config.circuit, config.log2,
-                                                                           config.seed)
-    cs_dir = get_circuit(config.circuit, config.log2).constraint_system_dir
+                                                                           config.seed, config.curve)
+    cs_dir = get_circuit(config.circuit, config.log2, config.curve).constraint_system_dir
     device_total = device_free = device_name = None
     if config.backend == "gpu":
         from proofflow.prover import device

@@ -41,6 +41,7 @@ runs = Table(
     Column("proofs_verified", Integer),
     Column("bundle_dir", Text),
     Column("host", String(255)),
+    Column("curve", String(32)),  # a registered curve's name (none: a run from before curves were recorded)
 )
 
 task_timings = Table(

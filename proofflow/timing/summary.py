@@ -156,7 +156,8 @@ def summarize(store, dag_id: str, run_id: str) -> dict:
         d["seconds"] = round(d["seconds"], 6)
     return {
         "dag_id": dag_id, "run_id": run_id, "state": run.get("state"),
-        "circuit": run.get("circuit"), "log2": run.get("log2"), "partitions": run.get("partitions"),
+        "circuit": run.get("circuit"), "log2": run.get("log2"), "curve": run.get("curve"),
+        "partitions": run.get("partitions"),
         "backend": run.get("backend"), "backend_requested": run.get("backend_requested"),
         "staging": run.get("staging"), "staging_requested": run.get("staging_requested"), "seed": run.get("seed"),
         "proofs_verified": run.get("proofs_verified") or 0, "wall_s": run.get("wall_s"),

@@ -45,6 +45,7 @@ def test_a_fresh_user_runs_then_reports_with_no_environment(tmp_path):
     assert summary.returncode == 0, summary.stderr[-3000:]
     s = json.loads(summary.stdout)
     assert s["proofs_verified"] == 2 and s["staging"] == "pageable"  # the CPU backend pins nothing
+    assert s["curve"] == "bls12_381"  # the default, recorded with the run
     assert (s["backend_requested"], s["staging_requested"]) == ("auto", "pinned")  # the defaults, as asked
     assert {t["memory_kind"] for t in s["transfers"].values()} == {"pageable"}
 
@@ -78,6 +79,7 @@ def test_run_json_then_table(tmp_path):
     (["--partitions", "0"], "partitions must be in 1..64, got 0"),
     (["--log2", "30"], "log2 must be in 8..27, got 30"),
     (["--circuit", "sha"], "unknown circuit 'sha'"),
+    (["--curve", "bn254"], "invalid choice: 'bn254'"),
 ])
 def test_bad_arguments_fail_fast(args, msg, tmp_path):
     out = _proofflow("run", "--home", str(tmp_path / "h"), *args, timeout=60)

@@ -75,7 +75,7 @@ def test_params_schema_matches_prover_and_builds_the_form(proof_run_dag):
     with pytest.raises(ValueError, match=f"in {MIN_LOG2}..{MAX_LOG2}"):
         get_circuit("mimc", MAX_LOG2 + 1)
     params = proof_run_dag.params
-    assert set(params.keys()) == {"circuit", "log2", "partitions", "backend", "staging", "seed", "inputs"}
+    assert set(params.keys()) == {"circuit", "log2", "curve", "partitions", "backend", "staging", "seed", "inputs"}
     for name in params.keys():
         param = params.get_param(name)
         assert param.schema.get("title") and param.description, name
@@ -90,6 +90,8 @@ def test_params_schema_matches_prover_and_builds_the_form(proof_run_dag):
             param.resolve(bad)
         assert param.resolve(good) == good and shown in param.description
     assert params.get_param("backend").schema["enum"] == ["auto", "cpu", "gpu"]
+    from proofflow.prover.curves import registry
+    assert params.get_param("curve").schema["enum"] == list(registry.NAMES) and params["curve"] == registry.DEFAULT
     assert "mimc" in params.get_param("circuit").schema["examples"]
     assert params.get_param("inputs").resolve(None) is None
     assert set(params.get_param("staging").schema["values_display"]) == {"pinned", "pageable"}

@@ -7,15 +7,17 @@ import numpy as np
 import pytest
 
 import circom_files
-from proofflow.prover import circom, curve
+from proofflow.prover import circom
 from proofflow.prover.backend.by_name import get_backend
 from proofflow.prover.circom import encoding, snarkjs_json
-from proofflow.prover.circom.errors import BLS12_381_Q
-from proofflow.prover.curve import PointTable
-from proofflow.prover.field import fr
+from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
+from proofflow.prover.field.fr import Fr
+from proofflow.prover.points import PointTable
 from proofflow.prover.groth16 import odd_coset
 from proofflow.prover.groth16.data_structures import Proof, VerifyingKey
 from proofflow.prover.polynomial.domain import Radix2Domain
+
+fr = Fr.of(CURVE)
 
 P = fr.MODULUS
 # out = x*y (public), z = out + 3 (private): wires 0 one, 1 out, 2 x (public), 3 y, 4 z
@@ -88,19 +90,19 @@ def test_container_errors(tmp_path):
     for i, (data, message) in enumerate(cases):
         path = _write(tmp_path, f"{i}.wtns", data)
         with pytest.raises(circom.CorruptFile, match=message) as exc:
-            circom.read_wtns(path)
+            circom.read_wtns(path, CURVE)
         assert str(path) in str(exc.value)
 
 
 def test_wtns_values_and_errors(tmp_path):
     values = _witness(11, 13)
-    assert fr.to_ints(circom.read_wtns(_write(tmp_path, "w.wtns", circom_files.wtns(values)))) == values
+    assert fr.to_ints(circom.read_wtns(_write(tmp_path, "w.wtns", circom_files.wtns(values)), CURVE)) == values
     with pytest.raises(circom.WrongField, match="bn128"):
-        circom.read_wtns(_write(tmp_path, "b.wtns", circom_files.wtns(values, prime=circom_files.BN128_R)))
+        circom.read_wtns(_write(tmp_path, "b.wtns", circom_files.wtns(values, prime=circom_files.BN128_R)), CURVE)
     with pytest.raises(circom.CorruptFile, match="section 2: witness value 3 is not below the field's prime"):
-        circom.read_wtns(_write(tmp_path, "r.wtns", circom_files.wtns([1, 2, 3, P])))
+        circom.read_wtns(_write(tmp_path, "r.wtns", circom_files.wtns([1, 2, 3, P])), CURVE)
     with pytest.raises(circom.CorruptFile, match="the constant one"):
-        circom.read_wtns(_write(tmp_path, "o.wtns", circom_files.wtns([2, 2])))
+        circom.read_wtns(_write(tmp_path, "o.wtns", circom_files.wtns([2, 2])), CURVE)
 
 
 def test_zkey_of_another_curve_or_protocol(tmp_path):
@@ -112,17 +114,17 @@ def test_zkey_of_another_curve_or_protocol(tmp_path):
 
 
 def _montgomery(xy: bytes) -> bytes:
-    return b"".join((int.from_bytes(xy[i:i + 48], "little") * (1 << 384) % BLS12_381_Q).to_bytes(48, "little")
+    return b"".join((int.from_bytes(xy[i:i + 48], "little") * (1 << 384) % CURVE.fq.modulus).to_bytes(48, "little")
                     for i in range(0, len(xy), 48))
 
 
 @pytest.mark.parametrize("group", ["g1", "g2"])
 def test_zkey_points_decode_from_montgomery_form(group):
     rnd = random.Random(3)
-    g = curve.point_class(group)()
-    points = [g * curve.scalar(rnd.randrange(P)) for _ in range(5)] + [curve.point_class(group).identity()]
+    g = CURVE.point_class(group)()
+    points = [g * CURVE.scalar(rnd.randrange(P)) for _ in range(5)] + [CURVE.point_class(group).identity()]
     raw = b"".join(_montgomery(p.to_xy_bytes_le()) for p in points)
-    table = encoding.points_from_montgomery(raw, group, "k.zkey", 5, "A")
+    table = encoding.points_from_montgomery(CURVE, raw, group, "k.zkey", 5, "A")
     assert table.points() == points
     assert not table.xy[-1].any()  # infinity: all zeros in both encodings
 
@@ -131,32 +133,32 @@ def test_zkey_points_decode_from_montgomery_form(group):
 def test_point_tables_convert_to_and_from_montgomery_form_as_python_ints_do(group):
     """The C kernel against Python ints, both ways, with a coordinate at q named by its point."""
     rnd = random.Random(5)
-    width = curve.XY_BYTES[group]
-    coords = [0, 1, BLS12_381_Q - 1] + [rnd.randrange(BLS12_381_Q) for _ in range(3 * width // 48 * 20 - 3)]
+    width = CURVE.xy_bytes(group)
+    coords = [0, 1, CURVE.fq.modulus - 1] + [rnd.randrange(CURVE.fq.modulus) for _ in range(3 * width // 48 * 20 - 3)]
     raw = b"".join(c.to_bytes(48, "little") for c in coords)
-    table = PointTable(group, np.frombuffer(raw, dtype=np.uint8).reshape(-1, width).copy())
+    table = PointTable(CURVE, group, np.frombuffer(raw, dtype=np.uint8).reshape(-1, width).copy())
     mont = encoding.points_to_montgomery(table)
-    assert mont.tobytes() == b"".join((c * (1 << 384) % BLS12_381_Q).to_bytes(48, "little") for c in coords)
-    back = encoding.points_from_montgomery(mont.tobytes(), group, "k.zkey", 5, "A")
+    assert mont.tobytes() == b"".join((c * (1 << 384) % CURVE.fq.modulus).to_bytes(48, "little") for c in coords)
+    back = encoding.points_from_montgomery(CURVE, mont.tobytes(), group, "k.zkey", 5, "A")
     assert back.xy.tobytes() == raw
     bad = bytearray(mont.tobytes())
-    bad[width * 7:width * 7 + 48] = BLS12_381_Q.to_bytes(48, "little")
+    bad[width * 7:width * 7 + 48] = CURVE.fq.modulus.to_bytes(48, "little")
     with pytest.raises(circom.CorruptFile, match="section 5: A point 7 has a coordinate not below the base field"):
-        encoding.points_from_montgomery(bytes(bad), group, "k.zkey", 5, "A")
+        encoding.points_from_montgomery(CURVE, bytes(bad), group, "k.zkey", 5, "A")
 
 
 def test_zkey_coefficients_hold_c_times_r_squared():
     values = [0, 1, 2, P - 1, 123456789]
     r2 = (1 << 256) ** 2
     raw = b"".join((c * r2 % P).to_bytes(32, "little") for c in values)
-    assert fr.equal(encoding.fr_from_zkey_coefficients(raw, "k.zkey", 4), fr.from_ints(values))
+    assert fr.equal(encoding.fr_from_zkey_coefficients(CURVE, raw, "k.zkey", 4), fr.from_ints(values))
 
 
 def test_snarkjs_roots_come_from_the_smallest_non_residue():
     """ffjavascript takes the first quadratic non-residue from 2 up; for BLS12-381's r it is 5."""
     legendre = [pow(g, (P - 1) // 2, P) for g in range(2, 6)]
     assert legendre[:3] == [1, 1, 1] and legendre[3] == P - 1
-    assert odd_coset.SNARKJS_GENERATOR == 5
+    assert CURVE.fr.first_non_residue() == 5
 
 
 @pytest.mark.parametrize("log_n", [0, 1, 2, 4])
@@ -166,8 +168,8 @@ def test_h_odd_coset_matches_a_direct_evaluation(log_n):
     rnd = random.Random(log_n)
     a, b = [rnd.randrange(P) for _ in range(n)], [rnd.randrange(P) for _ in range(n)]
     c = [x * y % P for x, y in zip(a, b)]
-    w = odd_coset.snarkjs_root_of_unity(log_n)
-    g = odd_coset.snarkjs_root_of_unity(log_n + 1)
+    w = odd_coset.snarkjs_root_of_unity(CURVE, log_n)
+    g = odd_coset.snarkjs_root_of_unity(CURVE, log_n + 1)
     n_inv = pow(n, -1, P)
 
     def at(values, x):  # the polynomial through (w^j, values[j]), evaluated at x
@@ -177,28 +179,28 @@ def test_h_odd_coset_matches_a_direct_evaluation(log_n):
     points = [g * pow(w, i, P) % P for i in range(n)]
     expected = [(at(a, x) * at(b, x) - at(c, x)) % P for x in points]
     fa, fb = fr.from_ints(a), fr.from_ints(b)
-    h = odd_coset.h_odd_coset(get_backend("cpu").ntt, Radix2Domain.for_size(n), fa, fb)
+    h = odd_coset.h_odd_coset(get_backend("cpu").ntt, Radix2Domain.for_size(n, CURVE), fa, fb)
     assert fr.to_ints(h) == expected
     assert fr.to_ints(fa) == a and fr.to_ints(fb) == b  # inputs untouched
 
 
 @pytest.mark.parametrize("group", ["g1", "g2"])
 def test_json_points_round_trip(group):
-    g = curve.point_class(group)()
-    for p in (g * curve.scalar(987654321), curve.point_class(group).identity()):
-        obj = snarkjs_json.point_to_json(p, group)
-        assert snarkjs_json.point_from_json("x.json", "pt", group, obj) == p
-    assert snarkjs_json.point_to_json(g, group)[-1] == (["1", "0"] if group == "g2" else "1")
+    g = CURVE.point_class(group)()
+    for p in (g * CURVE.scalar(987654321), CURVE.point_class(group).identity()):
+        obj = snarkjs_json.point_to_json(CURVE, p, group)
+        assert snarkjs_json.point_from_json(CURVE, "x.json", "pt", group, obj) == p
+    assert snarkjs_json.point_to_json(CURVE, g, group)[-1] == (["1", "0"] if group == "g2" else "1")
 
 
 def test_json_errors_name_the_field(tmp_path):
-    g1 = snarkjs_json.point_to_json(curve.point_class("g1")(), "g1")
+    g1 = snarkjs_json.point_to_json(CURVE, CURVE.point_class("g1")(), "g1")
     with pytest.raises(circom.CorruptFile, match="pi_a: 'x' is not a non-negative decimal number"):
-        snarkjs_json.point_from_json("p.json", "pi_a", "g1", ["x", g1[1], "1"])
+        snarkjs_json.point_from_json(CURVE, "p.json", "pi_a", "g1", ["x", g1[1], "1"])
     with pytest.raises(circom.CorruptFile, match="pi_a: .* not below the base field's prime"):
-        snarkjs_json.point_from_json("p.json", "pi_a", "g1", [str(BLS12_381_Q), g1[1], "1"])
+        snarkjs_json.point_from_json(CURVE, "p.json", "pi_a", "g1", [str(CURVE.fq.modulus), g1[1], "1"])
     with pytest.raises(circom.CorruptFile, match="pi_a: is not in affine form"):
-        snarkjs_json.point_from_json("p.json", "pi_a", "g1", [*g1[:2], "2"])
+        snarkjs_json.point_from_json(CURVE, "p.json", "pi_a", "g1", [*g1[:2], "2"])
     proof = _write(tmp_path, "proof.json", b'{"protocol": "groth16", "curve": "bn128"}')
     with pytest.raises(circom.WrongField, match="made for the curve 'bn128', not the curve 'bls12381'"):
         snarkjs_json.read_proof(proof)
@@ -208,8 +210,8 @@ def test_json_errors_name_the_field(tmp_path):
 
 
 def test_public_values_at_or_above_r_are_rejected_not_reduced():
-    g1, g2 = curve.point_class("g1")(), curve.point_class("g2")()
-    vk = VerifyingKey(g1, g2, g2, g2, [g1, g1])
-    proof = Proof(g1, g2, g1)
+    g1, g2 = CURVE.point_class("g1")(), CURVE.point_class("g2")()
+    vk = VerifyingKey(CURVE, g1, g2, g2, g2, [g1, g1])
+    proof = Proof(CURVE, g1, g2, g1)
     assert not circom.verify(vk, [P], proof)
     assert not circom.verify(vk, [P + 5], proof)

@@ -11,9 +11,11 @@ import pytest
 
 from proofflow.prover import circom
 from proofflow.prover.circom import zkey as zkey_format
-from proofflow.prover.circom.errors import BLS12_381_Q
-from proofflow.prover.field import fr
+from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
+from proofflow.prover.field.fr import Fr
 from proofflow.prover.groth16.prover import ProofCheckFailed
+
+fr = Fr.of(CURVE)
 
 pytestmark = pytest.mark.slow
 
@@ -28,7 +30,7 @@ def proved(ceremony, tmp_path_factory):
         c = ceremony[name]
         d = tmp_path_factory.mktemp(name)
         wtns = c.witness(inputs)
-        witness = circom.read_wtns(wtns)
+        witness = circom.read_wtns(wtns, CURVE)
         zkey = circom.read_zkey(c.zkey)
         proof = circom.prove(zkey, witness, r1cs=circom.read_r1cs(c.r1cs), rng=np.random.default_rng(1))
         ours = {"proof": d / "proof.json", "public": d / "public.json"}
@@ -86,7 +88,7 @@ def _tamper(p, tmp_path, proof_edit=None, public_edit=None):
 
 def _negate_a(proof):
     x, y, z = proof["pi_a"]
-    proof["pi_a"] = [x, str(BLS12_381_Q - int(y)), z]
+    proof["pi_a"] = [x, str(CURVE.fq.modulus - int(y)), z]
 
 
 def _swap_a_c(proof):
@@ -140,11 +142,11 @@ def test_edited_witness_names_the_constraint_snarkjs_names(proved, tmp_path):
     check = p["circuit"].toolchain.snarkjs("wtns", "check", p["circuit"].r1cs, bad, check=False)
     expected = int(re.search(r"aborting checking process at constraint (\d+)", check.stdout + check.stderr).group(1))
     with pytest.raises(circom.UnsatisfiedConstraint, match=f"constraint {expected}$") as exc:
-        circom.prove(p["zkey"], circom.read_wtns(bad), r1cs=circom.read_r1cs(p["circuit"].r1cs))
+        circom.prove(p["zkey"], circom.read_wtns(bad, CURVE), r1cs=circom.read_r1cs(p["circuit"].r1cs))
     assert exc.value.index == expected
     # without the r1cs the constraint cannot be named, but no invalid proof comes out
     with pytest.raises(ProofCheckFailed, match="pass the r1cs"):
-        circom.prove(p["zkey"], circom.read_wtns(bad))
+        circom.prove(p["zkey"], circom.read_wtns(bad, CURVE))
 
 
 def test_zkey_of_another_circuit(ceremony, proved):
@@ -169,14 +171,15 @@ def test_circuit_compiled_for_another_prime(toolchain, ceremony, tmp_path):
     inputs.write_text('{"x": "3", "c": "5"}')
     toolchain.snarkjs("wtns", "calculate", wasm, inputs, tmp_path / "w.wtns")
     with pytest.raises(circom.WrongField, match="bn128"):
-        circom.read_wtns(tmp_path / "w.wtns")
+        circom.read_wtns(tmp_path / "w.wtns", CURVE)
 
 
 @pytest.mark.parametrize("kind", ["r1cs", "wtns", "zkey"])
 def test_truncated_files_name_the_file_and_section(proved, tmp_path, kind):
     p = proved["gadgets"]
     src = {"r1cs": p["circuit"].r1cs, "wtns": p["wtns"], "zkey": p["circuit"].zkey}[kind]
-    read = {"r1cs": circom.read_r1cs, "wtns": circom.read_wtns, "zkey": circom.read_zkey}[kind]
+    read = {"r1cs": circom.read_r1cs, "wtns": lambda path: circom.read_wtns(path, CURVE),
+            "zkey": circom.read_zkey}[kind]
     data = src.read_bytes()
     cut = tmp_path / f"cut.{kind}"
     for keep in (10, 40, len(data) // 2, len(data) - 1):

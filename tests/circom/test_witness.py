@@ -8,10 +8,13 @@ import time
 import pytest
 
 from proofflow.prover import circom
-from proofflow.prover.field import fr
+from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
+from proofflow.prover.field.fr import Fr
 
 pytest.importorskip("wasmtime", reason="the witness runner needs wasmtime")
 from proofflow.prover.circom.witness import calculate_witness  # noqa: E402
+
+fr = Fr.of(CURVE)
 
 pytestmark = pytest.mark.slow
 
@@ -23,8 +26,8 @@ INPUTS = {"gadgets": {"secret": 123456789, "salt": 42, "bound": 10**9}, "chain":
 @pytest.mark.parametrize("name", INPUTS)
 def test_witness_is_snarkjs_s(compiled, name):
     c = compiled[name]
-    expected = circom.read_wtns(c.witness(INPUTS[name], label="witness-test"))
-    assert fr.equal(calculate_witness(c.wasm, INPUTS[name]), expected)
+    expected = circom.read_wtns(c.witness(INPUTS[name], label="witness-test"), CURVE)
+    assert fr.equal(calculate_witness(c.wasm, INPUTS[name], CURVE), expected)
 
 
 def test_value_forms_read_as_snarkjs_reads_them(compiled, tmp_path):
@@ -33,8 +36,8 @@ def test_value_forms_read_as_snarkjs_reads_them(compiled, tmp_path):
     source = tmp_path / "input.json"
     source.write_text('{"m": [["1", 2, "0x1f"], ["-4", 5e0, "6"]], "v": [7, "8", -9]}')
     c.toolchain.snarkjs("wtns", "calculate", c.wasm, source, tmp_path / "w.wtns")
-    ours = calculate_witness(c.wasm, source)
-    assert fr.equal(ours, circom.read_wtns(tmp_path / "w.wtns"))
+    ours = calculate_witness(c.wasm, source, CURVE)
+    assert fr.equal(ours, circom.read_wtns(tmp_path / "w.wtns", CURVE))
     assert fr.to_ints(ours)[1:3] == [(1 * 7 + 2 * 8 - 31 * 9) % P, (-4 * 7 + 5 * 8 - 6 * 9) % P]  # out = m·v
 
 
@@ -55,11 +58,11 @@ def test_rejected_inputs_name_the_file_and_what_the_circuit_said(compiled, tmp_p
     source = tmp_path / "input.json"
     source.write_text(json.dumps(inputs))
     with pytest.raises(circom.InputRejected, match=f"^{source}: {message}") as exc:
-        calculate_witness(c.wasm, source)
+        calculate_witness(c.wasm, source, CURVE)
     assert exc.value.source == str(source)
     assert list(tmp_path.iterdir()) == [source]  # nothing written
     with pytest.raises(circom.InputRejected, match=f"^{message}"):  # given as a dict: no file to name
-        calculate_witness(c.wasm, inputs)
+        calculate_witness(c.wasm, inputs, CURVE)
     # snarkjs rejects them too
     assert c.toolchain.snarkjs("wtns", "calculate", c.wasm, source, tmp_path / "w.wtns", check=False).returncode
 
@@ -72,32 +75,32 @@ def test_rejected_inputs_name_the_file_and_what_the_circuit_said(compiled, tmp_p
 def test_values_outside_the_field_or_not_integers(compiled, value, message):
     """snarkjs reduces a value at or above r silently; here it is an error."""
     with pytest.raises(circom.InputRejected, match=message.replace("(", r"\(").replace("{", r"\{")):
-        calculate_witness(compiled["chain"].wasm, {"x": value, "c": 5})
+        calculate_witness(compiled["chain"].wasm, {"x": value, "c": 5}, CURVE)
 
 
 def test_generator_of_another_prime_or_not_one(toolchain, tmp_path):
     _, wasm = toolchain.compile_chain(tmp_path / "bn128", 4, prime="bn128")
     with pytest.raises(circom.WrongField, match=r"bn128 \(BN254\) scalar field, not the BLS12-381 scalar field") as exc:
-        calculate_witness(wasm, {"x": 3, "c": 5})
+        calculate_witness(wasm, {"x": 3, "c": 5}, CURVE)
     assert exc.value.path == str(wasm)
     junk = tmp_path / "junk.wasm"
     junk.write_bytes(b"\0asm junk")
     with pytest.raises(circom.CorruptFile, match="junk.wasm: is not a WebAssembly module"):
-        calculate_witness(junk, {"x": 3})
+        calculate_witness(junk, {"x": 3}, CURVE)
 
 
 def test_witness_time_of_a_few_thousand_constraints(toolchain, tmp_path, capsys):
     """Information only: the chain circuit at 4093 constraints, ours against snarkjs's."""
     r1cs, wasm = toolchain.compile_chain(tmp_path, 4093)
     start = time.perf_counter()
-    ours = calculate_witness(wasm, {"x": 3, "c": 5})
+    ours = calculate_witness(wasm, {"x": 3, "c": 5}, CURVE)
     elapsed = time.perf_counter() - start
     source = tmp_path / "input.json"
     source.write_text('{"x": "3", "c": "5"}')
     start = time.perf_counter()
     toolchain.snarkjs("wtns", "calculate", wasm, source, tmp_path / "w.wtns")
     theirs = time.perf_counter() - start
-    assert fr.equal(ours, circom.read_wtns(tmp_path / "w.wtns"))
+    assert fr.equal(ours, circom.read_wtns(tmp_path / "w.wtns", CURVE))
     with capsys.disabled():
         print(f"\nwitness of chain, {circom.read_r1cs(r1cs).n_constraints} constraints: proofflow (wasmtime) "
               f"{elapsed:.2f} s, snarkjs wtns calculate {theirs:.2f} s (with node's start)")

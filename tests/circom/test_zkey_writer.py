@@ -11,12 +11,15 @@ import numpy as np
 import pytest
 
 import circom_files
-from proofflow.prover import circom, curve
+from proofflow.prover import circom
 from proofflow.prover.backend.cpu import CpuBackend
 from proofflow.prover.circom import binfile, setup
 from proofflow.prover.circom import zkey as zkey_format
-from proofflow.prover.field import fr
+from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
+from proofflow.prover.field.fr import Fr
 from proofflow.prover.groth16 import generator
+
+fr = Fr.of(CURVE)
 
 P = fr.MODULUS
 SEED = 11
@@ -70,13 +73,13 @@ def _extended_matrices() -> list[list[list[int]]]:
 
 
 def _times_generator(group: str, scalars: list[int]) -> list:
-    g = curve.point_class(group)()
-    return [g * curve.scalar(s) for s in scalars]
+    g = CURVE.point_class(group)()
+    return [g * CURVE.scalar(s) for s in scalars]
 
 
 def test_query_points_are_the_qap_at_tau(tiny):
     _, vk, path = tiny
-    tw = generator.toxic_waste(SEED)
+    tw = generator.toxic_waste(SEED, CURVE)
     tau, alpha, beta, gamma, delta = (tw[k] for k in ("tau", "alpha", "beta", "gamma", "delta"))
     n = 8  # 4 constraints + 2 public signals: the smallest power of two above 6
     lag = _lagrange(tau, n)
@@ -101,7 +104,7 @@ def test_query_points_are_the_qap_at_tau(tiny):
 
 def test_h_points_are_the_odd_points_lagrange_basis_over_delta(tiny):
     _, _, path = tiny
-    tw = generator.toxic_waste(SEED)
+    tw = generator.toxic_waste(SEED, CURVE)
     basis = _lagrange(tw["tau"], 16)  # the 2n domain; its odd points are snarkjs's H basis
     expected = [basis[2 * i + 1] * pow(tw["delta"], -1, P) % P for i in range(8)]
     assert circom.read_zkey(path).pk.h_query.points() == _times_generator("g1", expected)
@@ -185,9 +188,9 @@ class _RecordingBackend(CpuBackend):
         super().__init__()
         self.calls = []
 
-    def fixed_base(self, group, scalars, progress=None):
+    def fixed_base(self, curve, group, scalars, progress=None):
         self.calls.append((group, len(scalars)))
-        return generator.fixed_base(group, scalars, progress)
+        return generator.fixed_base(curve, group, scalars, progress)
 
 
 def test_a_backend_s_fixed_base_makes_the_tables(tiny, tmp_path):
@@ -250,7 +253,7 @@ def test_proofflow_proof_with_it_verifies_in_snarkjs(written, name):
     c, d = w["circuit"], w["dir"]
     key = circom.read_zkey(w["zkey"])
     key.check_matches(w["r1cs"])
-    witness = circom.read_wtns(w["wtns"])
+    witness = circom.read_wtns(w["wtns"], CURVE)
     proof = circom.prove(key, witness, r1cs=w["r1cs"], rng=np.random.default_rng(2))
     circom.write_proof(d / "ours.json", proof)
     circom.write_public(d / "ours_public.json", circom.public_signals(key, witness))

@@ -13,16 +13,19 @@ import math
 import numpy as np
 import pytest
 
-from proofflow.prover import curve
+from proofflow.prover import points
+from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
 from proofflow.prover.device import pippenger
 from proofflow.prover.device.pippenger import AFFINE_ALL, Plan
-from proofflow.prover.field import fr
+from proofflow.prover.field.fr import Fr
 import kernel_twin as twin
+
+fr = Fr.of(CURVE)
 
 if twin.compiler() is None:
     pytest.skip("no C++ compiler for the kernel twin", allow_module_level=True)
 
-P, Q = fr.MODULUS, pippenger.Q
+P, Q = fr.MODULUS, CURVE.fq.modulus
 R = (1 << 384) % Q
 EX = twin.TwinExecutor()
 table = twin.edge_table
@@ -47,11 +50,11 @@ def deep_trick(monkeypatch):
 def decode(group: str, rows: np.ndarray) -> list:
     """Affine Montgomery rows as arkworks points (on-curve checked), (0, 0) as infinity."""
     xy = twin.field_op("fq", "from_mont", rows.reshape(-1, 6)).reshape(rows.shape[0], -1)
-    cls = curve.point_class(group)
+    cls = CURVE.point_class(group)
     return [cls.from_xy_bytes_le(r.tobytes()) if r.any() else cls.identity() for r in xy]
 
 
-def msm(t: curve.PointTable, s: np.ndarray, plan: Plan | None = None, rounds: int = AFFINE_ALL, piece=None,
+def msm(t: points.PointTable, s: np.ndarray, plan: Plan | None = None, rounds: int = AFFINE_ALL, piece=None,
         balanced=False):
     pts = device_points(t)
     if plan is not None and plan.shifts > 1:
@@ -68,7 +71,7 @@ def test_invert_matches_python_ints(monkeypatch, field, group, count, fan, top):
     monkeypatch.setattr(pippenger, "AFFINE_FAN", fan)
     monkeypatch.setattr(pippenger, "AFFINE_INVERT", top)
     rng = np.random.default_rng(count)
-    w = pippenger.COORD_LIMBS[group]
+    w = pippenger.coordinate_limbs(CURVE, group)
     raw = [1 + int.from_bytes(rng.bytes(64), "little") % (Q - 1) for _ in range(count * w // 6)]
     vals = np.frombuffer(b"".join(v.to_bytes(48, "little") for v in raw), dtype=np.uint64).copy()
     mont = twin.field_op(field, "to_mont", vals.reshape(count, w))
@@ -83,10 +86,10 @@ def round_case(group: str, rng):
     """Buckets of entries (row, negated) over a table [a, b, infinity, -a, c, d], each
     with the sum its round must leave (two points) or the points it carries (fewer), and
     one bucket of three."""
-    g = curve.point_class(group)()
-    a, b, c, d = (g * curve.scalar(int(x)) for x in fr.to_ints(fr.random(4, rng)))
-    inf = curve.point_class(group).identity()
-    t = curve.PointTable.from_points(group, [a, b, inf, -a, c, d])
+    g = CURVE.point_class(group)()
+    a, b, c, d = (g * CURVE.scalar(int(x)) for x in fr.to_ints(fr.random(4, rng)))
+    inf = CURVE.point_class(group).identity()
+    t = points.PointTable.from_points(CURVE, group, [a, b, inf, -a, c, d])
     buckets = [[(0, 0), (1, 0)],  # a + b
                [(0, 0), (0, 0)],  # doubling
                [(0, 0), (0, 1)],  # a + (-a) by the sign bit
@@ -115,7 +118,7 @@ def test_round_sums_every_special_case(group, deep, request):
     out, first, counts = pippenger._affine_round(EX, group, device_points(t), entries, start, lens)
     assert counts.tolist() == [-(-len(b) // 2) for b in buckets]
     sums = decode(group, out)
-    ident = curve.point_class(group).identity()
+    ident = CURVE.point_class(group).identity()
     for s, bucket in enumerate(buckets):
         got = sums[first[s]:first[s] + counts[s]]
         want = [-pts[r] if neg else pts[r] for r, neg in bucket]
@@ -134,7 +137,7 @@ def test_round_sums_every_special_case(group, deep, request):
 def test_msm_matches_arkworks(group, n):
     rng = np.random.default_rng(50 + n)
     t, s = table(group, n, rng), fr.random(n, rng)
-    want = curve.msm(t, s)
+    want = points.msm(t, s)
     for rounds in (1, 2, AFFINE_ALL):
         assert msm(t, s, rounds=rounds) == want, rounds
 
@@ -145,9 +148,9 @@ def test_msm_edge_scalars_every_window_width(group, c):
     ints = [0, 1, P - 1, 2, P - 2, (P - 1) // 2, 1 << 254, (1 << c) - 1, 1 << (c - 1)] * 2
     t = table(group, len(ints), np.random.default_rng(c))
     s = fr.from_ints(ints)
-    same = curve.PointTable(group, np.repeat(t.xy[:1], len(ints), axis=0))  # doublings at every round
+    same = points.PointTable(CURVE, group, np.repeat(t.xy[:1], len(ints), axis=0))  # doublings at every round
     for tab in (t, same):
-        assert msm(tab, s, Plan(c)) == curve.msm(tab, s)
+        assert msm(tab, s, Plan(c)) == points.msm(tab, s)
 
 
 PLANS = [Plan(4, 64), Plan(5, 7), Plan(7, 2), Plan(10, 26)]
@@ -160,7 +163,7 @@ def test_precomputed_msm_matches_arkworks(group, plan):
     rng = np.random.default_rng(plan.c * 10 + plan.shifts)
     t = table(group, n, rng)
     s = fr.from_ints([0, 1, 2, P - 1, P - 2] + [P - 1] * 8 + fr.to_ints(fr.random(n - 13, rng)))
-    want = curve.msm(t, s)
+    want = points.msm(t, s)
     assert msm(t, s, plan) == want
     assert msm(t, s, plan, rounds=2, piece=4) == want  # rounds, then pieces and merges of the rest
     assert msm(t, s, plan, rounds=2, piece=4, balanced=True) == want  # or spans across the rounds' sums
@@ -174,16 +177,16 @@ def test_skewed_scalars(group, deep_trick):
     n, plan = 128, Plan(6, 8)
     rng = np.random.default_rng(60)
     t = table(group, n, rng)
-    g = curve.point_class(group)() * curve.scalar(12345)
-    one = curve.PointTable.from_points(group, [g] * n)
-    opposite = curve.PointTable.from_points(group, [g, -g] * (n // 2))
+    g = CURVE.point_class(group)() * CURVE.scalar(12345)
+    one = points.PointTable.from_points(CURVE, group, [g] * n)
+    opposite = points.PointTable.from_points(CURVE, group, [g, -g] * (n // 2))
     vals = fr.to_ints(fr.random(n, rng))
     cases = {"equal": [vals[0]] * n, "zeros": [0] * n, "ones": [1] * n, "max": [P - 1] * n,
              "small": [int(k) if m else v for m, k, v in zip(rng.random(n) < 0.9, rng.integers(1, 3, n), vals)]}
     for name, ints in cases.items():
         s = fr.from_ints(ints)
         for tab in (t, one, opposite):
-            want = curve.msm(tab, s)
+            want = points.msm(tab, s)
             assert msm(tab, s, plan) == want, name
             assert msm(tab, s, plan, rounds=3, piece=8) == want, name
             assert msm(tab, s, plan, rounds=3, piece=8, balanced=True) == want, name
@@ -195,7 +198,7 @@ def test_rounds_stop_at_one_point_a_bucket():
     round before the accumulation."""
     n = 100
     t, s = table("g1", n, np.random.default_rng(61)), fr.from_ints([P - 1] * n)
-    want = curve.msm(t, s)
+    want = points.msm(t, s)
     for rounds, expect in ((0, 0), (3, 3), (AFFINE_ALL, math.ceil(math.log2(n)))):
         spy, marks = twin.LaunchSpy(), []
         assert pippenger.msm(spy, "g1", device_points(t), s, Plan(8), mark=marks.append, affine_rounds=rounds,

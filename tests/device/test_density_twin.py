@@ -8,12 +8,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from proofflow.prover import curve
+from proofflow.prover import points
 from proofflow.prover.circuits.by_name import get_circuit
+from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
 from proofflow.prover.device import density, pippenger, sparse
-from proofflow.prover.field import fr
+from proofflow.prover.field.fr import Fr
 from proofflow.prover.groth16 import generator
 import kernel_twin as twin
+
+fr = Fr.of(CURVE)
 
 if twin.compiler() is None:
     pytest.skip("no C++ compiler for the kernel twin", allow_module_level=True)
@@ -21,16 +24,16 @@ if twin.compiler() is None:
 EX = twin.TwinExecutor()
 
 
-def _with_infinity(group: str, n: int, every: int, seed: int) -> curve.PointTable:
+def _with_infinity(group: str, n: int, every: int, seed: int) -> points.PointTable:
     """An edge table (a repeated point, a point and its negation) with every ``every``-th
     row the point at infinity, as a key's B table of a MiMC chain has every third."""
     t = twin.edge_table(group, n, np.random.default_rng(seed))
     xy = t.xy.copy()
     xy[every - 1::every] = 0
-    return curve.PointTable(group, xy)
+    return points.PointTable(CURVE, group, xy)
 
 
-def _kept(t: curve.PointTable):
+def _kept(t: points.PointTable):
     """The twin's device table over the kept rows, and the rows (None: all)."""
     pts = twin.points(EX, t)
     rows = density.kept_rows(np, pts)
@@ -46,7 +49,7 @@ def test_a_table_keeps_its_finite_rows_once_enough_are_infinity():
     assert density.kept_rows(np, twin.points(EX, whole)) is None
     # dropped only where the rows left out save more than the indices take: 8 / (8 + 96) of G1
     for group, zeros, kept in (("g1", 7, False), ("g1", 8, True), ("g2", 3, False), ("g2", 4, True)):
-        pts = np.ones((100, curve.XY_BYTES[group] // 8), dtype=np.uint64)
+        pts = np.ones((100, CURVE.xy_bytes(group) // 8), dtype=np.uint64)
         pts[:zeros] = 0
         assert (density.kept_rows(np, pts) is not None) == kept, (group, zeros)
     assert density.kept_rows(np, np.zeros((0, 12), dtype=np.uint64)) is None
@@ -70,11 +73,11 @@ def test_msms_over_the_kept_rows_equal_arkworks_over_the_whole_table(group, plan
         pts = pippenger.precompute(EX, group, pts, plan)
     got = pippenger.msm(EX, group, pts, density.gather(np, dense, rows), plan or pippenger.plain(len(rows)),
                         balanced=True)
-    assert got == curve.msm(t, dense)
+    assert got == points.msm(t, dense)
     bits = [int(rng.integers(0, 2)) for _ in range(n)]
     bits[::41] = fr.to_ints(fr.random(len(bits[::41]), rng))
     s = fr.from_ints(bits)
-    assert sparse.msm(EX, EX, group, pts, density.gather(np, s, rows), plan=plan, balanced=True) == curve.msm(t, s)
+    assert sparse.msm(EX, EX, group, pts, density.gather(np, s, rows), plan=plan, balanced=True) == points.msm(t, s)
 
 
 def test_a_mimc_key_keeps_the_variables_b_uses():
@@ -94,4 +97,4 @@ def test_a_mimc_key_keeps_the_variables_b_uses():
             assert rows is None, name
         if name in ("b_g1_query", "b_g2_query"):
             got = pippenger.msm(EX, t.group, pts, density.gather(np, witness, rows), balanced=True)
-            assert got == curve.msm(t, witness)
+            assert got == points.msm(t, witness)

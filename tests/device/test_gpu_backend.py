@@ -6,7 +6,8 @@ import pytest
 
 from proofflow.prover.device import available as gpu_available
 from proofflow.prover.backend.cpu import CpuBackend
-from proofflow.prover.field import fr
+from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
+from proofflow.prover.field.fr import Fr
 from proofflow.prover.polynomial.domain import Radix2Domain
 from gpu_options import options
 
@@ -15,6 +16,8 @@ if not gpu_available():
     pytest.skip("no GPU visible", allow_module_level=True)
 
 from proofflow.prover.device.backend import GpuBackend, d2h, h2d  # noqa: E402  (needs CuPy)
+
+fr = Fr.of(CURVE)
 
 pytestmark = pytest.mark.gpu
 CPU = CpuBackend()
@@ -41,17 +44,17 @@ def test_elementwise_matches_cpu(gpu):
     vals = [0, 1, 2, fr.MODULUS - 1, fr.MODULUS - 2, (fr.MODULUS - 1) // 2]
     a = np.concatenate([fr.from_ints([x for x in vals for _ in vals]), fr.random(4096, rng)])
     b = np.concatenate([fr.from_ints([y for _ in vals for y in vals]), fr.random(4096, rng)])
-    assert np.array_equal(gpu.mul_device(a, b).get(), fr.mul(a, b))
-    assert np.array_equal(gpu.add_device(a, b).get(), fr.add(a, b))
-    assert np.array_equal(gpu.sub_device(a, b).get(), fr.sub(a, b))
-    assert np.array_equal(gpu.mul_device(a, b[:1]).get(), fr.mul(a, b[:1]))
+    assert np.array_equal(gpu.mul_device(CURVE, a, b).get(), fr.mul(a, b))
+    assert np.array_equal(gpu.add_device(CURVE, a, b).get(), fr.add(a, b))
+    assert np.array_equal(gpu.sub_device(CURVE, a, b).get(), fr.sub(a, b))
+    assert np.array_equal(gpu.mul_device(CURVE, a, b[:1]).get(), fr.mul(a, b[:1]))
 
 
 @pytest.mark.parametrize("log_n", SIZES)
 @pytest.mark.parametrize("inverse", [False, True])
 def test_ntt_matches_cpu(gpu, log_n, inverse):
     rng = np.random.default_rng(100 + log_n)
-    d = Radix2Domain(log_n)
+    d = Radix2Domain(log_n, CURVE)
     for x in (fr.random(d.size, rng), edge_vector(d.size, rng)):
         before = x.copy()
         assert np.array_equal(gpu.ntt(d, x, inverse), CPU.ntt(d, x, inverse))
@@ -61,7 +64,7 @@ def test_ntt_matches_cpu(gpu, log_n, inverse):
 
 @pytest.mark.parametrize("value", [0, 1, fr.MODULUS - 1])
 def test_ntt_of_constant_vectors(gpu, value):
-    d = Radix2Domain(12)
+    d = Radix2Domain(12, CURVE)
     x = fr.from_ints([value] * d.size)
     for inverse in (False, True):
         assert np.array_equal(gpu.ntt(d, x, inverse), CPU.ntt(d, x, inverse))
@@ -71,7 +74,7 @@ def test_ntt_of_constant_vectors(gpu, value):
 @pytest.mark.parametrize("log_n", [1, 2, 8, 10, 11, 12, 14, 16])
 def test_compute_h_matches_cpu(gpu, log_n):
     rng = np.random.default_rng(200 + log_n)
-    d = Radix2Domain(log_n)
+    d = Radix2Domain(log_n, CURVE)
     a, b = edge_vector(d.size, rng), fr.random(d.size, rng)
     c = fr.mul(a, b)  # a satisfied system: A*B - C vanishes on the domain
     copies = [v.copy() for v in (a, b, c)]
@@ -88,7 +91,7 @@ def test_compute_h_matches_cpu(gpu, log_n):
 def test_compute_h_odd_coset_matches_cpu(gpu, log_n):
     """snarkjs's H basis (circom keys): relabelling, shift to the odd coset, products."""
     rng = np.random.default_rng(300 + log_n)
-    d = Radix2Domain(log_n)
+    d = Radix2Domain(log_n, CURVE)
     a, b, c = edge_vector(d.size, rng), fr.random(d.size, rng), fr.random(d.size, rng)
     copies = [v.copy() for v in (a, b, c)]
     h = gpu.compute_h_odd_coset(d, a, b, c)
@@ -100,7 +103,7 @@ def test_compute_h_odd_coset_matches_cpu(gpu, log_n):
 
 def test_device_variants_stay_on_device(gpu):
     rng = np.random.default_rng(3)
-    d = Radix2Domain(10)
+    d = Radix2Domain(10, CURVE)
     x = cp.asarray(fr.random(d.size, rng))
     y = gpu.ntt_device(d, x)
     assert isinstance(y, cp.ndarray)
@@ -110,7 +113,7 @@ def test_device_variants_stay_on_device(gpu):
 
 def test_rejects_wrong_shape(gpu):
     with pytest.raises(ValueError, match="shape"):
-        gpu.ntt(Radix2Domain(4), fr.zeros(8))
+        gpu.ntt(Radix2Domain(4, CURVE), fr.zeros(8))
 
 
 def test_transfers_report_kind_and_rate():
@@ -153,65 +156,65 @@ def test_a_pinned_copy_is_timed_without_the_host_delay_in_enqueueing_it():
 @pytest.fixture(scope="module")
 def g1_table():
     """4096 random G1 points, with infinity, a repeated point and a point and its negation."""
-    from proofflow.prover import curve
+    from proofflow.prover import points
     rng = np.random.default_rng(4)
-    g = curve.point_class("g1")()
-    pts = [g * curve.scalar(int(x)) for x in fr.to_ints(fr.random(4093, rng))]
-    pts += [curve.point_class("g1").identity(), pts[5], -pts[6]]
-    return curve.PointTable.from_points("g1", pts)
+    g = CURVE.point_class("g1")()
+    pts = [g * CURVE.scalar(int(x)) for x in fr.to_ints(fr.random(4093, rng))]
+    pts += [CURVE.point_class("g1").identity(), pts[5], -pts[6]]
+    return points.PointTable.from_points(CURVE, "g1", pts)
 
 
 @pytest.mark.parametrize("log_n", [0, 1, 4, 8, 10, 12])
 def test_msm_g1_matches_arkworks(g1_table, log_n):
-    from proofflow.prover import curve
+    from proofflow.prover import points
     n = 1 << log_n
-    table = curve.PointTable("g1", g1_table.xy[-n:].copy())  # the tail holds the special points
+    table = points.PointTable(CURVE, "g1", g1_table.xy[-n:].copy())  # the tail holds the special points
     s = fr.random(n, np.random.default_rng(log_n))
-    assert GpuBackend(options()).msm_g1(table, s) == curve.msm(table, s)
+    assert GpuBackend(options()).msm_g1(table, s) == points.msm(table, s)
 
 
 @pytest.mark.parametrize("c", [4, 7, 13, 16])
 def test_msm_g1_edge_scalars_every_window_width(g1_table, c):
-    from proofflow.prover import curve
+    from proofflow.prover import points
     from proofflow.prover.device import msm as gpu_msm
     p = fr.MODULUS
     ints = [0, 1, p - 1, 2, p - 2, (p - 1) // 2, 1 << 254, (1 << c) - 1, 1 << (c - 1)] * 3
-    table = curve.PointTable("g1", g1_table.xy[-len(ints):].copy())
+    table = points.PointTable(CURVE, "g1", g1_table.xy[-len(ints):].copy())
     s = fr.from_ints(ints)
-    assert gpu_msm.msm_g1(table, s, options(), c=c) == curve.msm(table, s)
+    assert gpu_msm.msm_g1(table, s, options(), c=c) == points.msm(table, s)
     # the same point under every scalar: doublings and cancellations inside buckets
-    same = curve.PointTable("g1", np.repeat(g1_table.xy[:1], len(ints), axis=0))
-    assert gpu_msm.msm_g1(same, s, options(), c=c) == curve.msm(same, s)
+    same = points.PointTable(CURVE, "g1", np.repeat(g1_table.xy[:1], len(ints), axis=0))
+    assert gpu_msm.msm_g1(same, s, options(), c=c) == points.msm(same, s)
 
 
 def _tiled(g1_table, n: int):
-    from proofflow.prover import curve
-    return curve.PointTable("g1", np.tile(g1_table.xy, (-(-n // len(g1_table)), 1))[:n].copy())
+    from proofflow.prover import points
+    return points.PointTable(CURVE, "g1", np.tile(g1_table.xy, (-(-n // len(g1_table)), 1))[:n].copy())
 
 
 @pytest.mark.parametrize("log_n", [12, 16])
 def test_msm_g1_mostly_small_scalars(g1_table, log_n):
     """90% of the scalars 1 or 2, as in bit-valued witnesses: two buckets of the lowest
     window hold most entries, so they are summed in many pieces."""
-    from proofflow.prover import curve
+    from proofflow.prover import points
     rng = np.random.default_rng(50 + log_n)
     n = 1 << log_n
     table = _tiled(g1_table, n)
     ints = fr.to_ints(fr.random(n, rng))
     small = rng.random(n) < 0.9
     s = fr.from_ints([int(k) if m else v for m, k, v in zip(small, rng.integers(1, 3, n), ints)])
-    assert GpuBackend(options()).msm_g1(table, s) == curve.msm(table, s)
+    assert GpuBackend(options()).msm_g1(table, s) == points.msm(table, s)
 
 
 @pytest.mark.parametrize("value", [1, 2, 1 << 200, fr.MODULUS - 1, None])
 def test_msm_g1_all_equal_scalars(g1_table, value):
     """2^16 equal scalars: every window's entries in one bucket (None: a random value)."""
-    from proofflow.prover import curve
+    from proofflow.prover import points
     n = 1 << 16
     table = _tiled(g1_table, n)
     v = fr.to_ints(fr.random(1, np.random.default_rng(7)))[0] if value is None else value
     s = fr.from_ints([v] * n)
-    assert GpuBackend(options()).msm_g1(table, s) == curve.msm(table, s)
+    assert GpuBackend(options()).msm_g1(table, s) == points.msm(table, s)
 
 
 def test_gpu_proof_verifies(pk10, mimc10):

@@ -33,14 +33,14 @@ def test_gpu_written_zkey_equals_the_cpus_and_its_gpu_proofs_verify(chain, tmp_p
     from proofflow.prover.backend.cpu import CpuBackend
     from proofflow.prover.circom import prove, read_r1cs, read_wtns, read_zkey, setup, verify
     from proofflow.prover.device.backend import GpuBackend
-    from proofflow.prover.field import fr
     from proofflow.prover.groth16 import r1cs_to_qap
     r1cs = read_r1cs(chain / "chain.r1cs")
+    fr = r1cs.cs.fr
     gpu = GpuBackend(options())
     setup.write_test_zkey(r1cs, 5, tmp_path / "gpu.zkey", gpu)
     setup.write_test_zkey(r1cs, 5, tmp_path / "cpu.zkey", CpuBackend())
     assert (tmp_path / "gpu.zkey").read_bytes() == (tmp_path / "cpu.zkey").read_bytes()
-    zkey, witness = read_zkey(tmp_path / "gpu.zkey"), read_wtns(chain / "chain.wtns")
+    zkey, witness = read_zkey(tmp_path / "gpu.zkey"), read_wtns(chain / "chain.wtns", r1cs.cs.curve)
     public = fr.to_ints(witness[1:zkey.n_public + 1])
     for backend in (gpu, GpuBackend(options(), g2_on_gpu=False)):  # the G2 MSM on the device, and on the host
         assert verify(zkey.vk, public, prove(zkey, witness, backend, r1cs=r1cs))
@@ -79,11 +79,11 @@ def test_a_registered_circuit_through_the_prover_service_on_the_gpu(chain, tmp_p
     try:
         client.ensure_running()
         assert client.stage(StageJob(out["segment"], MemoryKind.PINNED))["pinned"]
-        reply = client.prove(ProveJob(str(registry.key_dir("chain")), "chain", info["log2"], out["segment"], out["n"],
+        reply = client.prove(ProveJob(str(registry.key_dir("chain")), "chain", info["log2"], info["curve"], out["segment"], out["n"],
                                       MemoryKind.PINNED))
     finally:
         client.stop()
     vk = read_verification_key(registry.circuit_dir("chain") / "verification_key.json")
     public = [int(x, 16) for x in out["public_inputs"]]
     assert reply.transfers["h2d"].kind == "pinned" and reply.device == "cuda:0"
-    assert verify(vk, public, Proof.from_bytes(reply.proof))
+    assert verify(vk, public, Proof.from_bytes(vk.curve, reply.proof))

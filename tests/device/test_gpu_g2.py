@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from proofflow.prover import curve
+from proofflow.prover import points
+from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
 from proofflow.prover.device import available as gpu_available
-from proofflow.prover.field import fr
+from proofflow.prover.field.fr import Fr
 from proofflow.prover.groth16 import generator
 from gpu_options import options
 
@@ -18,6 +19,8 @@ if not gpu_available():
 from proofflow.prover.device import fixed_base, msm as gpu_msm  # noqa: E402  (needs CuPy)
 from proofflow.prover.device.backend import GpuBackend  # noqa: E402
 
+fr = Fr.of(CURVE)
+
 pytestmark = pytest.mark.gpu
 P = fr.MODULUS
 
@@ -26,39 +29,39 @@ P = fr.MODULUS
 def g2_table():
     """1024 random G2 points, with infinity, a repeated point and a point and its negation."""
     rng = np.random.default_rng(5)
-    g = curve.point_class("g2")()
-    pts = [g * curve.scalar(int(x)) for x in fr.to_ints(fr.random(1021, rng))]
-    pts += [curve.point_class("g2").identity(), pts[5], -pts[6]]
-    return curve.PointTable.from_points("g2", pts)
+    g = CURVE.point_class("g2")()
+    pts = [g * CURVE.scalar(int(x)) for x in fr.to_ints(fr.random(1021, rng))]
+    pts += [CURVE.point_class("g2").identity(), pts[5], -pts[6]]
+    return points.PointTable.from_points(CURVE, "g2", pts)
 
 
 def _tiled(table, n: int):
-    return curve.PointTable(table.group, np.tile(table.xy, (-(-n // len(table)), 1))[:n].copy())
+    return points.PointTable(CURVE, table.group, np.tile(table.xy, (-(-n // len(table)), 1))[:n].copy())
 
 
 @pytest.mark.parametrize("log_n", [0, 1, 4, 8, 10, 12, 14, 16])
 def test_msm_g2_matches_arkworks(g2_table, log_n):
     n = 1 << log_n
-    table = curve.PointTable("g2", g2_table.xy[-n:].copy()) if n <= len(g2_table) else _tiled(g2_table, n)
+    table = points.PointTable(CURVE, "g2", g2_table.xy[-n:].copy()) if n <= len(g2_table) else _tiled(g2_table, n)
     s = fr.random(n, np.random.default_rng(60 + log_n))
-    assert GpuBackend(options()).msm_g2(table, s) == curve.msm(table, s)
+    assert GpuBackend(options()).msm_g2(table, s) == points.msm(table, s)
 
 
 def test_msm_g2_empty_and_zero(g2_table):
-    empty = curve.PointTable("g2", g2_table.xy[:0].copy())
-    assert gpu_msm.msm_g2(empty, fr.zeros(0), options()) == curve.point_class("g2").identity()
-    table = curve.PointTable("g2", g2_table.xy[:300].copy())
-    assert gpu_msm.msm_g2(table, fr.zeros(300), options()) == curve.point_class("g2").identity()
+    empty = points.PointTable(CURVE, "g2", g2_table.xy[:0].copy())
+    assert gpu_msm.msm_g2(empty, fr.zeros(0), options()) == CURVE.point_class("g2").identity()
+    table = points.PointTable(CURVE, "g2", g2_table.xy[:300].copy())
+    assert gpu_msm.msm_g2(table, fr.zeros(300), options()) == CURVE.point_class("g2").identity()
 
 
 @pytest.mark.parametrize("c", [4, 7, 13, 16])
 def test_msm_g2_edge_scalars_every_window_width(g2_table, c):
     ints = [0, 1, P - 1, 2, P - 2, (P - 1) // 2, 1 << 254, (1 << c) - 1, 1 << (c - 1)] * 3
-    table = curve.PointTable("g2", g2_table.xy[-len(ints):].copy())
+    table = points.PointTable(CURVE, "g2", g2_table.xy[-len(ints):].copy())
     s = fr.from_ints(ints)
-    assert gpu_msm.msm_g2(table, s, options(), c=c) == curve.msm(table, s)
-    same = curve.PointTable("g2", np.repeat(g2_table.xy[:1], len(ints), axis=0))
-    assert gpu_msm.msm_g2(same, s, options(), c=c) == curve.msm(same, s)
+    assert gpu_msm.msm_g2(table, s, options(), c=c) == points.msm(table, s)
+    same = points.PointTable(CURVE, "g2", np.repeat(g2_table.xy[:1], len(ints), axis=0))
+    assert gpu_msm.msm_g2(same, s, options(), c=c) == points.msm(same, s)
 
 
 @pytest.mark.parametrize("log_n", [12, 16])
@@ -68,7 +71,7 @@ def test_msm_g2_mostly_small_scalars(g2_table, log_n):
     table = _tiled(g2_table, n)
     ints = fr.to_ints(fr.random(n, rng))
     s = fr.from_ints([int(k) if m else v for m, k, v in zip(rng.random(n) < 0.9, rng.integers(1, 3, n), ints)])
-    assert gpu_msm.msm_g2(table, s, options()) == curve.msm(table, s)
+    assert gpu_msm.msm_g2(table, s, options()) == points.msm(table, s)
 
 
 @pytest.mark.parametrize("value", [1, P - 1, None])
@@ -77,7 +80,7 @@ def test_msm_g2_all_equal_scalars(g2_table, value):
     table = _tiled(g2_table, n)
     v = fr.to_ints(fr.random(1, np.random.default_rng(8)))[0] if value is None else value
     s = fr.from_ints([v] * n)
-    assert gpu_msm.msm_g2(table, s, options()) == curve.msm(table, s)
+    assert gpu_msm.msm_g2(table, s, options()) == points.msm(table, s)
 
 
 def test_msm_rejects_the_wrong_group(g2_table):
@@ -91,12 +94,12 @@ EDGE_SCALARS = [0, 1, 2, P - 1, P - 2, (P - 1) // 2, 255, 256, 1 << 254, (1 << 2
 @pytest.mark.parametrize("group", ["g1", "g2"])
 def test_fixed_base_matches_arkworks(group):
     s = fr.from_ints(EDGE_SCALARS + fr.to_ints(fr.random(5000, np.random.default_rng(80))))
-    got = GpuBackend(options()).fixed_base(group, s)
-    assert got.group == group and np.array_equal(got.xy, generator.fixed_base(group, s).xy)
+    got = GpuBackend(options()).fixed_base(CURVE, group, s)
+    assert got.group == group and np.array_equal(got.xy, generator.fixed_base(CURVE, group, s).xy)
     assert not got.xy[0].any()  # 0 * G is infinity: all zero bytes
     # several launches, and a non-contiguous input
-    ex = gpu_msm.CupyExecutor("fixed_base.cu", group, options())
-    table = cp.asarray(fixed_base.window_table(group))
+    ex = gpu_msm.CupyExecutor(CURVE, "fixed_base.cu", group, options())
+    table = cp.asarray(fixed_base.window_table(CURVE, group))
     counts = []
     part = fixed_base.multiples(ex, group, table, s[::2], progress=counts.append, chunk=999)
     assert np.array_equal(part, got.xy[::2]) and sum(counts) == len(s[::2]) and len(counts) > 1

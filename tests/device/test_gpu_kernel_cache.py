@@ -30,6 +30,7 @@ import json, sys, time
 import numpy as np
 from proofflow import settings
 from proofflow.prover.backend.by_name import device_options
+from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
 from proofflow.prover.device import cache
 options = device_options(settings.current())
 
@@ -38,30 +39,32 @@ if mode == "no-compile":
     def refuse(*args):
         raise AssertionError("an NVRTC compile in a process that should only load cubins")
     cache.compile_cubin = refuse
-modules = cache.MODULES if which == "all" else (cache.Module("ntt.cu", "mul32"),)
+modules = cache.MODULES if which == "all" else (cache.Module(CURVE, "ntt.cu", "mul32"),)
 t0 = time.perf_counter()
 for m in modules:
-    cache.load(m.variant, m.name, m.group, kernel_dir=options.kernel_dir)
+    cache.load(m.curve, m.variant, m.name, m.group, kernel_dir=options.kernel_dir)
 load_s = time.perf_counter() - t0
 
-from proofflow.prover import curve
+from proofflow.prover import points
 from proofflow.prover.backend.cpu import CpuBackend
 from proofflow.prover.device.backend import GpuBackend
-from proofflow.prover.field import fr
+from proofflow.prover.field.fr import Fr
 from proofflow.prover.polynomial.domain import Radix2Domain
+fr = Fr.of(CURVE)
 rng = np.random.default_rng(19)
-d = Radix2Domain(12)
+d = Radix2Domain(12, CURVE)
 x = fr.random(d.size, rng)
 same = {f"ntt-{v}": bool(np.array_equal(GpuBackend(options, v).ntt(d, x), CpuBackend().ntt(d, x)))
         for v in sorted({m.variant for m in modules if m.name == "ntt.cu"})}
 if which == "all":
     from proofflow.prover.device import msm as gpu_msm
     for group, n in (("g1", 64), ("g2", 16)):
-        g = curve.point_class(group)()
-        table = curve.PointTable.from_points(group, [g * curve.scalar(int(k)) for k in fr.to_ints(fr.random(n, rng))])
+        g = CURVE.point_class(group)()
+        table = points.PointTable.from_points(CURVE, group,
+                                              [g * CURVE.scalar(int(k)) for k in fr.to_ints(fr.random(n, rng))])
         s = fr.random(n, rng)
         got = (gpu_msm.msm_g1 if group == "g1" else gpu_msm.msm_g2)(table, s, options)
-        same[f"msm-{group}"] = bool(got == curve.msm(table, s))
+        same[f"msm-{group}"] = bool(got == points.msm(table, s))
 print(json.dumps({"compiles": cache.compiles, "load_s": load_s, "same": same}))
 """
 
@@ -109,7 +112,7 @@ def test_the_first_load_compiles_and_persists_and_a_damaged_cubin_is_rebuilt(tmp
     kernel_dir = tmp_path / "kernels"
     first = _check(kernel_dir, "ntt", "compile")
     assert first["compiles"] == 1 and first["same"] == {"ntt-mul32": True}, first
-    (cubin,) = kernel_dir.glob("ntt-mul32-sm_*.cubin")
+    (cubin,) = kernel_dir.glob("ntt-mul32-bls12_381-sm_*.cubin")
 
     again = _check(kernel_dir, "ntt", "no-compile")
     assert again["compiles"] == 0 and again["same"] == {"ntt-mul32": True}, again

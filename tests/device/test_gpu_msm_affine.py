@@ -8,11 +8,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from proofflow.prover import curve
+from proofflow.prover import points
 from proofflow.prover.device import available as gpu_available
 from proofflow.prover.device import pippenger
 from proofflow.prover.device.pippenger import AFFINE_ALL, Plan
-from proofflow.prover.field import fr
+from proofflow.prover.field.fr import Fr
 import kernel_twin as twin
 from gpu_options import options
 
@@ -20,7 +20,10 @@ cp = pytest.importorskip("cupy")
 if not gpu_available():
     pytest.skip("no GPU visible", allow_module_level=True)
 
+from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
 from proofflow.prover.device import msm as gpu_msm  # noqa: E402  (needs CuPy)
+
+fr = Fr.of(CURVE)
 
 pytestmark = pytest.mark.gpu
 P = fr.MODULUS
@@ -64,7 +67,7 @@ def test_round_matches_the_twin(group, trick):
     table = _table(group, 512, 1)
     pts = gpu_msm.device_points(table, options())
     entries, start, lens = _buckets(1 << 17, 512, np.random.default_rng(2))
-    dev = pippenger._affine_round(gpu_msm.executor(group, options()), group, pts,
+    dev = pippenger._affine_round(gpu_msm.executor(CURVE, group, options()), group, pts,
                                   *map(cp.asarray, (entries, start, lens)))
     cpu = pippenger._affine_round(twin.TwinExecutor(), group, cp.asnumpy(pts), entries, start, lens)
     for d, c in zip(dev, cpu):
@@ -80,7 +83,7 @@ def test_msm_matches_arkworks(group, plan):
     n = 1024
     table = _table(group, n, plan.c)
     s = fr.from_ints((EDGE + fr.to_ints(fr.random(n, np.random.default_rng(plan.shifts))))[:n])
-    want = curve.msm(table, s)
+    want = points.msm(table, s)
     for rounds in (2, AFFINE_ALL):
         assert gpu_msm.msm(table, s, options(), plan=plan, affine_rounds=rounds) == want, rounds
 
@@ -92,14 +95,14 @@ def test_skewed_scalars(group, log_n, trick):
     spare; all rounds, and 3 rounds before the accumulation."""
     n = 1 << log_n
     table = _table(group, n, 3)
-    plan, = pippenger.key_plans(((group, n),), 1 << 40)
+    plan, = pippenger.key_plans(CURVE, ((group, n),), 1 << 40)
     rng = np.random.default_rng(4)
     vals = fr.to_ints(fr.random(n, rng))
     cases = {"zeros": [0] * n, "ones": [1] * n, "equal": [vals[0]] * n, "max": [P - 1] * n,
              "small": [int(k) if m else v for m, k, v in zip(rng.random(n) < 0.9, rng.integers(1, 3, n), vals)]}
     for name, ints in cases.items():
         s = fr.from_ints(ints)
-        want = curve.msm(table, s)
+        want = points.msm(table, s)
         for rounds in (3, AFFINE_ALL):
             assert gpu_msm.msm(table, s, options(), plan=plan, affine_rounds=rounds) == want, (name, rounds)
 
@@ -109,6 +112,6 @@ def test_spans_time_each_round():
     table = _table("g1", n, 5)
     s = fr.from_ints([7] * n)  # one bucket of 2^12 entries a window: 12 rounds
     spans = {}
-    assert gpu_msm.msm(table, s, options(), c=8, spans=spans, affine_rounds=AFFINE_ALL) == curve.msm(table, s)
+    assert gpu_msm.msm(table, s, options(), c=8, spans=spans, affine_rounds=AFFINE_ALL) == points.msm(table, s)
     assert [k for k in spans if k.startswith("affine")] == [f"affine {r}" for r in range(12)]
     assert {"sort", "accumulate", "merge", "reduce", "combine"} <= spans.keys()

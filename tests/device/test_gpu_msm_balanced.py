@@ -8,11 +8,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from proofflow.prover import curve
+from proofflow.prover import points
 from proofflow.prover.device import available as gpu_available
 from proofflow.prover.device import pippenger
 from proofflow.prover.device.pippenger import Plan
-from proofflow.prover.field import fr
+from proofflow.prover.field.fr import Fr
 import kernel_twin as twin
 from gpu_options import options
 
@@ -20,7 +20,10 @@ cp = pytest.importorskip("cupy")
 if not gpu_available():
     pytest.skip("no GPU visible", allow_module_level=True)
 
+from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
 from proofflow.prover.device import msm as gpu_msm  # noqa: E402  (needs CuPy)
+
+fr = Fr.of(CURVE)
 
 pytestmark = pytest.mark.gpu
 P = fr.MODULUS
@@ -45,7 +48,7 @@ def test_spans_match_the_twin(group, piece):
     table = _table(group, 512, 1)
     pts = gpu_msm.device_points(table, options())
     entries, offsets, counts = _sorted_buckets(1 << 15, 512, np.random.default_rng(piece))
-    dev = pippenger.accumulate(gpu_msm.executor(group, options()), group, pts,
+    dev = pippenger.accumulate(gpu_msm.executor(CURVE, group, options()), group, pts,
                                *map(cp.asarray, (entries, offsets, counts)), piece, True)
     cpu = pippenger.accumulate(twin.TwinExecutor(), group, cp.asnumpy(pts), entries, offsets, counts, piece, True)
     for d, c in zip(dev, cpu):
@@ -61,7 +64,7 @@ def test_msm_matches_arkworks(group, plan):
     n = 1 << 12
     table = _table(group, n, plan.c)
     s = fr.from_ints((twin.MSM_EDGE_SCALARS + fr.to_ints(fr.random(n, np.random.default_rng(plan.shifts))))[:n])
-    want = curve.msm(table, s)
+    want = points.msm(table, s)
     assert gpu_msm.msm(table, s, options(), plan=plan, balanced=True) == want
     assert gpu_msm.msm(table, s, options(), plan=plan, balanced=True, affine_rounds=2) == want
 
@@ -79,7 +82,7 @@ def test_skewed_scalars(group, log_n):
              "sparse": [0 if m else v for m, v in zip(rng.random(n) < 0.9, vals)]}
     for name, ints in cases.items():
         s = fr.from_ints(ints)
-        assert gpu_msm.msm(table, s, options(), balanced=True) == curve.msm(table, s), name
+        assert gpu_msm.msm(table, s, options(), balanced=True) == points.msm(table, s), name
 
 
 @pytest.mark.parametrize("group", ["g1", "g2"])
@@ -88,6 +91,6 @@ def test_other_product_variants(group, variant):
     n = 1 << 12
     table = _table(group, n, 5)
     s = fr.random(n, np.random.default_rng(6))
-    ex = gpu_msm.CupyExecutor("msm.cu", group, options(), variant)
+    ex = gpu_msm.CupyExecutor(CURVE, "msm.cu", group, options(), variant)
     got = pippenger.msm(ex, group, gpu_msm.device_points(table, options()), cp.asarray(s), balanced=True)
-    assert got == curve.msm(table, s)
+    assert got == points.msm(table, s)

@@ -8,12 +8,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from proofflow.prover import curve
+from proofflow.prover import points
 from proofflow.prover.keys import key_bytes
 from proofflow.prover.device import available as gpu_available
 from proofflow.prover.device import density, pippenger
 from proofflow.prover.device.pippenger import Plan
-from proofflow.prover.field import fr
+from proofflow.prover.field.fr import Fr
 from proofflow.prover.groth16.data_structures import PK_TABLES
 import kernel_twin as twin
 from gpu_options import options
@@ -22,12 +22,15 @@ cp = pytest.importorskip("cupy")
 if not gpu_available():
     pytest.skip("no GPU visible", allow_module_level=True)
 
+from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
 from proofflow.prover.device import msm as gpu_msm  # noqa: E402  (needs CuPy)
 from proofflow.prover.device.backend import GpuBackend  # noqa: E402
 
+fr = Fr.of(CURVE)
+
 pytestmark = pytest.mark.gpu
 P = fr.MODULUS
-Q = pippenger.Q
+Q = CURVE.fq.modulus
 R_INV = pow(1 << 384, -1, Q)
 EDGE = twin.MSM_EDGE_SCALARS
 
@@ -58,9 +61,9 @@ def test_device_copies_are_the_shifted_points(group):
     got = _canonical(copies.get())
     points = table.points()
     for k in range(plan.shifts):
-        assert got[k * n:(k + 1) * n] == [(p * curve.scalar(1 << (plan.c * k))).to_xy_bytes_le() for p in points], k
+        assert got[k * n:(k + 1) * n] == [(p * CURVE.scalar(1 << (plan.c * k))).to_xy_bytes_le() for p in points], k
     # in launches of 70 points, the last batch of each shorter than SHIFT_BATCH: the same rows
-    again = pippenger.precompute(gpu_msm.executor(group, options()), group, copies[:n], plan, chunk=70)
+    again = pippenger.precompute(gpu_msm.executor(CURVE, group, options()), group, copies[:n], plan, chunk=70)
     assert bool(cp.array_equal(again, copies))
 
 
@@ -73,7 +76,7 @@ def test_precomputed_msm_matches_arkworks_and_the_plain_path(group, plan):
     n = 1024
     table = _table(group, n, plan.c)
     s = _scalars(n, plan.shifts)
-    want = curve.msm(table, s)
+    want = points.msm(table, s)
     assert gpu_msm.msm(table, s, options(), plan=plan) == want
     assert gpu_msm.msm(table, s, options(), plan=Plan(plan.c)) == want
 
@@ -84,7 +87,7 @@ def test_precomputed_msm_skewed_scalars(group, log_n):
     ones and twos, under the plan a table of this size gets with room to spare."""
     n = 1 << log_n
     table = _table(group, n, 2)
-    plan, = pippenger.key_plans(((group, n),), 1 << 40)
+    plan, = pippenger.key_plans(CURVE, ((group, n),), 1 << 40)
     assert plan.shifts > 1
     rng = np.random.default_rng(3)
     vals = fr.to_ints(fr.random(n, rng))
@@ -92,7 +95,7 @@ def test_precomputed_msm_skewed_scalars(group, log_n):
              "small": [int(k) if m else v for m, k, v in zip(rng.random(n) < 0.9, rng.integers(1, 3, n), vals)]}
     for name, ints in cases.items():
         s = fr.from_ints(ints)
-        assert gpu_msm.msm(table, s, options(), plan=plan) == curve.msm(table, s), name
+        assert gpu_msm.msm(table, s, options(), plan=plan) == points.msm(table, s), name
 
 
 def test_copies_stand_in_for_the_plain_points():
@@ -100,7 +103,7 @@ def test_copies_stand_in_for_the_plain_points():
     plan runs under the resident one; another plan's copies replace them."""
     n = 1000
     table, s = _table("g1", n, 4), _scalars(n, 5)
-    want = curve.msm(table, s)
+    want = points.msm(table, s)
     plain_key = ("g1-affine-mont", cp.cuda.runtime.getDevice())
     assert gpu_msm.resident_plan(table) == pippenger.plain(n)
     copies = gpu_msm.device_points(table, options(), Plan(8, 4))
@@ -124,7 +127,7 @@ def test_witness_msms_over_copies(group):
     bits = [int(rng.integers(0, 2)) for _ in range(n)]
     bits[::97] = fr.to_ints(fr.random(len(bits[::97]), rng))
     for s in (_scalars(n, 8), fr.from_ints(bits)):
-        assert GpuBackend(options()).msm_witness(table, s) == curve.msm(table, s)
+        assert GpuBackend(options()).msm_witness(table, s) == points.msm(table, s)
 
 
 @pytest.mark.parametrize("g2_on_gpu", [True, False])

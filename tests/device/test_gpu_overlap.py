@@ -9,29 +9,32 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from proofflow.prover import curve
+from proofflow.prover import points
 from proofflow.prover.backend.base import MsmJob
 from proofflow.prover.backend.cpu import CpuBackend
 from proofflow.prover.device import available as gpu_available
 from proofflow.prover.device import pippenger
-from proofflow.prover.field import fr
+from proofflow.prover.field.fr import Fr
 from gpu_options import options
 
 cp = pytest.importorskip("cupy")
 if not gpu_available():
     pytest.skip("no GPU visible", allow_module_level=True)
 
+from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
 from proofflow.prover.device import msm as gpu_msm  # noqa: E402  (needs CuPy)
 from proofflow.prover.device.backend import GpuBackend  # noqa: E402
+
+fr = Fr.of(CURVE)
 
 pytestmark = pytest.mark.gpu
 N = 4096
 
 
-def _table(group: str, n: int, seed: int) -> curve.PointTable:
-    g = curve.point_class(group)()
+def _table(group: str, n: int, seed: int) -> points.PointTable:
+    g = CURVE.point_class(group)()
     scalars = fr.to_ints(fr.random(n, np.random.default_rng(seed)))
-    return curve.PointTable.from_points(group, [g * curve.scalar(int(x)) for x in scalars])
+    return points.PointTable.from_points(CURVE, group, [g * CURVE.scalar(int(x)) for x in scalars])
 
 
 def _bits(n: int, rng) -> np.ndarray:
@@ -71,11 +74,11 @@ def test_overlapped_msms_are_the_cpus_and_the_sequential_ones(tables, witness):
 
 
 def test_an_empty_msm_beside_others():
-    empty, g1 = curve.PointTable("g1", np.zeros((0, 96), dtype=np.uint8)), _table("g1", 64, 6)
+    empty, g1 = points.PointTable(CURVE, "g1", np.zeros((0, 96), dtype=np.uint8)), _table("g1", 64, 6)
     s = fr.random(64, np.random.default_rng(11))
     got = GpuBackend(options(), overlap=True).msms([MsmJob(empty, cp.zeros((0, 4), dtype=cp.uint64), witness=False),
                                          MsmJob(g1, cp.asarray(s))])
-    assert got == [curve.point_class("g1").identity(), curve.msm(g1, s)]
+    assert got == [CURVE.point_class("g1").identity(), points.msm(g1, s)]
 
 
 @pytest.mark.parametrize("caller", ["null", "non_blocking"])
@@ -87,7 +90,7 @@ def test_lanes_wait_for_the_callers_kernels(tables, caller):
     x = cp.asarray(fr.random(N, np.random.default_rng(12)))
     cp.cuda.Device().synchronize()
     with stream:
-        gpu.square_chain_device(x, 20000)  # in place: x <- x^(2^20000), milliseconds of dependent products
+        gpu.square_chain_device(CURVE, x, 20000)  # in place: x <- x^(2^20000), milliseconds of dependent products
         got = gpu.msms(_jobs(tables, x, x, cp.asarray))
         stream.synchronize()
     assert got == CpuBackend().msms(_jobs(tables, cp.asnumpy(x), cp.asnumpy(x)))
@@ -118,7 +121,7 @@ def test_overlapped_proofs_are_the_sequential_ones(pk10, mimc10):
                     GpuBackend(options(), g2_on_gpu=False, overlap=True)):
         assert prove(backend) == want, (backend.overlap, backend.g2_on_host)
     from proofflow.prover.groth16.data_structures import Proof
-    assert verifier.verify(pk10.vk, inst.public_inputs, Proof.from_bytes(want))
+    assert verifier.verify(pk10.vk, inst.public_inputs, Proof.from_bytes(pk10.curve, want))
 
 
 def test_the_setting_turns_overlap_on(monkeypatch, pk10, mimc10):
@@ -163,10 +166,10 @@ def test_the_service_proves_with_overlapped_msms(tmp_path, monkeypatch):
             holder = f"t/r/p{i:04d}"
             out = pipeline.synthesize_shared(circuit, 5, i, staging, holder)
             client.stage(StageJob(out["segment"], MemoryKind.PINNED, holder))
-            reply = client.prove(ProveJob(str(key_dir), "mimc", log2, out["segment"], out["n"], MemoryKind.PINNED,
+            reply = client.prove(ProveJob(str(key_dir), "mimc", log2, "bls12_381", out["segment"], out["n"], MemoryKind.PINNED,
                                           holder))
             public = [int(x, 16) for x in out["public_inputs"]]
-            assert verifier.verify(pk.vk, public, Proof.from_bytes(reply.proof))
+            assert verifier.verify(pk.vk, public, Proof.from_bytes(pk.curve, reply.proof))
             assert "msm" in {s.phase for s in reply.spans}
             staging.release(out["segment"])
     finally:

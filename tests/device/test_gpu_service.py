@@ -48,10 +48,10 @@ def test_service_on_the_gpu_uploads_from_the_staging_asked_for(key_dir, tmp_path
             assert staged["pinned"] == (kind == "pinned")
             # released segments are leased again in place: the third pinned partition's was pinned before
             assert staged["cached"] == (i == 3), (i, staged)
-            reply = client.prove(ProveJob(str(key_dir), "mimc", LOG2, out["segment"], out["n"], MemoryKind(kind),
+            reply = client.prove(ProveJob(str(key_dir), "mimc", LOG2, "bls12_381", out["segment"], out["n"], MemoryKind(kind),
                                           holder))
             public = [int(x, 16) for x in out["public_inputs"]]
-            assert verifier.verify(vk, public, Proof.from_bytes(reply.proof))
+            assert verifier.verify(vk, public, Proof.from_bytes(vk.curve, reply.proof))
             assert reply.device == "cuda:0"
             for direction in ("h2d", "h2d_witness"):
                 t = reply.transfers[direction]

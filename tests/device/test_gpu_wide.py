@@ -10,11 +10,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from proofflow.prover import curve
+from proofflow.prover import points
 from proofflow.prover.device import available as gpu_available
 from proofflow.prover.device import pippenger
 from proofflow.prover.device.pippenger import Plan
-from proofflow.prover.field import fr
+from proofflow.prover.field.fr import Fr
 from proofflow.prover.groth16 import generator
 import kernel_twin as twin
 from gpu_options import options
@@ -23,10 +23,13 @@ cp = pytest.importorskip("cupy")
 if not gpu_available():
     pytest.skip("no GPU visible", allow_module_level=True)
 
+from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
 from proofflow.prover.device import cache, fixed_base, msm as gpu_msm  # noqa: E402  (needs CuPy)
 
+fr = Fr.of(CURVE)
+
 pytestmark = pytest.mark.gpu
-Q = pippenger.Q
+Q = CURVE.fq.modulus
 R = (1 << 384) % Q
 R_INV = pow(1 << 384, -1, Q)
 P = fr.MODULUS
@@ -48,7 +51,7 @@ def ints(rows) -> list[int]:
 def field(variant: str, kernel: str, *args) -> None:
     """One of field.cu's kernels over the rows of args[0], compiled with ``variant``."""
     n = args[0].shape[0]
-    fn = cache.load(variant, "field.cu", kernel_dir=options().kernel_dir).get_function(kernel)
+    fn = cache.load(CURVE, variant, "field.cu", kernel_dir=options().kernel_dir).get_function(kernel)
     fn((max(1, -(-n // 128)),), (128,), args)
 
 
@@ -84,7 +87,7 @@ def test_fq_chains_match_python_ints(variant):
     assert ints(dx) == want
 
 
-def _table(group: str, n: int, seed: int) -> curve.PointTable:
+def _table(group: str, n: int, seed: int) -> points.PointTable:
     return twin.tiled_edge_table(group, n, seed, distinct=256)
 
 
@@ -94,10 +97,10 @@ def curve_variant(request):
     return request.param
 
 
-def _wide_msm(table: curve.PointTable, s: np.ndarray, plan: Plan | None = None, variant: str = "wide"):
+def _wide_msm(table: points.PointTable, s: np.ndarray, plan: Plan | None = None, variant: str = "wide"):
     """The MSM run by msm.cu compiled with the wide products (``variant``), its copies (if
     any) built by that variant's msm_shift from the plain points the default one converted."""
-    ex = gpu_msm.CupyExecutor("msm.cu", table.group, options(), variant)
+    ex = gpu_msm.CupyExecutor(CURVE, "msm.cu", table.group, options(), variant)
     pts = gpu_msm.device_points(table, options())
     if plan is not None and plan.shifts > 1:
         pts = pippenger.precompute(ex, table.group, pts, plan)
@@ -109,7 +112,7 @@ def test_msm_matches_arkworks(group, log_n, curve_variant):
     n = 1 << log_n
     table = _table(group, n, 20 + log_n)
     s = fr.random(n, np.random.default_rng(log_n))
-    assert _wide_msm(table, s, variant=curve_variant) == curve.msm(table, s)
+    assert _wide_msm(table, s, variant=curve_variant) == points.msm(table, s)
 
 
 @pytest.mark.parametrize("group", ["g1", "g2"])
@@ -118,10 +121,10 @@ def test_msm_edge_scalars_and_doublings(group, c, curve_variant):
     ints_ = [0, 1, P - 1, 2, P - 2, (P - 1) // 2, 1 << 254, (1 << c) - 1, 1 << (c - 1)] * 3
     s = fr.from_ints(ints_)
     table = _table(group, len(ints_), 30)
-    assert _wide_msm(table, s, Plan(c), curve_variant) == curve.msm(table, s)
+    assert _wide_msm(table, s, Plan(c), curve_variant) == points.msm(table, s)
     # the same point under every scalar: doublings and cancellations inside buckets
-    same = curve.PointTable(group, np.repeat(table.xy[:1], len(ints_), axis=0))
-    assert _wide_msm(same, s, Plan(c), curve_variant) == curve.msm(same, s)
+    same = points.PointTable(CURVE, group, np.repeat(table.xy[:1], len(ints_), axis=0))
+    assert _wide_msm(same, s, Plan(c), curve_variant) == points.msm(same, s)
 
 
 @pytest.mark.parametrize("group", ["g1", "g2"])
@@ -130,12 +133,12 @@ def test_precomputed_msm_matches_arkworks(group, plan, curve_variant):
     n = 1024
     table = _table(group, n, plan.c)
     s = fr.from_ints([0, 1, P - 1] + fr.to_ints(fr.random(n - 3, np.random.default_rng(plan.shifts))))
-    assert _wide_msm(table, s, plan, curve_variant) == curve.msm(table, s)
+    assert _wide_msm(table, s, plan, curve_variant) == points.msm(table, s)
 
 
 @pytest.mark.parametrize("group", ["g1", "g2"])
 def test_fixed_base_matches_arkworks(group, curve_variant):
     s = fr.from_ints([0, 1, 2, P - 1] + fr.to_ints(fr.random(508, np.random.default_rng(40))))
-    ex = gpu_msm.CupyExecutor("fixed_base.cu", group, options(), curve_variant)
-    got = fixed_base.multiples(ex, group, cp.asarray(fixed_base.window_table(group)), s)
-    assert np.array_equal(curve.PointTable(group, got).xy, generator.fixed_base(group, s).xy)
+    ex = gpu_msm.CupyExecutor(CURVE, "fixed_base.cu", group, options(), curve_variant)
+    got = fixed_base.multiples(ex, group, cp.asarray(fixed_base.window_table(CURVE, group)), s)
+    assert np.array_equal(points.PointTable(CURVE, group, got).xy, generator.fixed_base(CURVE, group, s).xy)

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from proofflow import cli, settings
+from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
 from proofflow.prover.device import cache, source
 
 
@@ -36,7 +37,7 @@ def nvrtc(monkeypatch):
     return calls
 
 
-NTT = cache.Module("ntt.cu", "mul32")
+NTT = cache.Module(CURVE, "ntt.cu", "mul32")
 
 
 def test_digest_changes_with_source_options_arch_and_nvrtc():
@@ -60,9 +61,9 @@ def test_an_edited_header_gives_another_name(tmp_path, monkeypatch):
 
 
 def test_the_modules_are_those_the_code_loads():
-    assert [m.label for m in cache.MODULES] == ["ntt-mul32", "ntt-mul64", "msm-call-g1", "msm-call-g2",
-                                                "fixed_base-call-g1", "fixed_base-call-g2",
-                                                "bitsum-call-g1", "bitsum-call-g2"]
+    assert [m.label for m in cache.MODULES] == [f"{m}-bls12_381" for m in (
+        "ntt-mul32", "ntt-mul64", "msm-call-g1", "msm-call-g2", "fixed_base-call-g1", "fixed_base-call-g2",
+        "bitsum-call-g1", "bitsum-call-g2")]
     assert NTT.options() == ("-std=c++17",) + cache.FLAGS
 
 
@@ -72,8 +73,9 @@ def test_layout_and_settings(tmp_path, monkeypatch):
     assert settings.current().kernel_dir == tmp_path / "cache" / "kernels"
     monkeypatch.setenv("PROOFFLOW_KERNEL_DIR", str(tmp_path / "k"))
     key = "ab" * 32
-    assert cache.cubin_path(cache.Module("msm.cu", "mul32", "g2"), "90", key, settings.current().kernel_dir) == \
-        tmp_path / "k" / f"msm-mul32-g2-sm_90-{key[:16]}.cubin"
+    module = cache.Module(CURVE, "msm.cu", "mul32", "g2")
+    assert cache.cubin_path(module, "90", key, settings.current().kernel_dir) == \
+        tmp_path / "k" / f"msm-mul32-g2-bls12_381-sm_90-{key[:16]}.cubin"
     monkeypatch.setenv("PROOFFLOW_CUDA_ARCHS", "80, 90")
     archs = settings.current().cuda_archs
     assert archs == ("80", "90") and cache.default_archs(archs) == ["80", "90"]
@@ -84,7 +86,7 @@ def test_layout_and_settings(tmp_path, monkeypatch):
 
 def test_a_cubin_is_compiled_once_then_read_from_disk(kernel_dir, nvrtc):
     path, built = cache.cubin(NTT, "sm_90", kernel_dir)
-    assert built and path.parent == kernel_dir and path.name.startswith("ntt-mul32-sm_90-")
+    assert built and path.parent == kernel_dir and path.name.startswith("ntt-mul32-bls12_381-sm_90-")
     meta = json.loads(path.with_suffix(".json").read_text())
     assert meta["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest() and meta["nvrtc"] == [12, 9]
     assert cache.cubin(NTT, "90", kernel_dir) == (path, False)
@@ -157,16 +159,17 @@ def test_variants_add_the_modules_compared_in_them():
     assert cache.modules(source.CURVE_VARIANT) == cache.MODULES
     labels = [m.label for m in cache.modules(source.CURVE_VARIANT, ["wide", "call", "mul32"])]
     assert labels[:len(cache.MODULES)] == [m.label for m in cache.MODULES] and len(set(labels)) == len(labels)
-    assert set(labels[len(cache.MODULES):]) == {
+    assert set(labels[len(cache.MODULES):]) == {f"{m}-bls12_381" for m in (
         "ntt-wide", "field-wide", "field-mul32",
-        *(f"{name}-{v}-{g}" for name in ("msm", "fixed_base", "bitsum") for v in ("wide", "mul32") for g in ("g1", "g2"))}
+        *(f"{name}-{v}-{g}" for name in ("msm", "fixed_base", "bitsum") for v in ("wide", "mul32")
+          for g in ("g1", "g2")))}
     with pytest.raises(ValueError, match="unknown kernel variant"):
         cache.modules(source.CURVE_VARIANT, ["wider"])
 
 
 def test_kernels_build_with_variants(kernel_dir, nvrtc, capsys):
     assert cli.main(["kernels", "build", "--arch", "90", "--variants", "wide"]) == 0
-    assert len(nvrtc) == 16 and len(list(kernel_dir.glob("*-wide-g[12]-sm_90-*.cubin"))) == 6
+    assert len(nvrtc) == 16 and len(list(kernel_dir.glob("*-wide-g[12]-bls12_381-sm_90-*.cubin"))) == 6
     with pytest.raises(SystemExit):
         cli.main(["kernels", "build", "--arch", "90", "--variants", "fast"])
     assert "invalid choice: 'fast'" in capsys.readouterr().err

@@ -8,11 +8,14 @@ import numpy as np
 import pytest
 
 from proofflow import settings
-from proofflow.prover import curve
+from proofflow.prover import points
 from proofflow.prover.backend.by_name import device_options
+from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
 from proofflow.prover.device import cache, pippenger, source
-from proofflow.prover.field import fr
+from proofflow.prover.field.fr import Fr
 import kernel_twin as twin
+
+fr = Fr.of(CURVE)
 
 
 def test_the_curve_variant_defaults_to_call_and_is_checked(monkeypatch):
@@ -31,7 +34,7 @@ def test_the_kernel_build_takes_the_configured_variant(monkeypatch):
     assert cache.modules(settings.current().curve_variant) == cache.MODULES
     monkeypatch.setenv("PROOFFLOW_CURVE_VARIANT", "wide")
     extra = [m.label for m in cache.modules(settings.current().curve_variant)[len(cache.MODULES):]]
-    assert extra == [f"{name}-wide-{g}" for name in ("msm", "fixed_base", "bitsum") for g in ("g1", "g2")]
+    assert extra == [f"{name}-wide-{g}-bls12_381" for name in ("msm", "fixed_base", "bitsum") for g in ("g1", "g2")]
 
 
 def test_balanced_is_a_switch_on_by_default(monkeypatch):
@@ -59,5 +62,5 @@ def test_msms_accumulate_as_the_environment_says(monkeypatch, env, kernel):
     s = fr.random(64, rng)
     spy = twin.LaunchSpy()
     balanced = device_options(settings.current()).msm_balanced  # as a GPU prover's caller passes it
-    assert pippenger.msm(spy, "g1", twin.points(spy, table), s, balanced=balanced) == curve.msm(table, s)
+    assert pippenger.msm(spy, "g1", twin.points(spy, table), s, balanced=balanced) == points.msm(table, s)
     assert kernel in spy.launched and {"msm_accumulate_g1", "msm_accumulate_spans_g1"} - {kernel} - set(spy.launched)

@@ -10,18 +10,21 @@ import re
 import numpy as np
 import pytest
 
-from proofflow.prover import curve
+from proofflow.prover import points
+from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
 from proofflow.prover.device import source as kernels
 from proofflow.prover.device import fixed_base, pippenger
 from proofflow.prover.backend.cpu import CpuBackend
-from proofflow.prover.field import fr
+from proofflow.prover.field.fr import Fr
 from proofflow.prover.groth16 import generator
 import kernel_twin as twin
+
+fr = Fr.of(CURVE)
 
 if twin.compiler() is None:
     pytest.skip("no C++ compiler for the kernel twin", allow_module_level=True)
 
-Q = pippenger.Q
+Q = CURVE.fq.modulus
 R = (1 << 384) % Q
 P = fr.MODULUS
 EX = twin.TwinExecutor()
@@ -125,8 +128,8 @@ class Points:
     """XYZZ points of one group on the twin, checked through their affine encoding."""
 
     def __init__(self, group: str):
-        self.group, self.cls = group, curve.point_class(group)
-        self.w = pippenger.COORD_LIMBS[group]
+        self.group, self.cls = group, CURVE.point_class(group)
+        self.w = pippenger.coordinate_limbs(CURVE, group)
 
     def affine_mont(self, point) -> np.ndarray:
         raw = np.frombuffer(point.to_xy_bytes_le(), dtype=np.uint64).copy()
@@ -158,7 +161,7 @@ class Points:
 def test_xyzz_edge_cases(group):
     pt = Points(group)
     g = pt.cls()
-    p, q = g * curve.scalar(1234567), g * curve.scalar(P - 98765)
+    p, q = g * CURVE.scalar(1234567), g * CURVE.scalar(P - 98765)
     inf = pt.inf()
     assert pt.is_inf(pt.dbl(inf)) and twin.xyzz_op(group, "affine", inf).tobytes() == bytes(2 * 48 * (pt.w // 6))
     a = pt.madd(inf, p)  # from infinity: the point itself, zz = zzz = 1
@@ -166,18 +169,18 @@ def test_xyzz_edge_cases(group):
     b = pt.madd(a, q)
     assert pt.point(b) == p + q
     d = pt.dbl(b)
-    assert pt.point(d) == (p + q) * curve.scalar(2)
+    assert pt.point(d) == (p + q) * CURVE.scalar(2)
     t = pt.add(d, b)  # 3(p + q), different zz on each side
-    assert pt.point(t) == (p + q) * curve.scalar(3)
-    six = (p + q) * curve.scalar(6)
-    assert pt.point(pt.madd(t, (p + q) * curve.scalar(3))) == six  # madd of the same point: doubling
-    assert pt.is_inf(pt.madd(t, -((p + q) * curve.scalar(3))))  # P + (-P)
+    assert pt.point(t) == (p + q) * CURVE.scalar(3)
+    six = (p + q) * CURVE.scalar(6)
+    assert pt.point(pt.madd(t, (p + q) * CURVE.scalar(3))) == six  # madd of the same point: doubling
+    assert pt.is_inf(pt.madd(t, -((p + q) * CURVE.scalar(3))))  # P + (-P)
     assert pt.point(pt.add(t, t)) == six  # add of the same point: doubling
-    assert pt.point(pt.add(t, pt.madd(inf, (p + q) * curve.scalar(3)))) == six  # same point, other zz
-    assert pt.is_inf(pt.add(t, pt.madd(inf, -((p + q) * curve.scalar(3)))))
+    assert pt.point(pt.add(t, pt.madd(inf, (p + q) * CURVE.scalar(3)))) == six  # same point, other zz
+    assert pt.is_inf(pt.add(t, pt.madd(inf, -((p + q) * CURVE.scalar(3)))))
     assert pt.point(pt.add(inf, t)) == pt.point(t) and pt.point(pt.add(t, inf)) == pt.point(t)
     assert pt.point(pt.madd(inf, -p)) == -p
-    assert pt.point(pt.madd(pt.madd(inf, g), g)) == g * curve.scalar(2)
+    assert pt.point(pt.madd(pt.madd(inf, g), g)) == g * CURVE.scalar(2)
 
 
 @pytest.mark.parametrize("group", ["g1", "g2"])
@@ -189,13 +192,13 @@ def test_xyzz_random_sequences(group):
     for step in range(60):
         op = rng.integers(0, 3)
         if op == 0:
-            k = curve.scalar(int(rng.integers(1, 1 << 62)))
+            k = CURVE.scalar(int(rng.integers(1, 1 << 62)))
             acc, ref = pt.madd(acc, g * k), ref + g * k
         elif op == 1:
-            other = pt.madd(pt.madd(pt.inf(), g * curve.scalar(step + 1)), g)
-            acc, ref = pt.add(acc, other), ref + g * curve.scalar(step + 2)
+            other = pt.madd(pt.madd(pt.inf(), g * CURVE.scalar(step + 1)), g)
+            acc, ref = pt.add(acc, other), ref + g * CURVE.scalar(step + 2)
         else:
-            acc, ref = pt.dbl(acc), ref * curve.scalar(2)
+            acc, ref = pt.dbl(acc), ref * CURVE.scalar(2)
         assert pt.point(acc) == ref
 
 
@@ -213,18 +216,18 @@ def test_fixed_base_matches_arkworks(group, chunk, batch, monkeypatch):
     monkeypatch.setattr(fixed_base, "BATCH", batch)
     s = fr.from_ints(EDGE_SCALARS + fr.to_ints(fr.random(50, np.random.default_rng(20))))
     s[[20, 33]] = fr.zeros(2)
-    got = fixed_base.multiples(EX, group, fixed_base.window_table(group), s, chunk=chunk)
-    want = generator.fixed_base(group, s).xy
+    got = fixed_base.multiples(EX, group, fixed_base.window_table(CURVE, group), s, chunk=chunk)
+    want = generator.fixed_base(CURVE, group, s).xy
     assert got.shape == want.shape and np.array_equal(got, want)
     assert not got[0].any() and not got[20].any()  # 0 * G: infinity, all zero bytes
 
 
 def test_fixed_base_rejects_non_fr_vectors():
     with pytest.raises(ValueError, match="Fr vector"):
-        fixed_base.multiples(EX, "g1", fixed_base.window_table("g1"), np.zeros((3, 2), dtype=np.uint64))
+        fixed_base.multiples(EX, "g1", fixed_base.window_table(CURVE, "g1"), np.zeros((3, 2), dtype=np.uint64))
 
 
-def _twin_msm(table: curve.PointTable, s: np.ndarray, c=None, piece=pippenger.PIECE, plan=None, balanced=False):
+def _twin_msm(table: points.PointTable, s: np.ndarray, c=None, piece=pippenger.PIECE, plan=None, balanced=False):
     plan = plan or (pippenger.Plan(c) if c else None)
     pts = _twin_points(table)
     if plan is not None and plan.shifts > 1:
@@ -242,7 +245,7 @@ def test_msm_matches_arkworks(group, n, balanced):
     rng = np.random.default_rng(30 + n)
     table = _table(group, n, rng)
     s = fr.random(n, rng)
-    assert _twin_msm(table, s, balanced=balanced) == curve.msm(table, s)
+    assert _twin_msm(table, s, balanced=balanced) == points.msm(table, s)
 
 
 @pytest.mark.parametrize("group", ["g1", "g2"])
@@ -252,9 +255,9 @@ def test_msm_edge_scalars_every_window_width(group, c, balanced):
     ints_ = [0, 1, P - 1, 2, P - 2, (P - 1) // 2, 1 << 254, (1 << c) - 1, 1 << (c - 1)] * 2
     table = _table(group, len(ints_), np.random.default_rng(c))
     s = fr.from_ints(ints_)
-    assert _twin_msm(table, s, c=c, balanced=balanced) == curve.msm(table, s)
-    same = curve.PointTable(group, np.repeat(table.xy[:1], len(ints_), axis=0))  # doublings, cancellations
-    assert _twin_msm(same, s, c=c, balanced=balanced) == curve.msm(same, s)
+    assert _twin_msm(table, s, c=c, balanced=balanced) == points.msm(table, s)
+    same = points.PointTable(CURVE, group, np.repeat(table.xy[:1], len(ints_), axis=0))  # doublings, cancellations
+    assert _twin_msm(same, s, c=c, balanced=balanced) == points.msm(same, s)
 
 
 @pytest.mark.parametrize("group", ["g1", "g2"])
@@ -268,11 +271,11 @@ def test_msm_skewed_scalars_split_and_merge(group, balanced):
     table = _table(group, n, rng)
     vals = fr.to_ints(fr.random(n, rng))
     s = fr.from_ints([int(k) if m else v for m, k, v in zip(rng.random(n) < 0.9, rng.integers(1, 3, n), vals)])
-    assert _twin_msm(table, s, piece=4, balanced=balanced) == curve.msm(table, s)
+    assert _twin_msm(table, s, piece=4, balanced=balanced) == points.msm(table, s)
     equal = fr.from_ints([vals[0]] * n)
-    assert _twin_msm(table, equal, piece=4, balanced=balanced) == curve.msm(table, equal)
+    assert _twin_msm(table, equal, piece=4, balanced=balanced) == points.msm(table, equal)
     zero = fr.zeros(n)
-    assert _twin_msm(table, zero, balanced=balanced) == curve.point_class(group).identity()
+    assert _twin_msm(table, zero, balanced=balanced) == CURVE.point_class(group).identity()
 
 
 @pytest.mark.parametrize("piece", [1, 3, 5, 64])
@@ -284,7 +287,7 @@ def test_balanced_spans_any_length(piece):
     table = _table("g1", n, rng)
     sparse = fr.from_ints([v if rng.random() < 0.2 else 0 for v in fr.to_ints(fr.random(n, rng))])
     for s in (fr.random(n, rng), sparse):
-        assert _twin_msm(table, s, c=6, piece=piece, balanced=True) == curve.msm(table, s)
+        assert _twin_msm(table, s, c=6, piece=piece, balanced=True) == points.msm(table, s)
 
 
 def test_spans_cut_sorted_entries_into_equal_runs():
@@ -314,11 +317,11 @@ def test_precompute_copies_are_the_shifted_points(group):
     n, plan = 70, pippenger.Plan(5, 4)
     table = _table(group, n, np.random.default_rng(70))
     copies = pippenger.precompute(EX, group, _twin_points(table), plan, chunk=40)
-    assert copies.shape == (plan.shifts * n, pippenger.affine_limbs(group))
+    assert copies.shape == (plan.shifts * n, pippenger.affine_limbs(CURVE, group))
     got = canonical_rows(copies)
     points = table.points()
     for k in range(plan.shifts):
-        want = [(p * curve.scalar(1 << (plan.c * k))).to_xy_bytes_le() for p in points]
+        want = [(p * CURVE.scalar(1 << (plan.c * k))).to_xy_bytes_le() for p in points]
         assert [bytes(r) for r in got[k * n:(k + 1) * n]] == want, k
     assert not got[n + 1].any()  # infinity, shifted
 
@@ -337,7 +340,7 @@ def test_precomputed_msm_matches_arkworks_and_the_plain_path(group, plan):
     table = _table(group, n, rng)
     ints_ = EDGE_SCALARS + [P - 1] * 8 + [0] * 8 + fr.to_ints(fr.random(n - len(EDGE_SCALARS) - 16, rng))
     s = fr.from_ints(ints_)
-    want = curve.msm(table, s)
+    want = points.msm(table, s)
     assert _twin_msm(table, s, plan=plan) == want
     assert _twin_msm(table, s, plan=plan, balanced=True) == want
     assert _twin_msm(table, s, plan=pippenger.Plan(plan.c)) == want
@@ -347,7 +350,7 @@ def test_precomputed_msm_at_1024_points():
     rng = np.random.default_rng(71)
     table = _table("g1", 1024, rng)
     s = fr.random(1024, rng)
-    assert _twin_msm(table, s, plan=pippenger.Plan(8, 5)) == curve.msm(table, s)
+    assert _twin_msm(table, s, plan=pippenger.Plan(8, 5)) == points.msm(table, s)
 
 
 @pytest.mark.parametrize("group", ["g1", "g2"])
@@ -362,8 +365,8 @@ def test_precomputed_msm_skewed_scalars(group):
              "small": [int(k) if m else v for m, k, v in zip(rng.random(n) < 0.9, rng.integers(1, 3, n), vals)]}
     for name, ints_ in cases.items():
         s = fr.from_ints(ints_)
-        assert _twin_msm(table, s, plan=plan, piece=4) == curve.msm(table, s), name
-        assert _twin_msm(table, s, plan=plan, piece=4, balanced=True) == curve.msm(table, s), name
+        assert _twin_msm(table, s, plan=plan, piece=4) == points.msm(table, s), name
+        assert _twin_msm(table, s, plan=plan, piece=4, balanced=True) == points.msm(table, s), name
 
 
 def test_msm_rejects_a_table_of_another_plan():
@@ -378,8 +381,9 @@ def test_msm_rejects_a_table_of_another_plan():
 class TwinBackend(CpuBackend):
     """The CPU backend with the twin's fixed-base kernels, as GpuBackend has the GPU's."""
 
-    def fixed_base(self, group, scalars, progress=None):
-        return curve.PointTable(group, fixed_base.multiples(EX, group, fixed_base.window_table(group), scalars, progress))
+    def fixed_base(self, curve, group, scalars, progress=None):
+        table = fixed_base.window_table(curve, group)
+        return points.PointTable(curve, group, fixed_base.multiples(EX, group, table, scalars, progress))
 
 
 def test_setup_with_kernel_fixed_base_writes_the_cpu_key(tmp_path):
@@ -401,7 +405,7 @@ def test_setup_with_kernel_fixed_base_writes_the_cpu_key(tmp_path):
 @pytest.mark.parametrize("name", ["ntt.cu", "msm.cu", "fixed_base.cu"])
 def test_kernel_sources_are_self_contained(name):
     """NVRTC has no host headers and CuPy's cache keys on the text: every include inlined, once."""
-    text = kernels.source(name)
+    text = kernels.source(name, CURVE)
     assert not re.search(r"^\s*#\s*include", text, re.MULTILINE)
     assert text.count("#define PROOFFLOW_COMMON_CUH") == 1 and text.count("#define PROOFFLOW_FR_CUH") == 1
     if name != "ntt.cu":

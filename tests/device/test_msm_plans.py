@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from proofflow import settings
-from proofflow.prover import curve, resources
+from proofflow.prover import points, resources
+from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
 from proofflow.prover.keys import Key, KeyCache, key_bytes
 from proofflow.spec import MemoryKind, RunConfig
 from proofflow.prover.backend.by_name import device_options
@@ -35,7 +36,7 @@ def test_plan_windows_and_groups():
 @pytest.mark.parametrize("log_n", [0, 8, 16, 20, 24, 27])
 def test_no_budget_is_the_plain_msm(log_n):
     n = 1 << log_n
-    assert pippenger.key_plans((("g1", n), ("g2", n)), 0) == (pippenger.plain(n),) * 2
+    assert pippenger.key_plans(CURVE, (("g1", n), ("g2", n)), 0) == (pippenger.plain(n),) * 2
     assert pippenger.plain(n) == Plan(pippenger.window_bits(n), 1)
 
 
@@ -46,8 +47,8 @@ def test_plans_fit_their_budget_and_their_entries(log_n, spare_gib):
     each plan is estimated no slower than the plain one."""
     n = 1 << log_n
     tables = (("g1", n), ("g1", n - 1), ("g2", n))
-    plans = pippenger.key_plans(tables, int(spare_gib * GIB))
-    assert pippenger.copy_bytes(tables, plans) <= spare_gib * GIB
+    plans = pippenger.key_plans(CURVE, tables, int(spare_gib * GIB))
+    assert pippenger.copy_bytes(CURVE, tables, plans) <= spare_gib * GIB
     for (group, m), plan in zip(tables, plans):
         assert plan.shifts * m <= 1 << 31 and plan.c <= pippenger.C_MAX[group]
         assert pippenger.cost(plan, m, group) <= pippenger.cost(pippenger.plain(m), m, group)
@@ -57,13 +58,13 @@ def test_more_budget_is_never_slower():
     n = 1 << 24
     tables = (("g1", n), ("g2", n))
     costs = [sum(pippenger.cost(p, m, g) for (g, m), p in
-                 zip(tables, pippenger.key_plans(tables, spare * GIB))) for spare in (0, 2, 4, 8, 16, 32, 64)]
+                 zip(tables, pippenger.key_plans(CURVE, tables, spare * GIB))) for spare in (0, 2, 4, 8, 16, 32, 64)]
     assert costs == sorted(costs, reverse=True) and costs[-1] < costs[0]
 
 
 def test_wide_digits_for_large_tables():
     """At 2^24, with room, fewer windows than the plain 16 and fewer bucket sets."""
-    plan, = pippenger.key_plans((("g1", 1 << 24),), 64 * GIB)
+    plan, = pippenger.key_plans(CURVE, (("g1", 1 << 24),), 64 * GIB)
     assert plan.c >= 19 and plan.windows < 16 and plan.groups < plan.windows
 
 
@@ -100,7 +101,7 @@ def test_the_plans_are_the_faster_ones_measured():
     ms = _swept("g1")
     for log2 in (22, 24):
         n = 1 << log2
-        plan, = pippenger.key_plans((("g1", n),), 64 * GIB)
+        plan, = pippenger.key_plans(CURVE, (("g1", n),), 64 * GIB)
         est = pippenger.cost(plan, n, "g1")
         best = min(wall for (lg, _, _), wall in ms.items() if lg == log2)
         assert est <= best * 1.05 and est < 0.9 * ms[(log2, 16, 1)]
@@ -110,7 +111,7 @@ def test_the_g2_table_gets_copies_first():
     """A G2 point saves more of the MSM's time per byte than a G1 point does: with room for
     one G2 copy, the G2 table takes it."""
     n = 1 << 22
-    g1, g2 = pippenger.key_plans((("g1", n), ("g2", n)), n * 192)
+    g1, g2 = pippenger.key_plans(CURVE, (("g1", n), ("g2", n)), n * 192)
     assert g1.shifts == 1 and g2.shifts == 2
 
 
@@ -133,8 +134,9 @@ def test_a_bad_precompute_setting_names_it(monkeypatch, raw):
 
 def _fake_key(n: int):
     """A key's five tables of n points each (zeros: only their sizes count here)."""
-    return SimpleNamespace(**{name: curve.PointTable(group, np.zeros((n, curve.XY_BYTES[group]), np.uint8))
-                              for name, group in PK_TABLES.items()})
+    return SimpleNamespace(curve=CURVE, **{name: points.PointTable(CURVE, group, np.zeros((n, CURVE.xy_bytes(group)),
+                                                                                              np.uint8))
+                                           for name, group in PK_TABLES.items()})
 
 
 def test_auto_copies_take_half_the_key_budget_less_the_tables():
@@ -144,13 +146,15 @@ def test_auto_copies_take_half_the_key_budget_less_the_tables():
     n = 1 << 22
     tables = (("g1", n), ("g2", n))
     own = n * (96 + 192)
-    assert pippenger.copies_budget(tables, 64 * GIB, None) == 32 * GIB - own
-    assert pippenger.copies_budget(tables, 2 * own, None) == 0 and pippenger.copies_budget(tables, own, None) == 0
-    assert pippenger.copies_budget(tables, None, None) == 0
-    plans = pippenger.key_plans(tables, pippenger.copies_budget(tables, 64 * GIB, None))
-    assert own + pippenger.copy_bytes(tables, plans) <= 32 * GIB and all(p.shifts > 1 for p in plans)
-    assert pippenger.copies_budget(tables, 64 * GIB, 12345) == pippenger.copies_budget(tables, None, 12345) == 12345
-    assert pippenger.copies_budget(tables, 64 * GIB, 0) == 0
+    assert pippenger.copies_budget(CURVE, tables, 64 * GIB, None) == 32 * GIB - own
+    assert pippenger.copies_budget(CURVE, tables, 2 * own, None) == 0
+    assert pippenger.copies_budget(CURVE, tables, own, None) == 0
+    assert pippenger.copies_budget(CURVE, tables, None, None) == 0
+    plans = pippenger.key_plans(CURVE, tables, pippenger.copies_budget(CURVE, tables, 64 * GIB, None))
+    assert own + pippenger.copy_bytes(CURVE, tables, plans) <= 32 * GIB and all(p.shifts > 1 for p in plans)
+    assert pippenger.copies_budget(CURVE, tables, 64 * GIB, 12345) == 12345
+    assert pippenger.copies_budget(CURVE, tables, None, 12345) == 12345
+    assert pippenger.copies_budget(CURVE, tables, 64 * GIB, 0) == 0
 
 
 def test_key_bytes_count_the_copies():
@@ -188,7 +192,7 @@ def test_a_gpu_key_cache_plans_each_key_within_its_budget(monkeypatch, tmp_path)
 
 def test_resources_count_the_copies_on_the_gpu(monkeypatch):
     """A GPU run's device need grows by the key's copies, a CPU run's does not."""
-    s = resources.Shape(1 << 20, 1 << 20, 2)
+    s = resources.Shape(1 << 20, 1 << 20, 2, CURVE)
     gpu, cpu = (RunConfig("mimc", 20, 1, b, MemoryKind.effective("pinned", b)) for b in ("gpu", "cpu"))
     machine = resources.Machine(key=UNKNOWN, shared=UNKNOWN, cache=UNKNOWN, key_on_disk=True, cs_cached=True,
                                 host_available=None, staging_budget=8 * GIB)
@@ -210,7 +214,7 @@ def test_resources_size_auto_copies_from_the_device(monkeypatch):
     size would plan (half its key budget less the key), and none for an unknown device."""
     monkeypatch.setenv("PROOFFLOW_MSM_PRECOMPUTE", "auto")
     monkeypatch.delenv("PROOFFLOW_KEY_BUDGET", raising=False)
-    s = resources.Shape(1 << 20, 1 << 20, 2)
+    s = resources.Shape(1 << 20, 1 << 20, 2, CURVE)
     tables = resources.key_table_bytes(s)
     assert resources.key_copy_bytes(s) == resources.key_copy_bytes(s, None) == 0
     big = resources.key_copy_bytes(s, 140 * GIB)

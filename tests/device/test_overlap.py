@@ -14,13 +14,16 @@ import numpy as np
 import pytest
 
 from proofflow import settings
-from proofflow.prover import curve, resources
+from proofflow.prover import points, resources
 from proofflow.prover.backend.base import MsmJob
 from proofflow.prover.backend.cpu import CpuBackend
+from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
 from proofflow.prover.device import overlap, pippenger, sparse
-from proofflow.prover.field import fr
+from proofflow.prover.field.fr import Fr
 from proofflow.prover.groth16.data_structures import PK_TABLES
 from proofflow.spec import MemoryKind, RunConfig
+
+fr = Fr.of(CURVE)
 
 UNKNOWN = resources.Disk(Path("/unknown"), None)  # a place whose free space is not checked
 
@@ -114,12 +117,13 @@ def twin():
     return kernel_twin
 
 
-def _table(group: str, n: int, rng) -> curve.PointTable:
-    g = curve.point_class(group)()
-    return curve.PointTable.from_points(group, [g * curve.scalar(int(x)) for x in fr.to_ints(fr.random(n, rng))])
+def _table(group: str, n: int, rng) -> points.PointTable:
+    g = CURVE.point_class(group)()
+    return points.PointTable.from_points(CURVE, group, [g * CURVE.scalar(int(x))
+                                                        for x in fr.to_ints(fr.random(n, rng))])
 
 
-def _twin_points(twin, table: curve.PointTable) -> np.ndarray:
+def _twin_points(twin, table: points.PointTable) -> np.ndarray:
     pts = np.ascontiguousarray(table.xy).view(np.uint64).reshape(len(table), -1).copy()
     twin.TwinExecutor().launch(f"to_montgomery_{table.group}", len(table), pts, np.uint64(len(table)))
     return pts
@@ -151,7 +155,7 @@ def test_twin_msms_in_lanes_match_arkworks(twin):
     start = overlap.order([(tables[name].group, n) for name in tasks])
     got = overlap.Lanes().run(list(tasks.values()), _no_lane, start)
     scalars = {"a_query": w, "b_g1_query": w, "b_g2_query": w, "h_query": h, "l_query": h}
-    assert got == [curve.msm(tables[name], scalars[name]) for name in tasks]
+    assert got == [points.msm(tables[name], scalars[name]) for name in tasks]
 
 
 # ---- the prover through Backend.msms ----
@@ -184,7 +188,7 @@ def test_cpu_msms_are_its_msms_one_by_one():
     g1, g2 = _table("g1", 64, rng), _table("g2", 64, rng)
     w, s = _bits(64, rng), fr.random(64, rng)
     jobs = [MsmJob(g1, w), MsmJob(g2, s, witness=False), MsmJob(g2, w)]
-    assert CpuBackend().msms(jobs) == [curve.msm(g1, w), curve.msm(g2, s), curve.msm(g2, w)]
+    assert CpuBackend().msms(jobs) == [points.msm(g1, w), points.msm(g2, s), points.msm(g2, w)]
 
 
 # ---- memory: the scratch bound, and what resources adds up ----
@@ -219,21 +223,21 @@ def test_scratch_bytes_bound_the_msms_allocations(twin, group, n, plan, piece, k
         peak = tracemalloc.get_traced_memory()[1] - base
     finally:
         tracemalloc.stop()
-    assert got == curve.msm(table, s)
-    assert 0 < peak <= pippenger.scratch_bytes(group, n, plan, piece)
+    assert got == points.msm(table, s)
+    assert 0 < peak <= pippenger.scratch_bytes(CURVE, group, n, plan, piece)
 
 
 def test_scratch_bytes_at_large_sizes():
     """Per point at 2^24 (plain, c = 16): 64 bytes of digits and ~53 of G1 pieces' sums and
     merges (~100 for G2); the bound grows with the plan's digits and buckets."""
     n = 1 << 24
-    assert 110 * n < pippenger.scratch_bytes("g1", n) < 125 * n
-    assert 155 * n < pippenger.scratch_bytes("g2", n) < 175 * n
-    assert pippenger.scratch_bytes("g1", n, pippenger.Plan(20, 13)) < pippenger.scratch_bytes("g1", n)
+    assert 110 * n < pippenger.scratch_bytes(CURVE, "g1", n) < 125 * n
+    assert 155 * n < pippenger.scratch_bytes(CURVE, "g2", n) < 175 * n
+    assert pippenger.scratch_bytes(CURVE, "g1", n, pippenger.Plan(20, 13)) < pippenger.scratch_bytes(CURVE, "g1", n)
 
 
 def test_resources_add_up_the_overlapped_msms(monkeypatch):
-    s = resources.Shape(1 << 22, 1 << 22, 2)
+    s = resources.Shape(1 << 22, 1 << 22, 2, CURVE)
     machine = resources.Machine(key=UNKNOWN, shared=UNKNOWN, cache=UNKNOWN, key_on_disk=True, cs_cached=True,
                                 host_available=None, staging_budget=1 << 40)
     config = RunConfig("mimc", 22, 1, "gpu", MemoryKind.PINNED)
@@ -242,13 +246,13 @@ def test_resources_add_up_the_overlapped_msms(monkeypatch):
     sequential = resources.estimate(config, machine, s).device
     monkeypatch.setenv("PROOFFLOW_MSM_OVERLAP", "1")
     n = s.n
-    g1, g2 = pippenger.scratch_bytes("g1", n), pippenger.scratch_bytes("g2", n)
+    g1, g2 = pippenger.scratch_bytes(CURVE, "g1", n), pippenger.scratch_bytes(CURVE, "g2", n)
     # beside the costliest (B_G2), the others: A, B_G1 and L split by value (their classes, a
     # byte a point, and their scalars gathered at their tables' kept rows, 32; L has the
     # instance's 2 points less), H dense over n - 1 points
     witness = 1 + resources.FR_BYTES
-    others = (2 * (g1 + witness * n) + pippenger.scratch_bytes("g1", n - 2) + witness * (n - 2)
-              + pippenger.scratch_bytes("g1", n - 1))
+    others = (2 * (g1 + witness * n) + pippenger.scratch_bytes(CURVE, "g1", n - 2) + witness * (n - 2)
+              + pippenger.scratch_bytes(CURVE, "g1", n - 1))
     assert resources.msm_overlap_bytes(s) == others
     assert resources.estimate(config, machine, s).device == sequential + others
     monkeypatch.setenv("PROOFFLOW_MSM_OVERLAP", "maybe")

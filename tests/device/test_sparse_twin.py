@@ -2,17 +2,20 @@
 the CPU twin of the kernels, against arkworks' multiexp: the classes, the sum of the ones'
 points through several folds, and whole split MSMs of G1 and G2 over all-zero, all-one,
 no-one, mixed and dense scalars, with infinity, repeated and opposite points in the table;
-and the CPU backend's split (curve.msm_split) on the same cases. No GPU needed; skipped
+and the CPU backend's split (points.msm_split) on the same cases. No GPU needed; skipped
 without a C++ compiler."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from proofflow.prover import curve
+from proofflow.prover import points
+from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
 from proofflow.prover.device import pippenger, sparse
-from proofflow.prover.field import fr
+from proofflow.prover.field.fr import Fr
 import kernel_twin as twin
+
+fr = Fr.of(CURVE)
 
 if twin.compiler() is None:
     pytest.skip("no C++ compiler for the kernel twin", allow_module_level=True)
@@ -26,7 +29,7 @@ def device_points(t):
     return twin.points(EX, t)
 
 
-def split_msm(t: curve.PointTable, s: np.ndarray, dense_share: float = sparse.DENSE_SHARE):
+def split_msm(t: points.PointTable, s: np.ndarray, dense_share: float = sparse.DENSE_SHARE):
     return sparse.msm(EX, EX, t.group, device_points(t), s, dense_share, balanced=True)
 
 
@@ -68,7 +71,7 @@ def test_point_sum_matches_arkworks(group, count, per_thread, max_threads, round
     idx = np.sort(rng.choice(320, size=count, replace=False)).astype(np.uint32)
     if count > 8:
         idx[:5] = [1, 2, 3, 4, 5]  # infinity, a point twice, a point and its negation
-    want = curve.point_class(group).identity()
+    want = CURVE.point_class(group).identity()
     for i in idx.tolist():
         want = want + t.points()[i]
     spy = twin.LaunchSpy()
@@ -81,16 +84,16 @@ def test_point_sum_matches_arkworks(group, count, per_thread, max_threads, round
 def test_point_sum_of_nothing_and_of_cancelling_points(group):
     t = table(group, 16, np.random.default_rng(5))
     pts = device_points(t)
-    identity = curve.point_class(group).identity()
+    identity = CURVE.point_class(group).identity()
     assert sparse.point_sum(EX, group, pts, np.zeros(0, dtype=np.uint32)) == identity
     assert sparse.point_sum(EX, group, pts, np.array([1, 1, 1], dtype=np.uint32)) == identity  # infinity only
     assert sparse.point_sum(EX, group, pts, np.array([4, 5], dtype=np.uint32)) == identity  # P + (-P)
-    assert sparse.point_sum(EX, group, pts, np.array([3, 2], dtype=np.uint32)) == t.points()[3] * curve.scalar(2)
+    assert sparse.point_sum(EX, group, pts, np.array([3, 2], dtype=np.uint32)) == t.points()[3] * CURVE.scalar(2)
     for rounds in (1, 32):  # the same through a batch-affine round: doubling, cancelling, infinity
         assert sparse.point_sum(EX, group, pts, np.array([1, 1, 1], dtype=np.uint32), EX, rounds) == identity
         assert sparse.point_sum(EX, group, pts, np.array([4, 5], dtype=np.uint32), EX, rounds) == identity
         assert sparse.point_sum(EX, group, pts, np.array([2, 3], dtype=np.uint32), EX, rounds) == \
-            t.points()[3] * curve.scalar(2)
+            t.points()[3] * CURVE.scalar(2)
 
 
 @pytest.mark.parametrize("group", ["g1", "g2"])
@@ -99,12 +102,12 @@ def test_split_msm_matches_arkworks(group, kind):
     n = 300 if group == "g1" else 120
     rng = np.random.default_rng(len(kind))
     t, s = table(group, n, rng), scalars(kind, n, rng)
-    want = curve.msm(t, s)
+    want = points.msm(t, s)
     assert split_msm(t, s) == want
     assert split_msm(t, s, dense_share=1.0) == want  # split whatever the share: dense and no-one cases too
     # the ones paired up first
     assert sparse.msm(EX, EX, group, device_points(t), s, ones_rounds=3, balanced=True) == want
-    assert curve.msm_split(t, s) == want
+    assert points.msm_split(t, s) == want
 
 
 @pytest.fixture
@@ -127,14 +130,14 @@ def test_split_takes_pippenger_whole_above_the_dense_share(group, pippenger_rows
     rng = np.random.default_rng(9)
     t = table(group, 64, rng)
     dense = scalars("dense", 64, rng)
-    assert split_msm(t, dense) == curve.msm(t, dense) and calls == [64]
+    assert split_msm(t, dense) == points.msm(t, dense) and calls == [64]
     calls.clear()
     s = fr.from_ints([int(rng.integers(0, 2)) for _ in range(64)])
     s[[7, 20]] = fr.from_ints([5, P - 1])
-    assert split_msm(t, s) == curve.msm(t, s) and calls == [2]
+    assert split_msm(t, s) == points.msm(t, s) and calls == [2]
     calls.clear()
     bits = fr.from_ints([int(rng.integers(0, 2)) for _ in range(64)])
-    assert split_msm(t, bits) == curve.msm(t, bits) and calls == []  # no other scalar: no Pippenger at all
+    assert split_msm(t, bits) == points.msm(t, bits) and calls == []  # no other scalar: no Pippenger at all
 
 
 @pytest.mark.parametrize("group", ["g1", "g2"])
@@ -147,7 +150,7 @@ def test_split_msm_over_precomputed_copies(group, kind, pippenger_rows):
     rng = np.random.default_rng(11)
     t, s = table(group, n, rng), scalars(kind, n, rng)
     copies = pippenger.precompute(EX, group, device_points(t), plan)
-    assert sparse.msm(EX, EX, group, copies, s, plan=plan, balanced=True) == curve.msm(t, s)
+    assert sparse.msm(EX, EX, group, copies, s, plan=plan, balanced=True) == points.msm(t, s)
     assert (rows == [plan.shifts * n]) if kind == "dense" else (len(rows) == 1 and 0 < rows[0] < n)
 
 
@@ -158,15 +161,15 @@ def test_split_msm_checks_shapes():
     with pytest.raises(ValueError, match="4 points"):
         sparse.msm(EX, EX, "g1", device_points(t), fr.zeros(4), plan=pippenger.Plan(8, 2), balanced=True)
     with pytest.raises(ValueError, match="4 points but 3 scalars"):
-        curve.msm_split(t, fr.zeros(3))
-    empty = curve.PointTable("g1", np.zeros((0, 96), dtype=np.uint8))
-    assert split_msm(empty, fr.zeros(0)) == curve.msm_split(empty, fr.zeros(0)) == curve.point_class("g1").identity()
+        points.msm_split(t, fr.zeros(3))
+    empty = points.PointTable(CURVE, "g1", np.zeros((0, 96), dtype=np.uint8))
+    assert split_msm(empty, fr.zeros(0)) == points.msm_split(empty, fr.zeros(0)) == CURVE.point_class("g1").identity()
 
 
 def test_the_kernel_source_is_self_contained():
     """NVRTC has no host headers: every include of bitsum.cu inlined, each header once."""
     import re
     from proofflow.prover.device import source
-    text = source.source("bitsum.cu")
+    text = source.source("bitsum.cu", CURVE)
     assert not re.search(r"^\s*#\s*include", text, re.MULTILINE)
     assert text.count("#define PROOFFLOW_FR_CUH") == 1 and text.count("#define PROOFFLOW_CURVE_CUH") == 1

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import struct
 
-from proofflow.prover.field import fr
+from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
+from proofflow.prover.field.fr import Fr
+
+fr = Fr.of(CURVE)
 
 BN128_R = 0x30644E72E131A029B85045B68181585D2833E84879B9709143E1F593F0000001
 BN128_Q = 0x30644E72E131A029B85045B68181585D97816A916871CA8D3C208C16D87CFD47
@@ -42,8 +45,7 @@ def wtns(values, prime: int = fr.MODULUS) -> bytes:
 
 def zkey_head(protocol: int = 1, r: int = fr.MODULUS, q: int | None = None) -> bytes:
     """A zkey's sections 1 and 2 up to the domain size (enough to be rejected early)."""
-    from proofflow.prover.circom.errors import BLS12_381_Q
-    q = BLS12_381_Q if q is None else q
+    q = CURVE.fq.modulus if q is None else q
     n8q = 48 if q.bit_length() > 256 else 32
     header = field(q, n8q) + field(r) + struct.pack("<III", 3, 1, 4)
     return container(b"zkey", 1, [(1, struct.pack("<I", protocol)), (2, header)])

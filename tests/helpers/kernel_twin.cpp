@@ -110,9 +110,11 @@ TWIN void twin_fq_op(int op, const u64* a, const u64* b, u64* out, u64 n) { fiel
 TWIN void twin_fq2_op(int op, const u64* a, const u64* b, u64* out, u64 n) { field_op<fq2_t>(op, a, b, out, n); }
 
 // mont.cuh's mul_wide (the GPU's "wide" variant) on the host's carry chains, element-wise:
-// Fq (6 u64 limbs an element) and Fr (4). The twin's own products are the reference CIOS.
+// Fq (fq_t::U64 u64 limbs an element, 6 on BLS12-381) and Fr (4). The twin's own products are
+// the reference CIOS.
 TWIN void twin_fq_mul_wide(const u64* a, const u64* b, u64* out, u64 n) {
-    for (u64 i = 0; i < n; i++) fq_store(out + 6 * i, fq_t::mul_wide(fq_load(a + 6 * i), fq_load(b + 6 * i)));
+    const u64 w = fq_t::U64;
+    for (u64 i = 0; i < n; i++) fq_store(out + w * i, fq_t::mul_wide(fq_load(a + w * i), fq_load(b + w * i)));
 }
 TWIN void twin_fr_mul_wide(const u32* a, const u32* b, u32* out, u64 n) {
     for (u64 i = 0; i < n; i++) fr_store(out, i, fr_t::mul_wide(fr_load(a, i), fr_load(b, i)));

@@ -1,6 +1,7 @@
-"""The CPU twin of the curve kernels (tests/kernel_twin.cpp): built with the host's C++
-compiler on first use, cached like proofflow.prover.native's kernels (keyed by the hash of every
-source it compiles), loaded with ctypes.
+"""The CPU twin of the curve kernels (tests/kernel_twin.cpp) for BLS12-381: built with the
+host's C++ compiler on first use, the curve's generated header (``source.curve_header``)
+included first as NVRTC's modules have it, cached like proofflow.prover.native's kernels
+(keyed by the hash of every source it compiles and of that header), loaded with ctypes.
 
 ``TwinExecutor`` runs ``proofflow.prover.device.pippenger`` and ``proofflow.prover.device.fixed_base`` on it:
 numpy arrays instead of CuPy's, each kernel's per-thread body in a loop instead of a launch.
@@ -19,9 +20,14 @@ from pathlib import Path
 
 import numpy as np
 
-from proofflow.prover import curve
-from proofflow.prover.field import fr
+from proofflow.prover.curves.bls12_381 import BLS12_381
+from proofflow.prover.device import source
+from proofflow.prover.field.fr import Fr
 from proofflow.prover.native import cache_dir
+from proofflow.prover.points import PointTable
+
+CURVE = BLS12_381  # the curve the twin is compiled for
+fr = Fr.of(CURVE)
 
 _TESTS = Path(__file__).resolve().parent
 _KERNELS = _TESTS.parents[1] / "proofflow" / "prover" / "device"
@@ -47,15 +53,20 @@ def load() -> ctypes.CDLL:
     cxx = compiler()
     if cxx is None:
         raise TwinUnavailable("no C++ compiler (g++, c++ or clang++; or set CXX)")
-    digest = hashlib.sha256(b"".join(p.name.encode() + p.read_bytes() for p in SOURCES)).hexdigest()[:16]
+    header = source.curve_header(CURVE).encode()
+    digest = hashlib.sha256(header + b"".join(p.name.encode() + p.read_bytes() for p in SOURCES)).hexdigest()[:16]
     so = cache_dir() / f"kernel_twin-{platform.machine()}-{digest}.so"
     if not so.exists():
         so.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=so.name, suffix=".tmp", dir=so.parent)
         os.close(fd)
         try:
-            proc = subprocess.run([cxx, "-O2", "-std=c++17", "-shared", "-fPIC", "-Wno-unknown-pragmas",
-                                   f"-I{_KERNELS}", str(SOURCES[0]), "-o", tmp], capture_output=True, text=True)
+            with tempfile.NamedTemporaryFile(suffix=".h", dir=so.parent) as curve_h:
+                curve_h.write(header)
+                curve_h.flush()
+                proc = subprocess.run([cxx, "-O2", "-std=c++17", "-shared", "-fPIC", "-Wno-unknown-pragmas",
+                                       f"-I{_KERNELS}", "-include", curve_h.name, str(SOURCES[0]), "-o", tmp],
+                                      capture_output=True, text=True)
             if proc.returncode != 0:
                 raise TwinUnavailable(f"compiling the kernel twin failed:\n{proc.stderr}")
             os.replace(tmp, so)  # atomic: a concurrent test run never loads half a file
@@ -83,6 +94,7 @@ class TwinExecutor:
     """``proofflow.prover.device.pippenger.Executor`` on the CPU twin."""
 
     xp = np
+    curve = CURVE
 
     def launch(self, kernel: str, threads: int, *args) -> None:
         call("twin_" + kernel, np.uint64(threads), *args)
@@ -133,20 +145,20 @@ def xyzz_op(group: str, op: str, a: np.ndarray, b: np.ndarray | None = None) -> 
 SOURCES.append(_KERNELS / "bitsum.cu")  # part of the twin's cache digest
 
 
-def edge_table(group: str, n: int, rng) -> curve.PointTable:
+def edge_table(group: str, n: int, rng) -> PointTable:
     """n random points with infinity, a repeated point and a point and its negation."""
-    g = curve.point_class(group)()
-    pts = [g * curve.scalar(int(x)) for x in fr.to_ints(fr.random(n, rng))]
+    g = CURVE.point_class(group)()
+    pts = [g * CURVE.scalar(int(x)) for x in fr.to_ints(fr.random(n, rng))]
     if n >= 8:
-        pts[1], pts[2], pts[4] = curve.point_class(group).identity(), pts[3], -pts[5]
-    return curve.PointTable.from_points(group, pts)
+        pts[1], pts[2], pts[4] = CURVE.point_class(group).identity(), pts[3], -pts[5]
+    return PointTable.from_points(CURVE, group, pts)
 
 
-def tiled_edge_table(group: str, n: int, seed: int, distinct: int = 512) -> curve.PointTable:
+def tiled_edge_table(group: str, n: int, seed: int, distinct: int = 512) -> PointTable:
     """``edge_table`` of up to ``distinct`` points tiled to n rows: large tables without
     computing n points on the host."""
     xy = edge_table(group, min(n, distinct), np.random.default_rng(seed)).xy
-    return curve.PointTable(group, np.tile(xy, (-(-n // len(xy)), 1))[:n].copy())
+    return PointTable(CURVE, group, np.tile(xy, (-(-n // len(xy)), 1))[:n].copy())
 
 
 # MSM scalars at the edges of Fr and of the window digits (0, 1, r-1, carries into a next window)
@@ -154,9 +166,9 @@ MSM_EDGE_SCALARS = [0, 1, 2, fr.MODULUS - 1, fr.MODULUS - 2, (fr.MODULUS - 1) //
                     (1 << 248) - 1, int("73" + "00" * 31, 16)]
 
 
-def points(ex: "TwinExecutor", table: curve.PointTable) -> np.ndarray:
+def points(ex: "TwinExecutor", table: PointTable) -> np.ndarray:
     """The table as the device holds it: (n, affine limbs) u64, Montgomery, on the twin."""
-    limbs = curve.XY_BYTES[table.group] // 8  # u64 limbs of x and y (-1 cannot size an empty table)
+    limbs = table.curve.xy_bytes(table.group) // 8  # u64 limbs of x and y (-1 cannot size an empty table)
     pts = np.ascontiguousarray(table.xy).view(np.uint64).reshape(len(table), limbs).copy()
     ex.launch(f"to_montgomery_{table.group}", len(table), pts, np.uint64(len(table)))
     return pts

@@ -35,7 +35,7 @@ def job(key_dir: Path, segment: str, n: int, log2: int = LOG2, partition: int | 
     """A ProveJob for ``segment`` (its holder checked when ``partition`` is given)."""
     from proofflow.prover.service.protocol import ProveJob
     from proofflow.spec import MemoryKind
-    return ProveJob(str(key_dir), "mimc", log2, segment, n, MemoryKind.PINNED,
+    return ProveJob(str(key_dir), "mimc", log2, "bls12_381", segment, n, MemoryKind.PINNED,
                     holder(partition) if partition is not None else None, **extra)
 
 
@@ -53,4 +53,4 @@ def verifies(key_dir: Path, reply, public) -> bool:
     from proofflow.prover.groth16 import verifier
     from proofflow.prover.groth16.data_structures import Proof, VerifyingKey
     vk = VerifyingKey.load(Path(key_dir) / "vk.json")
-    return verifier.verify(vk, public, Proof.from_bytes(reply.proof))
+    return verifier.verify(vk, public, Proof.from_bytes(vk.curve, reply.proof))

@@ -11,10 +11,13 @@ import pytest
 from proofflow.prover.backend.by_name import get_backend
 from proofflow.prover.circuits import bits
 from proofflow.prover.circuits.by_name import get_circuit
-from proofflow.prover.field import fr
+from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
+from proofflow.prover.field.fr import Fr
 from proofflow.prover.groth16 import generator, prover, r1cs_to_qap, verifier
 from proofflow.prover.r1cs import UnsatisfiedConstraint
 from proofflow.spec import validate_params
+
+fr = Fr.of(CURVE)
 
 W = bits.WORD
 

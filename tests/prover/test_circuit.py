@@ -4,9 +4,12 @@ import pytest
 from mimc_reference import reference_trace
 
 from proofflow.prover.circuits.by_name import get_circuit
-from proofflow.prover.field import fr
+from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
+from proofflow.prover.field.fr import Fr
 from proofflow.prover.groth16 import r1cs_to_qap
 from proofflow.prover.r1cs import UnsatisfiedConstraint
+
+fr = Fr.of(CURVE)
 
 P = fr.MODULUS
 
@@ -58,9 +61,9 @@ def test_round_constants_come_from_the_cache_and_extend_it(tmp_path, monkeypatch
     from proofflow.prover.circuits import mimc
     from proofflow.prover.circuits.base import derive
     monkeypatch.setenv("PROOFFLOW_CACHE", str(tmp_path))
-    few = mimc.round_constants(10)
-    assert fr.to_ints(few) == [derive("proofflow/mimc5/round-constant", i) for i in range(10)]
-    more = mimc.round_constants(25)
+    few = mimc.round_constants(fr, 10)
+    assert fr.to_ints(few) == [derive(fr.MODULUS, "proofflow/mimc5/round-constant", i) for i in range(10)]
+    more = mimc.round_constants(fr, 25)
     assert fr.to_ints(more[:10]) == fr.to_ints(few) and len(more) == 25
     assert np.load(tmp_path / "mimc" / "round-constants.npy").shape[0] >= 25
 

@@ -57,7 +57,7 @@ def test_a_reply_naming_an_unregistered_type_reads_as_internal():
 
 
 def test_jobs_and_replies_round_trip_through_the_wire_form():
-    job = ProveJob("/k", "mimc", 8, "0123456789abcdef", 256, MemoryKind.PINNED, "d/r/p0000", 0.5, "r/0/1")
+    job = ProveJob("/k", "mimc", 8, "bls12_381", "0123456789abcdef", 256, MemoryKind.PINNED, "d/r/p0000", 0.5, "r/0/1")
     assert ProveJob.from_wire(job.to_wire()) == job
     stage = StageJob("0123456789abcdef", MemoryKind.PAGEABLE)
     assert StageJob.from_wire(stage.to_wire()) == stage
@@ -71,7 +71,7 @@ def test_jobs_and_replies_round_trip_through_the_wire_form():
     ({"staging": "mapped"}, "staging must be one of pinned, pageable"), ({"priority": 1}, "unknown job field"),
     ({"standin_s": float("nan")}, "standin_s must be a positive number"), ({"holder": 5}, "holder must be a string")])
 def test_a_malformed_job_is_refused_naming_its_field(change, message):
-    good = ProveJob("/k", "mimc", 8, "seg", 256, MemoryKind.PINNED).to_wire()
+    good = ProveJob("/k", "mimc", 8, "bls12_381", "seg", 256, MemoryKind.PINNED).to_wire()
     with pytest.raises(InputError, match=re.escape(message)):
         ProveJob.from_wire({**good, **change})
 

@@ -4,7 +4,10 @@ import random
 import numpy as np
 import pytest
 
-from proofflow.prover.field import fr
+from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
+from proofflow.prover.field.fr import Fr
+
+fr = Fr.of(CURVE)
 
 P = fr.MODULUS
 EDGE = [0, 1, 2, P - 1, P - 2, (P - 1) // 2, 1 << 64, (1 << 255) % P, 1 << 128]

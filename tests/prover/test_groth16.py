@@ -4,11 +4,14 @@ import random
 import numpy as np
 import pytest
 
-from proofflow.prover import bundle, curve
+from proofflow.prover import bundle, points
 from proofflow.prover.backend.by_name import get_backend
-from proofflow.prover.field import fr
+from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
+from proofflow.prover.field.fr import Fr
 from proofflow.prover.groth16 import prover, verifier
 from proofflow.prover.groth16.data_structures import KeyFormatError, Proof, ProvingKey, VerifyingKey
+
+fr = Fr.of(CURVE)
 
 
 @pytest.fixture(scope="module")
@@ -25,13 +28,13 @@ def test_msm_matches_naive_scalar_multiplication():
     rnd = random.Random(2)
     ks = [rnd.randrange(fr.MODULUS) for _ in range(9)] + [0, 1, fr.MODULUS - 1]
     for group in ("g1", "g2"):
-        g = curve.point_class(group)()
-        pts = [g * curve.scalar(rnd.randrange(fr.MODULUS)) for _ in ks]
-        table = curve.PointTable.from_points(group, pts)
-        expected = curve.point_class(group).identity()
+        g = CURVE.point_class(group)()
+        pts = [g * CURVE.scalar(rnd.randrange(fr.MODULUS)) for _ in ks]
+        table = points.PointTable.from_points(CURVE, group, pts)
+        expected = CURVE.point_class(group).identity()
         for k, p in zip(ks, pts):
-            expected = expected + p * curve.scalar(k)
-        assert curve.msm(table, fr.from_ints(ks)) == expected
+            expected = expected + p * CURVE.scalar(k)
+        assert points.msm(table, fr.from_ints(ks)) == expected
 
 
 def test_two_partitions_verify(pk10, proofs):
@@ -43,7 +46,7 @@ def test_proof_is_192_compressed_bytes_and_round_trips(pk10, proofs):
     inst, proof = proofs[0]
     raw = proof.to_bytes()
     assert len(raw) == 192
-    assert verifier.verify(pk10.vk, inst.public_inputs, Proof.from_bytes(raw))
+    assert verifier.verify(pk10.vk, inst.public_inputs, Proof.from_bytes(CURVE, raw))
 
 
 def test_changed_public_input_fails(pk10, proofs):
@@ -60,7 +63,7 @@ def test_flipped_byte_fails(pk10, proofs, offset):
     raw = bytearray(proof.to_bytes())
     raw[offset] ^= 0x01
     try:
-        bad = Proof.from_bytes(bytes(raw))
+        bad = Proof.from_bytes(CURVE, bytes(raw))
     except ValueError:
         return  # not even a valid point: rejected
     assert not verifier.verify(pk10.vk, inst.public_inputs, bad)

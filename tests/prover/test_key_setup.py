@@ -22,9 +22,9 @@ class KernelBackend(CpuBackend):
         super().__init__()
         self.chunks = []
 
-    def fixed_base(self, group, scalars, progress=None):
+    def fixed_base(self, curve, group, scalars, progress=None):
         self.chunks.append(len(scalars))
-        return generator.fixed_base(group, scalars, progress, workers=1)
+        return generator.fixed_base(curve, group, scalars, progress, workers=1)
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +91,7 @@ def test_ensure_key_streams_the_key_into_place(in_memory, tmp_path):
 
 def test_a_failed_setup_leaves_no_table(tmp_path, monkeypatch):
     class Broken(CpuBackend):
-        def fixed_base(self, group, scalars, progress=None):
+        def fixed_base(self, curve, group, scalars, progress=None):
             raise RuntimeError("device lost")
 
     with pytest.raises(RuntimeError, match="device lost"):

@@ -5,8 +5,11 @@ import numpy as np
 import pytest
 
 from proofflow.prover.backend.cpu import CpuBackend
-from proofflow.prover.field import fr
-from proofflow.prover.polynomial.domain import Radix2Domain, root_of_unity
+from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
+from proofflow.prover.field.fr import Fr
+from proofflow.prover.polynomial.domain import Radix2Domain
+
+fr = Fr.of(CURVE)
 
 P = fr.MODULUS
 
@@ -24,7 +27,7 @@ def horner(coeffs, x):
 
 @pytest.mark.parametrize("log_n", [0, 1, 2, 3, 5, 7])
 def test_ntt_equals_naive_dft(log_n):
-    d = Radix2Domain(log_n)
+    d = Radix2Domain(log_n, CURVE)
     rnd = random.Random(log_n)
     coeffs = [rnd.randrange(P) for _ in range(d.size)]
     pts = [pow(d.omega, i, P) for i in range(d.size)]
@@ -36,7 +39,7 @@ def test_ntt_equals_naive_dft(log_n):
 
 
 def test_edge_values_transform():
-    d = Radix2Domain(4)
+    d = Radix2Domain(4, CURVE)
     coeffs = [0, 1, P - 1] + [P - 1] * 13
     pts = [pow(d.omega, i, P) for i in range(16)]
     assert fr.to_ints(d.ntt(fr.from_ints(coeffs))) == naive_eval(coeffs, pts)
@@ -44,14 +47,14 @@ def test_edge_values_transform():
 
 def test_root_of_unity_orders():
     for k in (1, 10, 24, 32):
-        w = root_of_unity(k)
+        w = CURVE.fr.root_of_unity(k)
         assert pow(w, 1 << k, P) == 1 and pow(w, 1 << (k - 1), P) == P - 1
     with pytest.raises(ValueError):
-        root_of_unity(33)
+        CURVE.fr.root_of_unity(33)
 
 
 def test_round_trip_2_20():
-    d = Radix2Domain(20)
+    d = Radix2Domain(20, CURVE)
     x = fr.random(d.size, np.random.default_rng(20))
     y = d.intt(d.ntt(x.copy()))
     assert fr.equal(x, y)
@@ -60,11 +63,11 @@ def test_round_trip_2_20():
 
 def test_wrong_size_is_refused():
     with pytest.raises(ValueError, match="domain has 8"):
-        Radix2Domain(3).ntt(fr.zeros(4))
+        Radix2Domain(3, CURVE).ntt(fr.zeros(4))
 
 
 def test_lagrange_basis_interpolates():
-    d = Radix2Domain(6)
+    d = Radix2Domain(6, CURVE)
     rnd = random.Random(6)
     coeffs = [rnd.randrange(P) for _ in range(d.size)]
     evals = naive_eval(coeffs, [pow(d.omega, i, P) for i in range(d.size)])

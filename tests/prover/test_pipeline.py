@@ -7,8 +7,11 @@ import pytest
 from proofflow.prover import bundle, pipeline
 from proofflow.prover.keys import Key
 from proofflow.prover.backend.by_name import get_backend
-from proofflow.prover.field import fr
+from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
+from proofflow.prover.field.fr import Fr
 from proofflow.prover.staging.pool import StagingPool
+
+fr = Fr.of(CURVE)
 
 
 def _pool(circuit):

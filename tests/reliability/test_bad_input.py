@@ -354,8 +354,9 @@ def _segment_words(seg: Path, lease) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _unsatisfying(witness: np.ndarray):
-    from proofflow.prover.field import fr
-    witness[7] = fr.from_ints([12345])[0]  # a private variable of the MiMC chain, changed
+    from proofflow.prover.curves.bls12_381 import BLS12_381
+    from proofflow.prover.field.fr import Fr
+    witness[7] = Fr.of(BLS12_381).from_ints([12345])[0]  # a private variable of the MiMC chain, changed
 
 
 def _foreign_abc(segs):

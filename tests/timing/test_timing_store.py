@@ -99,6 +99,23 @@ def test_downgrade_to_0005_and_back(store_url):
     store.dispose()
 
 
+def test_the_run_curve_migration_keeps_the_rows(sqlite_url):
+    """0007 adds runs.curve to a store at 0006 (rows kept, their curve empty) and takes it away again."""
+    from alembic import command
+    store = TimingStore(sqlite_url)
+    cfg = alembic_config()
+    with store.engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, "0006")
+    assert "curve" not in {c["name"] for c in inspect(store.engine).get_columns("runs")}
+    with store.engine.begin() as conn:
+        conn.execute(text("INSERT INTO runs (dag_id, run_id, circuit, state) VALUES ('d', 'r', 'mimc', 'success')"))
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "0007")
+    assert store.run("d", "r")["curve"] is None and store.run("d", "r")["circuit"] == "mimc"
+    store.dispose()
+
+
 def test_schema_revision_is_alembic_head():
     assert SCHEMA_REVISION == TimingStore.head_revision(), "a new migration: set store.SCHEMA_REVISION to it"
 
@@ -165,10 +182,11 @@ def test_runs_upsert_merges_fields(store_url):
     store = TimingStore(store_url)
     rid = f"run-{time.time_ns()}"
     t0 = dt.datetime.now(dt.timezone.utc)
-    store.upsert_run("proof_run", rid, circuit="mimc", log2=10, partitions=4, started_at=t0)
+    store.upsert_run("proof_run", rid, circuit="mimc", log2=10, curve="bls12_381", partitions=4, started_at=t0)
     store.upsert_run("proof_run", rid, state="success", proofs_verified=4, wall_s=1.5)
     r = store.run("proof_run", rid)
-    assert (r["circuit"], r["partitions"], r["state"], r["proofs_verified"]) == ("mimc", 4, "success", 4)
+    assert (r["circuit"], r["curve"], r["partitions"], r["state"], r["proofs_verified"]) == \
+        ("mimc", "bls12_381", 4, "success", 4)
     assert abs((r["started_at"] - t0).total_seconds()) < 1e-3
     store.dispose()
 

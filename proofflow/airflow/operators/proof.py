@@ -129,21 +129,21 @@ class ValidateOperator(ProofflowOperator):
                             partitions=config.partitions, backend=config.backend, staging=config.staging.value,
                             backend_requested=config.backend_requested,
                             staging_requested=config.staging_requested.value,
-                            seed=config.seed, state="running", started_at=started, host=rec.host)
+                            seed=config.seed, curve=config.curve, state="running", started_at=started, host=rec.host)
         log.info("proof run %s: %s", ti.run_id, json.dumps(config.to_dict()))
         return config.to_dict()
 
 
 class SetupOperator(ProofflowOperator):
-    """The proving key, cached per (circuit, log2, seed): created once, atomically, under a
+    """The proving key, cached per (circuit, log2, seed, curve): created once, atomically, under a
     lock file, then reused by every run."""
 
     def run(self, context, rec):
         from proofflow.prover import layout
         from proofflow.prover.keys import ensure_key
         cfg = self.run_config
-        directory = layout.params_dir(cfg.circuit, cfg.log2, cfg.seed)
-        cached = ensure_key(directory, cfg.circuit, cfg.log2, cfg.seed, cfg.backend, rec)
+        directory = layout.params_dir(cfg.circuit, cfg.log2, cfg.seed, cfg.curve)
+        cached = ensure_key(directory, cfg.circuit, cfg.log2, cfg.seed, cfg.backend, rec, curve=cfg.curve)
         log.info("proving key %s (%s)", directory, "cached" if cached else "generated")
         return {"params_dir": str(directory), "cached": cached}
 
@@ -179,7 +179,7 @@ class SynthesizeOperator(ProofflowOperator):
         cfg = self.run_config
         input = cfg.inputs[self.partition] if cfg.inputs else None  # a registered circuit's
         (self.partition_scratch(context) / "proof.bin").unlink(missing_ok=True)  # an earlier synthesis's
-        circuit, holder = get_circuit(cfg.circuit, cfg.log2), _holder(context, self.partition)
+        circuit, holder = get_circuit(cfg.circuit, cfg.log2, cfg.curve), _holder(context, self.partition)
         current = settings.current()
         if current.staging_endpoint:
             out = pipeline.synthesize_remote(circuit, cfg.seed, self.partition, current.staging_endpoint,
@@ -327,7 +327,7 @@ class FinalizePartitionOperator(ProofflowOperator):
         ti = context["ti"]
         inputs = [int(x, 16) for x in self.proved["public_inputs"]]
         with rec.phase(Phase.VERIFY):
-            proof = pipeline.read_proof(self.proved["proof"])
+            proof = pipeline.read_proof(self.proved["proof"], self.run_config.curve)
             vk = VerifyingKey.load(Path(self.setup_result["params_dir"]) / "vk.json")
         with rec.phase(Phase.PUBLISH):
             path = pipeline.publish(proof, vk, inputs, bundle_dir(ti.dag_id, ti.run_id), self.partition,
@@ -366,7 +366,7 @@ class FinalizeRunOperator(ProofflowOperator):
         summary = {"dag_id": ti.dag_id, "run_id": ti.run_id, "circuit": cfg.circuit, "log2": cfg.log2,
                    "partitions": cfg.partitions, "backend": cfg.backend, "staging": cfg.staging.value,
                    "backend_requested": cfg.backend_requested, "staging_requested": cfg.staging_requested.value,
-                   "seed": cfg.seed, "proofs_verified": verified, "bundle_dir": str(out),
+                   "seed": cfg.seed, "curve": cfg.curve, "proofs_verified": verified, "bundle_dir": str(out),
                    "wall_s": round(now - started, 3)}
         with rec.phase(Phase.SUMMARY):
             files.write_json(out / "run-summary.json", summary)

@@ -1,4 +1,5 @@
-"""The backend interface the Groth16 prover calls."""
+"""The backend interface the Groth16 prover calls. A backend serves every registered curve:
+each call's curve is its data's (the domain's, the table's), or named (``fixed_base``)."""
 from __future__ import annotations
 
 import abc
@@ -8,8 +9,9 @@ from typing import Callable
 
 import numpy as np
 
-from proofflow.prover.curve import PointTable
+from proofflow.prover.curves.descriptor import Curve
 from proofflow.prover.groth16 import odd_coset
+from proofflow.prover.points import PointTable
 from proofflow.prover.polynomial.domain import Radix2Domain
 from proofflow.spec import MemoryKind
 
@@ -69,11 +71,11 @@ class Backend(abc.ABC):
 
     @abc.abstractmethod
     def msm_g1(self, table: PointTable, scalars):
-        """sum scalars[i] * table[i] in G1 (an arkworks G1Point); scalars host or resident."""
+        """sum scalars[i] * table[i] in G1 (a point of the table's curve's library); scalars host or resident."""
 
     @abc.abstractmethod
     def msm_g2(self, table: PointTable, scalars):
-        """sum scalars[i] * table[i] in G2 (an arkworks G2Point)."""
+        """sum scalars[i] * table[i] in G2."""
 
     def msm_witness(self, table: PointTable, scalars):
         """sum scalars[i] * table[i] in the table's group, for scalars that are a witness:
@@ -116,9 +118,9 @@ class Backend(abc.ABC):
         the precomputed copies of its MSM plan in ``plans`` (by table; None: plain) where
         the backend has such MSMs."""
 
-    def fixed_base(self, group: str, scalars: np.ndarray,
+    def fixed_base(self, curve: Curve, group: str, scalars: np.ndarray,
                    progress: Callable[[int], None] | None = None) -> PointTable | None:
-        """[s * G for s in scalars], G the group's generator, as a table (the setup's key
-        tables), with ``progress(count)`` as points are done; None where this backend has
-        no kernel for it: the setup then multiplies through arkworks on the CPU."""
+        """[s * G for s in scalars], G the generator of ``curve``'s group, as a table (the
+        setup's key tables), with ``progress(count)`` as points are done; None where this
+        backend has no kernel for it: the setup then multiplies on the CPU."""
         return None

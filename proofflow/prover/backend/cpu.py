@@ -1,13 +1,12 @@
-"""The CPU backend: C field kernels for the NTTs, arkworks for the MSMs."""
+"""The CPU backend: C field kernels for the NTTs, the curve's point library (arkworks) for the MSMs."""
 from __future__ import annotations
 
 import time
 
 import numpy as np
 
-from proofflow.prover import curve
+from proofflow.prover import points
 from proofflow.prover.backend.base import Backend, Transfer
-from proofflow.prover.field import fr
 from proofflow.prover.polynomial.domain import Radix2Domain
 
 
@@ -30,6 +29,7 @@ class CpuBackend(Backend):
             v = domain.intt(v.copy())
             ab.append(domain.coset_ntt(v))
         ea, eb, ec = ab
+        fr = domain.fr
         fr.mul(ea, eb, out=ea)
         fr.sub(ea, ec, out=ea)
         fr.mul(ea, fr.constant(pow(domain.vanishing_on_coset(), -1, fr.MODULUS)), out=ea)
@@ -45,10 +45,10 @@ class CpuBackend(Backend):
         return out, Transfer(out.nbytes, (time.thread_time() - t0) * 1e3, kind or "pageable")
 
     def msm_g1(self, table, scalars: np.ndarray):
-        return curve.msm(table, scalars)
+        return points.msm(table, scalars)
 
     def msm_g2(self, table, scalars: np.ndarray):
-        return curve.msm(table, scalars)
+        return points.msm(table, scalars)
 
     def msm_witness(self, table, scalars: np.ndarray):
-        return curve.msm_split(table, scalars)
+        return points.msm_split(table, scalars)

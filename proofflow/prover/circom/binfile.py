@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from proofflow.prover.circom.errors import CorruptFile, WrongField
-from proofflow.prover.field import fr
+from proofflow.prover.curves import registry
+from proofflow.prover.curves.descriptor import Curve
 
 _HEAD = struct.Struct("<4sII")
 _SECTION = struct.Struct("<IQ")
@@ -64,16 +65,17 @@ class SectionReader:
     def integer(self, n8: int) -> int:
         return int.from_bytes(self.take(n8), "little")
 
-    def field(self, expected: int = fr.MODULUS) -> int:
-        """A field description (u32 byte width, then the prime); raise WrongField for another
-        prime. Returns the byte width."""
+    def field(self, expected: Curve | None = None) -> Curve:
+        """A field description (u32 byte width, then the prime): the registered curve whose
+        scalar field it is, which must be ``expected`` when given (else WrongField)."""
         n8 = self.u32()
         if n8 not in (8, 32, 48, 64):
             raise self.fail(f"implausible field element size {n8}")
         prime = self.integer(n8)
-        if prime != expected:
-            raise WrongField(self.owner.path, prime, expected)
-        return n8
+        curve = registry.by_scalar_prime(prime)
+        if curve is None or (expected is not None and curve.name != expected.name):
+            raise WrongField(self.owner.path, prime, None if expected is None else expected.fr.modulus)
+        return curve
 
     def rest(self) -> memoryview:
         return self.take(len(self.data) - self.pos)

@@ -1,38 +1,39 @@
 """A registered circom circuit as a proof run's circuit: its constraint system from the
 registered r1cs, a partition's witness from the partition's input (a .wtns, or an
-input.json / input object run through the registered .wasm)."""
+input.json / input object run through the registered .wasm), over the curve its files are
+for (circuit.json's ``curve``; circuits registered before it was recorded: the default)."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from proofflow.prover.circom import registry
+from proofflow.prover.circom import registry as circuits
 from proofflow.prover.circom.r1cs import read_r1cs
 from proofflow.prover.circom.wtns import read_wtns
 from proofflow.prover.circuits.base import Circuit, Instance
-from proofflow.prover.field import fr
+from proofflow.prover.curves import registry as curves
 from proofflow.prover.r1cs import ConstraintSystem
 
 
 class RegisteredCircuit(Circuit):
     def __init__(self, name: str):
-        self.info = registry.get(name)
-        super().__init__(int(self.info["log2"]))
+        self.info = circuits.get(name)
+        super().__init__(int(self.info["log2"]), curves.get_curve(self.info.get("curve", curves.DEFAULT)))
         self.name = name
-        self.dir = registry.circuit_dir(name)
+        self.dir = circuits.circuit_dir(name)
         self.cache_version = self.info["files"]["r1cs"]["sha256"][:16]
 
     def _build(self) -> ConstraintSystem:
-        return read_r1cs(self.dir / "circuit.r1cs").cs
+        return read_r1cs(self.dir / "circuit.r1cs", self.curve).cs
 
     def witness(self, input):
         """The full witness of ``input``: a .wtns path, an input.json path or an input object."""
         if isinstance(input, (str, Path)) and Path(input).suffix == ".wtns":
-            return read_wtns(input)
+            return read_wtns(input, self.curve)
         if not self.info.get("wasm"):
             raise ValueError(f"circuit {self.name!r} was registered without its .wasm: give .wtns witnesses")
         from proofflow.prover.circom.witness import calculate_witness
-        return calculate_witness(self.dir / "circuit.wasm", input)
+        return calculate_witness(self.dir / "circuit.wasm", input, self.curve)
 
     def instance(self, seed: int, partition: int, input=None) -> Instance:
         if input is None:
@@ -42,4 +43,4 @@ class RegisteredCircuit(Circuit):
         if w.shape[0] != n:
             where = input if isinstance(input, (str, Path)) else json.dumps(input)[:200]
             raise ValueError(f"the witness of {where} has {w.shape[0]} signals, circuit {self.name!r} {n}")
-        return Instance(partition, fr.to_ints(w[1:1 + int(self.info["public"])]), w)
+        return Instance(partition, self.fr.to_ints(w[1:1 + int(self.info["public"])]), w)

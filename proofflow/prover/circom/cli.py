@@ -53,7 +53,8 @@ def cmd_remove(args) -> int:
 
 
 def add_parser(sub) -> None:
-    c = sub.add_parser("circuit", help="register circom circuits (r1cs + snarkjs zkey on BLS12-381) and list them",
+    c = sub.add_parser("circuit", help="register circom circuits (r1cs + snarkjs zkey, of a registered curve) "
+                                       "and list them",
                        description="Circuits proof_run can prove besides the built-in mimc: a circom circuit's "
                                    ".r1cs, its snarkjs Groth16 .zkey and optionally its witness generator .wasm, "
                                    "checked against each other and kept under the proofflow home.")

@@ -4,18 +4,13 @@ Every type is a ValueError, so callers that only tell good input from bad need n
 them; ``UnsatisfiedConstraint`` is the engine's own (``proofflow.prover.r1cs``)."""
 from __future__ import annotations
 
-from proofflow.prover.field import fr
+from proofflow.prover.curves import registry
 from proofflow.prover.r1cs import UnsatisfiedConstraint
 
 __all__ = ["CircomFileError", "CorruptFile", "WrongField", "KeyMismatch", "InputRejected", "UnsatisfiedConstraint"]
 
-BLS12_381_Q = int(
-    "1a0111ea397fe69a4b1ba7b6434bacd764774b84f38512bf6730d2a0f6b0f6241eabfffeb153ffffb9feffffffffaaab", 16)
-
-# Primes circom and snarkjs offer besides BLS12-381's, named in errors.
-_KNOWN_PRIMES = {
-    fr.MODULUS: "the BLS12-381 scalar field",
-    BLS12_381_Q: "the BLS12-381 base field",
+# Primes circom and snarkjs offer besides the registered curves' fields, named in errors.
+_OTHER_PRIMES = {
     0x30644E72E131A029B85045B68181585D2833E84879B9709143E1F593F0000001: "the bn128 (BN254) scalar field",
     0x30644E72E131A029B85045B68181585D97816A916871CA8D3C208C16D87CFD47: "the bn128 (BN254) base field",
     0xFFFFFFFF00000001: "the Goldilocks field",
@@ -25,7 +20,10 @@ _KNOWN_PRIMES = {
 def describe_field(found: int | str | None) -> str:
     """A prime by the field it defines, or a JSON file's curve name."""
     if isinstance(found, int):
-        return _KNOWN_PRIMES.get(found, f"an unknown prime 0x{found:x}")
+        for c in registry.CURVES.values():
+            if found in (c.fr.modulus, c.fq.modulus):
+                return f"the {c.label} {'scalar' if found == c.fr.modulus else 'base'} field"
+        return _OTHER_PRIMES.get(found, f"an unknown prime 0x{found:x}")
     return f"the curve {found!r}"
 
 
@@ -48,15 +46,21 @@ class CorruptFile(CircomFileError):
 
 
 class WrongField(CircomFileError):
-    """The file is for another curve than BLS12-381: ``found`` is the prime a binary file
-    names, or the curve a JSON file names."""
+    """The file is for no registered curve, or not for the one expected: ``found`` is the
+    prime a binary file names, or the curve a JSON file names; ``expected`` the prime or
+    name wanted (None: any registered curve's scalar field, or curve name)."""
 
     def __init__(self, path, found: int | str | None, expected: int | str | None = None):
-        if expected is None:
-            expected = fr.MODULUS if isinstance(found, int) else "bls12381"
         self.found, self.expected = found, expected
-        super().__init__(path, f"made for {describe_field(found)}, not {describe_field(expected)} "
-                               "(compile with circom -p bls12381 and use a bls12381 ceremony)")
+        if expected is not None:
+            wanted = describe_field(expected)
+        elif isinstance(found, int):
+            wanted = " or ".join(describe_field(c.fr.modulus) for c in registry.CURVES.values())
+        else:
+            wanted = " or ".join(describe_field(c.snarkjs_name) for c in registry.CURVES.values())
+        names = " or ".join(c.snarkjs_name for c in registry.CURVES.values())
+        super().__init__(path, f"made for {describe_field(found)}, not {wanted} "
+                               f"(compile with circom -p {names} and use a ceremony of that curve)")
 
 
 class KeyMismatch(ValueError):

@@ -1,16 +1,20 @@
-/* BLS12-381 base field Fq, 6 x 64-bit little-endian limbs: the conversion between the
- * standard form of proofflow's point tables and the Montgomery form (R = 2^384) of
+/* A curve's base field Fq, N x 64-bit little-endian limbs: the conversion between the
+ * standard form of proofflow's point tables and the Montgomery form (R = 2^(64N)) of
  * snarkjs's zkeys, over whole arrays of coordinates. A Montgomery product by R^2 mod q
- * converts to the Montgomery form, one by 1 converts back. */
+ * converts to the Montgomery form, one by 1 converts back. The curve's constants come as
+ * -D defines (proofflow.prover.native.field_defines): one library a curve. */
 #include <stdint.h>
 #include <string.h>
 
+#if !defined(FQ_LIMBS) || !defined(FQ_MODULUS) || !defined(FQ_INV)
+#error "compile with a curve's Fq constants: FQ_LIMBS, FQ_MODULUS, FQ_INV"
+#endif
+
 typedef unsigned __int128 u128;
 
-#define N 6
-static const uint64_t Q[N] = {0xb9feffffffffaaabULL, 0x1eabfffeb153ffffULL, 0x6730d2a0f6b0f624ULL,
-                              0x64774b84f38512bfULL, 0x4b1ba7b6434bacd7ULL, 0x1a0111ea397fe69aULL};
-static const uint64_t QINV = 0x89f3fffcfffcfffdULL; /* -q^-1 mod 2^64 */
+#define N FQ_LIMBS
+static const uint64_t Q[N] = {FQ_MODULUS};
+static const uint64_t QINV = FQ_INV; /* -q^-1 mod 2^64 */
 
 static inline int geq_q(const uint64_t *t) {
     for (int i = N - 1; i >= 0; i--) {
@@ -20,8 +24,8 @@ static inline int geq_q(const uint64_t *t) {
     return 1;
 }
 
-/* a * b / R mod q for a, b < q (CIOS). q < 2^381, so the result before the last
- * subtraction is below 2q and fits the six words. */
+/* a * b / R mod q for a, b < q (CIOS). q < 2^(64N - 1), so the result before the last
+ * subtraction is below 2q and fits the N words. */
 static inline void mont_mul(const uint64_t *a, const uint64_t *b, uint64_t *out) {
     uint64_t t[N + 2] = {0};
     for (int i = 0; i < N; i++) {

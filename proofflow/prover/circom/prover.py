@@ -16,7 +16,7 @@ from proofflow.prover.backend.by_name import get_backend
 from proofflow.prover.circom.errors import KeyMismatch
 from proofflow.prover.circom.r1cs import R1cs
 from proofflow.prover.circom.zkey import ZKey
-from proofflow.prover.field import fr
+from proofflow.prover.field.fr import Fr
 from proofflow.prover.groth16 import verifier
 from proofflow.prover.groth16.data_structures import Proof
 from proofflow.prover.groth16 import prover as groth16_prover
@@ -28,12 +28,12 @@ from proofflow.phases import Phase
 
 def public_signals(zkey: ZKey, witness: np.ndarray) -> list[int]:
     """What public.json lists: the witness's wires 1..nPublic (outputs, then public inputs)."""
-    return fr.to_ints(witness[1:zkey.n_public + 1])
+    return Fr.of(zkey.curve).to_ints(witness[1:zkey.n_public + 1])
 
 
 def prove(zkey: ZKey, witness: np.ndarray, backend: Backend | None = None, r1cs: R1cs | None = None,
           rng: np.random.Generator | None = None, timer: PhaseTimer | None = None) -> Proof:
-    """A proof for ``witness`` (an Fr vector, e.g. from ``read_wtns``) that snarkjs accepts.
+    """A proof for ``witness`` (an Fr vector of the zkey's curve, e.g. from ``read_wtns``) that snarkjs accepts.
     r, s come from the OS's CSPRNG, or from ``rng`` for reproducible tests. Raises
     KeyMismatch or UnsatisfiedConstraint for inputs that do not fit, and ProofCheckFailed
     should the finished proof not verify against the zkey's own verifying key."""
@@ -46,11 +46,11 @@ def prove(zkey: ZKey, witness: np.ndarray, backend: Backend | None = None, r1cs:
     if r1cs is not None:  # the engine's own path: a/b/c by the r1cs, each constraint checked
         proof = groth16_prover.prove(zkey.pk, r1cs.cs, witness, backend, rng, timer=timer)
     else:  # the zkey alone, as snarkjs: a and b by its coefficients, c = a·b
-        n = zkey.domain_size
+        n, fr = zkey.domain_size, Fr.of(zkey.curve)
         with timer.phase(Phase.WITNESS_MAP):
             a, b = zkey.a.matvec(witness, fr.zeros(n)), zkey.b.matvec(witness, fr.zeros(n))
             abc = (a, b, fr.mul(a, b))
-        proof = groth16_prover.prove_qap(zkey.pk, Radix2Domain.for_size(n), zkey.n_public + 1, witness, abc,
+        proof = groth16_prover.prove_qap(zkey.pk, Radix2Domain.for_size(n, zkey.curve), zkey.n_public + 1, witness, abc,
                                          backend, rng, timer).finish(timer)
     with timer.phase(Phase.CHECK):
         if not verifier.verify(zkey.vk, public_signals(zkey, witness), proof):

@@ -17,11 +17,10 @@ import numpy as np
 
 from proofflow.prover.circom import binfile
 from proofflow.prover.circom.encoding import fr_from_standard
-from proofflow.prover.field import fr
+from proofflow.prover.curves.descriptor import Curve
 from proofflow.prover.r1cs import ConstraintSystem, SparseMatrix
 
 HEADER, CONSTRAINTS = 1, 2
-_TERM = 4 + fr.BYTES  # u32 wire + coefficient
 
 
 @dataclass(frozen=True)
@@ -43,23 +42,27 @@ class R1cs:
         return self.cs.num_constraints
 
 
-def read_r1cs(path) -> R1cs:
+def read_r1cs(path, curve: Curve | None = None) -> R1cs:
+    """The r1cs at ``path``, over the registered curve of its prime (which must be ``curve``
+    when given)."""
     f = binfile.read(path, "r1cs", max_version=1)
     head = f.reader(HEADER, "header")
-    head.field()
+    curve = head.field(curve)
     n_wires, n_out, n_pub, n_prv = (head.u32() for _ in range(4))
     n_labels, n_constraints = head.u64(), head.u32()
     head.end()
     if n_wires < 1 + n_out + n_pub + n_prv:
         raise head.fail(f"{n_wires} wires cannot hold the one, {n_out} outputs and {n_pub + n_prv} inputs")
-    rows, cols, coeffs = _terms(f.reader(CONSTRAINTS, "constraints"), n_constraints, n_wires)
-    matrices = [SparseMatrix.from_triplets(n_constraints, n_wires, rows[m], cols[m], coeffs[m]) for m in range(3)]
+    rows, cols, coeffs = _terms(f.reader(CONSTRAINTS, "constraints"), curve, n_constraints, n_wires)
+    matrices = [SparseMatrix.from_triplets(curve, n_constraints, n_wires, rows[m], cols[m], coeffs[m])
+                for m in range(3)]
     cs = ConstraintSystem(n_out + n_pub, n_wires, *matrices)
     return R1cs(n_wires, n_out, n_pub, n_prv, n_labels, cs)
 
 
-def _terms(sec: binfile.SectionReader, n_constraints: int, n_wires: int):
+def _terms(sec: binfile.SectionReader, curve: Curve, n_constraints: int, n_wires: int):
     """Per matrix (A, B, C): the row, wire and Fr coefficient of every term."""
+    term = 4 + curve.fr.bytes  # u32 wire + coefficient
     # The linear combinations vary in length, so one pass finds where each starts (a tight
     # loop: 3 per constraint, millions at 2^20); the terms themselves are then gathered in bulk.
     data, pos, end = sec.data, sec.pos, len(sec.data)
@@ -70,7 +73,7 @@ def _terms(sec: binfile.SectionReader, n_constraints: int, n_wires: int):
             count = unpack(data, pos)[0]
             starts.append(pos + 4)
             counts.append(count)
-            pos += 4 + _TERM * count
+            pos += 4 + term * count
     except struct.error:
         pos = end + 1
     if pos > end:
@@ -81,14 +84,15 @@ def _terms(sec: binfile.SectionReader, n_constraints: int, n_wires: int):
     data = np.frombuffer(sec.data, dtype=np.uint8)
     lc = np.repeat(np.arange(3 * n_constraints), counts)
     first = np.concatenate([[0], np.cumsum(counts)[:-1]]) if counts.size else counts
-    offsets = starts[lc] + _TERM * (np.arange(lc.size) - first[lc])
-    terms = np.lib.stride_tricks.sliding_window_view(data, _TERM)[offsets]  # (terms, 36): wire, coefficient
+    offsets = starts[lc] + term * (np.arange(lc.size) - first[lc])
+    terms = np.lib.stride_tricks.sliding_window_view(data, term)[offsets]  # (terms, 36): wire, coefficient
     wires = np.ascontiguousarray(terms[:, :4]).view("<u4").ravel().astype(np.int64)
     if wires.size and wires.max() >= n_wires:
         bad = int(np.argmax(wires >= n_wires))
         raise sec.fail(f"constraint {int(lc[bad]) // 3} uses wire {int(wires[bad])}, beyond the header's "
                        f"{n_wires} wires")
-    coeffs = fr_from_standard(np.ascontiguousarray(terms[:, 4:]).tobytes(), sec.owner.path, CONSTRAINTS, "coefficient")
+    coeffs = fr_from_standard(curve, np.ascontiguousarray(terms[:, 4:]).tobytes(), sec.owner.path, CONSTRAINTS,
+                              "coefficient")
     rows, matrix = lc // 3, lc % 3
     split = [np.flatnonzero(matrix == m) for m in range(3)]
     return [rows[s] for s in split], [wires[s] for s in split], [np.ascontiguousarray(coeffs[s]) for s in split]

@@ -2,7 +2,7 @@
 checked once and kept under the proofflow home, so proof runs name the circuit alone.
 
     $PROOFFLOW_HOME/circuits/<name>/
-      circuit.json             what it is: size, signals, and each file's SHA-256
+      circuit.json             what it is: curve, size, signals, and each file's SHA-256
       circuit.r1cs             the constraints (witness checks, a/b/c)
       circuit.wasm             the witness generator, when registered (inputs as input.json)
       verification_key.json    snarkjs's form, for `snarkjs groth16 verify`
@@ -53,7 +53,7 @@ def add(name: str, r1cs_path, zkey_path, wasm_path=None, replace: bool = False, 
         raise RegistrationError(f"circuit {name!r} is registered already ({final}); pass --replace to replace it")
     r1cs_path, zkey_path = Path(r1cs_path), Path(zkey_path)
     say(f"reading {r1cs_path}")
-    r1cs = read_r1cs(r1cs_path)
+    r1cs = read_r1cs(r1cs_path)  # over the registered curve its prime names
     say(f"reading {zkey_path}")
     zkey = read_zkey(zkey_path)
     zkey.check_matches(r1cs)
@@ -64,7 +64,8 @@ def add(name: str, r1cs_path, zkey_path, wasm_path=None, replace: bool = False, 
                 raise CorruptFile(wasm_path, "is not WebAssembly (no \\0asm header)")
     pk = zkey.pk
     pk.circuit = name
-    info = {"format": FORMAT, "name": name, "log2": pk.log2, "constraints": r1cs.cs.num_constraints,
+    info = {"format": FORMAT, "name": name, "curve": pk.curve.name, "log2": pk.log2,
+            "constraints": r1cs.cs.num_constraints,
             "signals": zkey.n_vars, "public": zkey.n_public, "wasm": wasm_path is not None,
             "files": {"r1cs": {"source": str(r1cs_path.resolve()), "sha256": files.sha256_file(r1cs_path)},
                       "zkey": {"source": str(zkey_path.resolve()), "sha256": files.sha256_file(zkey_path)}},

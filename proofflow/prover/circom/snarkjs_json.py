@@ -1,6 +1,8 @@
 """snarkjs's JSON files: verification_key.json, proof.json and public.json.
 
-Numbers are decimal strings in standard form. A G1 point is [x, y, "1"], a G2 point
+Each names its curve as snarkjs does ("curve": ``Curve.snarkjs_name``, "bls12381" for
+BLS12-381); a file of a curve not registered here is a WrongField. Numbers are decimal
+strings in standard form. A G1 point is [x, y, "1"], a G2 point
 [[x.c0, x.c1], [y.c0, y.c1], ["1", "0"]]; the point at infinity has z = 0 (G1 ["0", "1",
 "0"]). public.json lists the public signals, outputs first. snarkjs writes JSON with
 one-space indents, and so do the writers here. The verification key written here lacks
@@ -12,13 +14,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from proofflow.prover import curve
-from proofflow.prover.circom.encoding import FQ_BYTES
-from proofflow.prover.circom.errors import BLS12_381_Q, CorruptFile, WrongField
-from proofflow.prover import files
+from proofflow.prover import files, points
+from proofflow.prover.circom.errors import CorruptFile, WrongField
+from proofflow.prover.curves import registry
+from proofflow.prover.curves.descriptor import Curve
 from proofflow.prover.groth16.data_structures import Proof, VerifyingKey
 
-CURVE = "bls12381"
 PROTOCOL = "groth16"
 _INFINITY = {"g1": ["0", "1", "0"], "g2": [["0", "0"], ["1", "0"], ["0", "0"]]}
 
@@ -40,8 +41,8 @@ def _number(path, field: str, text, below: int | None = None) -> int:
     return value
 
 
-def point_from_json(path, field: str, group: str, obj):
-    """A G1 or G2 point from its snarkjs JSON, checked on the curve and in the subgroup."""
+def point_from_json(curve: Curve, path, field: str, group: str, obj):
+    """A G1 or G2 point of ``curve`` from its snarkjs JSON, checked on the curve and in the subgroup."""
     g2 = group == "g2"
     try:
         x, y, z = obj
@@ -56,29 +57,31 @@ def point_from_json(path, field: str, group: str, obj):
         return curve.point_class(group).identity()
     if z != [1] + [0] * (len(z) - 1):
         raise CorruptFile(path, "is not in affine form (z must be 1)", field)
-    raw = b"".join(_number(path, field, v, BLS12_381_Q).to_bytes(FQ_BYTES, "little") for v in coords)
+    raw = b"".join(_number(path, field, v, curve.fq.modulus).to_bytes(curve.fq.bytes, "little") for v in coords)
     try:
-        return curve.from_xy(group, raw)
+        return points.from_xy(curve, group, raw)
     except ValueError as exc:
         raise CorruptFile(path, f"is not a point of {group.upper()}: {exc}", field) from None
 
 
-def point_to_json(point, group: str) -> list:
-    raw = curve.to_xy(point)
+def point_to_json(curve: Curve, point, group: str) -> list:
+    raw, width = points.to_xy(point), curve.fq.bytes
     if not any(raw):
         return _INFINITY[group]
-    coords = [str(int.from_bytes(raw[i:i + FQ_BYTES], "little")) for i in range(0, len(raw), FQ_BYTES)]
+    coords = [str(int.from_bytes(raw[i:i + width], "little")) for i in range(0, len(raw), width)]
     return [coords[0:2], coords[2:4], ["1", "0"]] if group == "g2" else [*coords, "1"]
 
 
-def _header(path, d, kind: str) -> dict:
+def _header(path, d, kind: str) -> Curve:
+    """The registered curve a snarkjs file names."""
     if not isinstance(d, dict):
         raise CorruptFile(path, f"is not a snarkjs {kind} (a JSON object)")
     if d.get("protocol") != PROTOCOL:
         raise CorruptFile(path, f"protocol {d.get('protocol')!r} is not {PROTOCOL!r}", "protocol")
-    if d.get("curve") != CURVE:
+    curve = registry.by_snarkjs_name(d.get("curve"))
+    if curve is None:
         raise WrongField(path, d.get("curve"))
-    return d
+    return curve
 
 
 def _field(path, d: dict, name: str):
@@ -88,23 +91,25 @@ def _field(path, d: dict, name: str):
 
 
 def read_verification_key(path) -> VerifyingKey:
-    d = _header(path, _load(path), "verification key")
+    d = _load(path)
+    curve = _header(path, d, "verification key")
     ic = _field(path, d, "IC")
     if not isinstance(ic, list) or not ic:
         raise CorruptFile(path, "is not a list of G1 points", "IC")
     n_public = _field(path, d, "nPublic")
     if n_public != len(ic) - 1:
         raise CorruptFile(path, f"nPublic is {n_public!r} but IC holds {len(ic)} points (expected nPublic+1)", "IC")
-    return VerifyingKey(point_from_json(path, "vk_alpha_1", "g1", _field(path, d, "vk_alpha_1")),
-                        *(point_from_json(path, name, "g2", _field(path, d, name))
+    return VerifyingKey(curve, point_from_json(curve, path, "vk_alpha_1", "g1", _field(path, d, "vk_alpha_1")),
+                        *(point_from_json(curve, path, name, "g2", _field(path, d, name))
                           for name in ("vk_beta_2", "vk_gamma_2", "vk_delta_2")),
-                        [point_from_json(path, f"IC[{i}]", "g1", p) for i, p in enumerate(ic)])
+                        [point_from_json(curve, path, f"IC[{i}]", "g1", p) for i, p in enumerate(ic)])
 
 
 def read_proof(path) -> Proof:
-    d = _header(path, _load(path), "proof")
-    return Proof(*(point_from_json(path, name, group, _field(path, d, name))
-                   for name, group in (("pi_a", "g1"), ("pi_b", "g2"), ("pi_c", "g1"))))
+    d = _load(path)
+    curve = _header(path, d, "proof")
+    return Proof(curve, *(point_from_json(curve, path, name, group, _field(path, d, name))
+                          for name, group in (("pi_a", "g1"), ("pi_b", "g2"), ("pi_c", "g1"))))
 
 
 def read_public(path) -> list[int]:
@@ -117,8 +122,9 @@ def read_public(path) -> list[int]:
 
 
 def proof_to_json(proof: Proof) -> dict:
-    return {"pi_a": point_to_json(proof.a, "g1"), "pi_b": point_to_json(proof.b, "g2"),
-            "pi_c": point_to_json(proof.c, "g1"), "protocol": PROTOCOL, "curve": CURVE}
+    c = proof.curve
+    return {"pi_a": point_to_json(c, proof.a, "g1"), "pi_b": point_to_json(c, proof.b, "g2"),
+            "pi_c": point_to_json(c, proof.c, "g1"), "protocol": PROTOCOL, "curve": c.snarkjs_name}
 
 
 def write_proof(path, proof: Proof) -> None:
@@ -131,8 +137,9 @@ def write_public(path, public: list[int]) -> None:
 
 def write_verification_key(path, vk: VerifyingKey) -> None:
     """verification_key.json for ``snarkjs groth16 verify`` (and read_verification_key)."""
-    d = {"protocol": PROTOCOL, "curve": CURVE, "nPublic": vk.num_public,
-         "vk_alpha_1": point_to_json(vk.alpha_g1, "g1"), "vk_beta_2": point_to_json(vk.beta_g2, "g2"),
-         "vk_gamma_2": point_to_json(vk.gamma_g2, "g2"), "vk_delta_2": point_to_json(vk.delta_g2, "g2"),
-         "IC": [point_to_json(p, "g1") for p in vk.gamma_abc_g1]}
+    c = vk.curve
+    d = {"protocol": PROTOCOL, "curve": c.snarkjs_name, "nPublic": vk.num_public,
+         "vk_alpha_1": point_to_json(c, vk.alpha_g1, "g1"), "vk_beta_2": point_to_json(c, vk.beta_g2, "g2"),
+         "vk_gamma_2": point_to_json(c, vk.gamma_g2, "g2"), "vk_delta_2": point_to_json(c, vk.delta_g2, "g2"),
+         "IC": [point_to_json(c, p, "g1") for p in vk.gamma_abc_g1]}
     files.write_bytes(path, json.dumps(d, indent=1).encode())

@@ -3,7 +3,6 @@ every public signal must be a field element (one at or above r is rejected, not 
 from __future__ import annotations
 
 from proofflow.prover.circom import snarkjs_json
-from proofflow.prover.field import fr
 from proofflow.prover.groth16 import verifier
 from proofflow.prover.groth16.data_structures import Proof, VerifyingKey
 
@@ -11,7 +10,7 @@ from proofflow.prover.groth16.data_structures import Proof, VerifyingKey
 def verify(vk: VerifyingKey, public: list[int], proof: Proof) -> bool:
     """True when ``proof`` proves ``public`` under ``vk``. A wrong number of public signals
     is the caller's error (ValueError), as in the engine's verifier."""
-    if not all(0 <= x < fr.MODULUS for x in public):
+    if not all(0 <= x < vk.curve.fr.modulus for x in public):
         return False
     return verifier.verify(vk, public, proof)
 

@@ -26,7 +26,8 @@ import numpy as np
 import wasmtime
 
 from proofflow.prover.circom.errors import CorruptFile, InputRejected, WrongField
-from proofflow.prover.field import fr
+from proofflow.prover.curves.descriptor import Curve
+from proofflow.prover.field.fr import Fr
 
 log = logging.getLogger(__name__)
 
@@ -54,11 +55,11 @@ _COPIER = """
 """
 
 
-def calculate_witness(wasm, inputs) -> np.ndarray:
-    """The witness of ``inputs`` (input.json's content, or its path) as an Fr vector, like
-    ``wtns.read_wtns`` returns. Values are decimal strings, 0x hex strings or JSON numbers,
-    or nested arrays of them (flattened in circom's order); a negative value -v stands for
-    r - v, as in circom. Raises InputRejected for inputs the circuit does not take,
+def calculate_witness(wasm, inputs, curve: Curve) -> np.ndarray:
+    """The witness of ``inputs`` (input.json's content, or its path) as an Fr vector of
+    ``curve``, like ``wtns.read_wtns`` returns. Values are decimal strings, 0x hex strings or
+    JSON numbers, or nested arrays of them (flattened in circom's order); a negative value -v
+    stands for r - v, as in circom. Raises InputRejected for inputs the circuit does not take,
     WrongField for a generator of another prime, CorruptFile for a file that is not a
     circom 2 witness generator."""
     source = None
@@ -70,13 +71,13 @@ def calculate_witness(wasm, inputs) -> np.ndarray:
             raise InputRejected(source, f"cannot read as JSON: {exc}") from exc
     if not isinstance(inputs, dict):
         raise InputRejected(source, "the inputs are not a JSON object of input signals")
-    values = {name: _flatten(name, value, source) for name, value in inputs.items()}
-    return _Generator(Path(wasm)).run(values, source)
+    values = {name: _flatten(curve.fr.modulus, name, value, source) for name, value in inputs.items()}
+    return _Generator(Path(wasm), Fr.of(curve)).run(values, source)
 
 
-def _flatten(label: str, value, source) -> list[int]:
+def _flatten(r: int, label: str, value, source) -> list[int]:
     if isinstance(value, list):
-        return [x for i, item in enumerate(value) for x in _flatten(f"{label}[{i}]", item, source)]
+        return [x for i, item in enumerate(value) for x in _flatten(r, f"{label}[{i}]", item, source)]
     if isinstance(value, str) and _INTEGER.fullmatch(value):
         number = int(value, 0) if value[:2] in ("0x", "0X") else int(value)
     elif isinstance(value, int) and not isinstance(value, bool):
@@ -86,10 +87,10 @@ def _flatten(label: str, value, source) -> list[int]:
     else:
         raise InputRejected(source, f"{label} = {value!r} is not an integer (a decimal or 0x string, a JSON number, "
                                     "or a nested array of them)")
-    if not -fr.MODULUS < number < fr.MODULUS:
-        raise InputRejected(source, f"{label} = {number} is not below the field's prime r = {fr.MODULUS} (inputs are "
+    if not -r < number < r:
+        raise InputRejected(source, f"{label} = {number} is not below the field's prime r = {r} (inputs are "
                                     "not reduced)")
-    return [number % fr.MODULUS]
+    return [number % r]
 
 
 def _fnv1a_64(name: str) -> int:
@@ -109,8 +110,8 @@ class _Failed(Exception):
 class _Generator:
     """One fresh instance of a circuit's witness generator, with the runtime imports it calls."""
 
-    def __init__(self, path: Path):
-        self.path = path
+    def __init__(self, path: Path, fr: Fr):
+        self.path, self.fr = path, fr
         engine = wasmtime.Engine()
         try:
             module = wasmtime.Module.from_file(engine, str(path))
@@ -137,7 +138,7 @@ class _Generator:
         self.n8 = 4 * self._call("getFieldNumLen32")
         self._call("getRawPrime")
         if (prime := self._shared_value()) != fr.MODULUS:
-            raise WrongField(path, prime)
+            raise WrongField(path, prime, fr.MODULUS)
 
     def _export(self, name: str):
         try:
@@ -196,7 +197,7 @@ class _Generator:
         if given < (total := self._call("getInputSize")):
             raise InputRejected(source, f"sets {given} of the {total} input values of {self.path.name}")
         raw = self._witness_bytes(self._call("getWitnessSize"))
-        return fr.from_canonical(np.frombuffer(raw, dtype="<u8").reshape(-1, fr.LIMBS))
+        return self.fr.from_canonical(np.frombuffer(raw, dtype="<u8").reshape(-1, self.fr.LIMBS))
 
     def _witness_bytes(self, n: int) -> bytearray:
         """All n values through one call into wasm: _COPIER calls getWitness for each and

@@ -9,19 +9,22 @@ import numpy as np
 
 from proofflow.prover.circom import binfile
 from proofflow.prover.circom.encoding import fr_from_standard
-from proofflow.prover.field import fr
+from proofflow.prover.curves.descriptor import Curve
+from proofflow.prover.field.fr import Fr
 
 HEADER, VALUES = 1, 2
 
 
-def read_wtns(path) -> np.ndarray:
+def read_wtns(path, curve: Curve) -> np.ndarray:
+    """The witness at ``path``, which must be of ``curve``'s scalar field, as its Fr vector."""
     f = binfile.read(path, "wtns", max_version=2)
     head = f.reader(HEADER, "header")
-    head.field()
+    head.field(curve)
+    fr = Fr.of(curve)
     count = head.u32()
     head.end()
     values = f.reader(VALUES, "witness values")
-    w = fr_from_standard(values.take(count * fr.BYTES), f.path, VALUES, "witness value")
+    w = fr_from_standard(curve, values.take(count * fr.BYTES), f.path, VALUES, "witness value")
     values.end()
     if count and not fr.equal(w[:1], fr.one()):
         raise values.fail("witness value 0 (the constant one) is not 1")

@@ -1,4 +1,4 @@
-"""snarkjs Groth16 proving keys (.zkey) on BLS12-381, as the engine's ProvingKey.
+"""snarkjs Groth16 proving keys (.zkey) on a registered curve, as the engine's ProvingKey.
 
 Sections: 1 the protocol (1 = Groth16); 2 the header: n8q, q, n8r, r, nVars, nPublic
 (outputs and public inputs), domainSize, then alpha1, beta1, beta2, gamma2, delta1,
@@ -17,21 +17,24 @@ from pathlib import Path
 
 import numpy as np
 
-from proofflow.prover import curve
+from proofflow.prover import points as curve_points
 from proofflow.prover.circom import binfile
-from proofflow.prover.circom.encoding import FQ_BYTES, fr_from_zkey_coefficients, points_from_montgomery
-from proofflow.prover.circom.errors import BLS12_381_Q, CorruptFile, KeyMismatch, WrongField
+from proofflow.prover.circom.encoding import fr_from_zkey_coefficients, points_from_montgomery
+from proofflow.prover.circom.errors import CorruptFile, KeyMismatch, WrongField
 from proofflow.prover.circom.r1cs import R1cs
-from proofflow.prover.field import fr
+from proofflow.prover.curves import registry
+from proofflow.prover.curves.descriptor import Curve
 from proofflow.prover.groth16 import r1cs_to_qap
 from proofflow.prover.groth16.data_structures import ProvingKey, VerifyingKey
 from proofflow.prover.r1cs import SparseMatrix
 
 PROTOCOL, HEADER, IC, COEFFICIENTS, A, B1, B2, C, H = range(1, 10)
 GROTH16 = 1
-_G1, _G2 = curve.XY_BYTES["g1"], curve.XY_BYTES["g2"]
-# One section 4 entry; ``value`` holds c·R² mod r (encoding.fr_to_zkey_coefficients).
-COEFFICIENT = np.dtype([("matrix", "<u4"), ("constraint", "<u4"), ("signal", "<u4"), ("value", "u1", fr.BYTES)])
+
+
+def coefficient_dtype(curve: Curve) -> np.dtype:
+    """One section 4 entry; ``value`` holds c·R² mod r (encoding.fr_to_zkey_coefficients)."""
+    return np.dtype([("matrix", "<u4"), ("constraint", "<u4"), ("signal", "<u4"), ("value", "u1", curve.fr.bytes)])
 
 
 @dataclass
@@ -48,11 +51,17 @@ class ZKey:
     def vk(self) -> VerifyingKey:
         return self.pk.vk
 
+    @property
+    def curve(self) -> Curve:
+        return self.pk.curve
+
     def check_matches(self, r1cs: R1cs) -> None:
         """Raise KeyMismatch unless this key was set up for ``r1cs``, as far as the key
         tells: it stores A and B, but C only inside its C and IC points, so a circuit that
         differs in C alone passes here (its proofs then fail the prover's check)."""
         domain = r1cs_to_qap.domain_for(r1cs.cs).size
+        if r1cs.cs.curve.name != self.curve.name:
+            raise KeyMismatch("the curve", f"zkey {self.curve.name}, r1cs {r1cs.cs.curve.name}")
         for what, ours, theirs in (("nVars", self.n_vars, r1cs.n_wires), ("nPublic", self.n_public, r1cs.n_public),
                                    ("domain size", self.domain_size, domain)):
             if ours != theirs:
@@ -98,10 +107,11 @@ def read_zkey(path, decode_points: bool = True) -> ZKey:
     q = head.integer(n8q)
     n8r = head.u32()
     r = head.integer(n8r)
-    if r != fr.MODULUS:
+    curve = registry.by_scalar_prime(r)
+    if curve is None:
         raise WrongField(f.path, r)
-    if q != BLS12_381_Q or n8q != FQ_BYTES or n8r != fr.BYTES:
-        raise WrongField(f.path, q, BLS12_381_Q)
+    if q != curve.fq.modulus or n8q != curve.fq.bytes or n8r != curve.fr.bytes:
+        raise WrongField(f.path, q, curve.fq.modulus)
     n_vars, n_public, domain_size = head.u32(), head.u32(), head.u32()
     if domain_size < 1 or domain_size & (domain_size - 1):
         raise head.fail(f"domain size {domain_size} is not a power of two")
@@ -110,19 +120,19 @@ def read_zkey(path, decode_points: bool = True) -> ZKey:
     singles = {}
     for name, group in (("alpha1", "g1"), ("beta1", "g1"), ("beta2", "g2"), ("gamma2", "g2"), ("delta1", "g1"),
                         ("delta2", "g2")):
-        table = points_from_montgomery(head.take(curve.XY_BYTES[group]), group, f.path, HEADER, name)
+        table = points_from_montgomery(curve, head.take(curve.xy_bytes(group)), group, f.path, HEADER, name)
         try:
-            singles[name] = curve.from_xy(group, table.xy.tobytes())
+            singles[name] = curve_points.from_xy(curve, group, table.xy.tobytes())
         except ValueError as exc:
             raise head.fail(f"{name} is not a point of {group.upper()}: {exc}") from None
     head.end()
 
     def points(sid: int, what: str, group: str, count: int):
         raw = f.section(sid, f"{what} points")
-        width = curve.XY_BYTES[group]
+        width = curve.xy_bytes(group)
         if len(raw) != count * width:
             raise CorruptFile(f.path, f"holds {len(raw)} bytes, {count} {what} points take {count * width}", sid)
-        table = points_from_montgomery(raw, group, f.path, sid, what)
+        table = points_from_montgomery(curve, raw, group, f.path, sid, what)
         if decode_points:
             try:
                 table.points()
@@ -131,30 +141,30 @@ def read_zkey(path, decode_points: bool = True) -> ZKey:
         return table
 
     ic = points(IC, "IC", "g1", n_public + 1)
-    a, b = _coefficients(f, n_vars, domain_size)
+    a, b = _coefficients(f, curve, n_vars, domain_size)
     tables = dict(a_query=points(A, "A", "g1", n_vars), b_g1_query=points(B1, "B1", "g1", n_vars),
                   b_g2_query=points(B2, "B2", "g2", n_vars), l_query=points(C, "C", "g1", n_vars - n_public - 1),
                   h_query=points(H, "H", "g1", domain_size))
-    vk = VerifyingKey(singles["alpha1"], singles["beta2"], singles["gamma2"], singles["delta2"], ic.points())
+    vk = VerifyingKey(curve, singles["alpha1"], singles["beta2"], singles["gamma2"], singles["delta2"], ic.points())
     pk = ProvingKey(f.path.stem, domain_size.bit_length() - 1, vk, singles["beta1"], singles["delta1"], **tables,
                     h_basis="odd-coset")
     return ZKey(f.path, n_vars, n_public, domain_size, pk, a, b)
 
 
-def _coefficients(f: binfile.BinFile, n_vars: int, domain_size: int) -> tuple[SparseMatrix, SparseMatrix]:
+def _coefficients(f: binfile.BinFile, curve: Curve, n_vars: int, domain_size: int) -> tuple[SparseMatrix, SparseMatrix]:
     sec = f.reader(COEFFICIENTS, "coefficients of A and B")
-    count = sec.u32()
-    raw = sec.take(count * COEFFICIENT.itemsize)
+    count, entry = sec.u32(), coefficient_dtype(curve)
+    raw = sec.take(count * entry.itemsize)
     sec.end()
-    entries = np.frombuffer(raw, dtype=COEFFICIENT)
+    entries = np.frombuffer(raw, dtype=entry)
     for field, limit in (("matrix", 2), ("constraint", domain_size), ("signal", n_vars)):
         bad = np.flatnonzero(entries[field] >= limit)
         if bad.size:
             raise sec.fail(f"entry {int(bad[0])} has {field} {int(entries[field][bad[0]])}, beyond {limit - 1}")
-    values = fr_from_zkey_coefficients(np.ascontiguousarray(entries["value"]).tobytes(), f.path, COEFFICIENTS)
+    values = fr_from_zkey_coefficients(curve, np.ascontiguousarray(entries["value"]).tobytes(), f.path, COEFFICIENTS)
     out = []
     for m in (0, 1):
         pick = np.flatnonzero(entries["matrix"] == m)
-        out.append(SparseMatrix.from_triplets(domain_size, n_vars, entries["constraint"][pick],
+        out.append(SparseMatrix.from_triplets(curve, domain_size, n_vars, entries["constraint"][pick],
                                               entries["signal"][pick], np.ascontiguousarray(values[pick])))
     return out[0], out[1]

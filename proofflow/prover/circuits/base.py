@@ -8,7 +8,9 @@ from functools import cached_property
 
 import numpy as np
 
-from proofflow.prover.field import fr
+from proofflow.prover.curves import registry
+from proofflow.prover.curves.descriptor import Curve
+from proofflow.prover.field.fr import Fr
 from proofflow.prover.r1cs import ConstraintSystem, UnsatisfiedConstraint
 
 
@@ -22,17 +24,21 @@ class Instance:
     witness: np.ndarray
 
 
-def derive(*parts) -> int:
-    """A field element derived from labelled parts by SHA-256 (deterministic, seedable)."""
+def derive(modulus: int, *parts) -> int:
+    """An element of the field of ``modulus`` derived from labelled parts by SHA-256
+    (deterministic, seedable)."""
     h = hashlib.sha256("/".join(str(p) for p in parts).encode()).digest()
-    return int.from_bytes(h, "little") % fr.MODULUS
+    return int.from_bytes(h, "little") % modulus
 
 
 class Circuit(abc.ABC):
+    """A circuit of 2^log2 constraints over ``curve``'s scalar field."""
     name: str
 
-    def __init__(self, log2: int):
+    def __init__(self, log2: int, curve: Curve):
         self.log2 = log2
+        self.curve = curve
+        self.fr = Fr.of(curve)
 
     #: What the cached constraint system was built from; a family bumps it when its
     #: constraints change, a registered circuit names its r1cs's digest.
@@ -40,10 +46,11 @@ class Circuit(abc.ABC):
 
     @property
     def constraint_system_dir(self):
-        """Where this machine keeps the circuit's constraint system (under PROOFFLOW_CACHE)."""
+        """Where this machine keeps the circuit's constraint system (under PROOFFLOW_CACHE); the
+        directory names the curve unless it is the default one (as before curves were named)."""
         from proofflow import settings
-        cache = settings.current().cache_root
-        return cache / "constraint-systems" / f"{self.name}-2^{self.log2}-{self.cache_version}"
+        name = f"{registry.path_tag(self.curve)}{self.name}-2^{self.log2}-{self.cache_version}"
+        return settings.current().cache_root / "constraint-systems" / name
 
     @cached_property
     def constraint_system(self) -> ConstraintSystem:
@@ -53,16 +60,16 @@ class Circuit(abc.ABC):
         constraint, 30 GB at 2^27)."""
         d = self.constraint_system_dir
         try:
-            return ConstraintSystem.load(d)
+            return ConstraintSystem.load(d, self.curve)
         except (OSError, ValueError):
             self._build().save(d)
-            return ConstraintSystem.load(d)
+            return ConstraintSystem.load(d, self.curve)
 
     @property
     def domain_size(self) -> int:
         """The QAP domain: the constraints and the input rows, rounded up to a power of two."""
         from proofflow.prover.polynomial.domain import Radix2Domain
-        return Radix2Domain.for_size(self.num_constraints + self.num_public + 1).size
+        return Radix2Domain.for_size(self.num_constraints + self.num_public + 1, self.curve).size
 
     @property
     def num_variables(self) -> int:
@@ -86,7 +93,7 @@ class Circuit(abc.ABC):
         """a/b/c of a family whose C kernel writes them from its structure (``write(a, b, c,
         n)``: no sparse products, no constraint system built), the sizes checked first and
         every row after (a*b = c)."""
-        n = self.domain_size
+        n, fr = self.domain_size, self.fr
         fr._check(witness, "witness")
         if witness.shape[0] != self.num_variables:
             raise ValueError(f"the witness has {witness.shape[0]} variables, the circuit {self.num_variables}")

@@ -27,7 +27,6 @@ import hashlib
 import numpy as np
 
 from proofflow.prover.circuits.base import Circuit, Instance, derive
-from proofflow.prover.field import fr
 from proofflow.prover.r1cs import ConstraintSystem, SparseMatrix
 
 NUM_PUBLIC = 2
@@ -73,6 +72,7 @@ class BitsChain(Circuit):
         r = HEAD_ROWS + BLOCK * i  # and row
         s = np.concatenate([VARS_BEFORE_BLOCKS - W + j[None, :], v[:-1] + 2 * W + 1 + j])  # each block's state
         mb, a, s2 = v + 1 + j, v + W + 1 + j, v + 2 * W + 1 + j  # (B, W) each
+        fr = self.fr
         pow2 = fr.from_ints([1 << k for k in range(W)])
         terms = {"a": [], "b": [], "c": []}
 
@@ -107,13 +107,14 @@ class BitsChain(Circuit):
 
         def matrix(name):
             parts = terms[name]
-            return SparseMatrix.from_triplets(rows, cols, *(np.concatenate([p[k] for p in parts]) for k in range(3)))
+            return SparseMatrix.from_triplets(self.curve, rows, cols,
+                                              *(np.concatenate([p[k] for p in parts]) for k in range(3)))
 
         return ConstraintSystem(NUM_PUBLIC, cols, matrix("a"), matrix("b"), matrix("c"))
 
     def start(self, seed: int, partition: int) -> int:
         """x0: the partition's public starting state."""
-        return derive("proofflow/bits/start", seed, partition) & MASK
+        return derive(self.fr.MODULUS, "proofflow/bits/start", seed, partition) & MASK
 
     def messages(self, seed: int, partition: int) -> np.ndarray:
         """The partition's message words (uint32), one a block, from SHAKE-256."""
@@ -141,10 +142,11 @@ class BitsChain(Circuit):
         block = values[VARS_BEFORE_BLOCKS:, 0].reshape(self.blocks, BLOCK)
         block[:, 0] = msgs
         block[:, 1:] = np.concatenate([bits(msgs), bits(ands), bits(states)], axis=1)
-        witness = fr.from_canonical(values, out=values)
+        witness = self.fr.from_canonical(values, out=values)
         return Instance(partition, [x0, s], witness)
 
     def witness_map(self, witness: np.ndarray, out=None):
         """a/b/c written block by block in the C kernels from the chain's structure, every row checked."""
+        fr = self.fr
         return self._native_witness_map(witness, out, lambda a, b, c, n: fr._lib().bits_abc(
             fr.ptr(witness), self.blocks, fr.ptr(a), fr.ptr(b), fr.ptr(c), n))

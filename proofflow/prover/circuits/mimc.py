@@ -1,8 +1,8 @@
 """MiMC-5 encryption chain: the prover knows the key that maps a public plaintext to a
 public ciphertext through R rounds x <- (x + k + c_i)^5, then adds k.
 
-MiMC over the BLS12-381 scalar field is the kind of arithmetic hash filecoin-era circuits
-use, and the chain scales by its round count: R is as many rounds as fit in 2^log2
+MiMC over a curve's scalar field (BLS12-381's) is the kind of arithmetic hash filecoin-era
+circuits use, and the chain scales by its round count: R is as many rounds as fit in 2^log2
 constraints (3 per round). From log2 9 the cipher has >= 110 rounds, the count MiMC-5
 needs over a 255-bit field; log2 8 gives a reduced-round instance for tests.
 
@@ -23,7 +23,8 @@ import numpy as np
 from proofflow import settings
 from proofflow.prover import files
 from proofflow.prover.circuits.base import Circuit, Instance, derive
-from proofflow.prover.field import fr
+from proofflow.prover.curves import registry
+from proofflow.prover.field.fr import Fr
 from proofflow.prover.r1cs import ConstraintSystem, SparseMatrix
 
 NUM_PUBLIC = 2
@@ -31,11 +32,11 @@ VARS_BEFORE_ROUNDS = 4
 CONSTANTS_LABEL = "proofflow/mimc5/round-constant"
 
 
-def round_constants(count: int) -> np.ndarray:
-    """The first ``count`` round constants (Montgomery Fr), the same for every size: derived
-    once per machine by SHA-256 (seconds at 2^24) and kept memory-mapped in the cache
-    directory, extended when a larger circuit needs more."""
-    path = settings.current().cache_root / "mimc" / "round-constants.npy"
+def round_constants(fr: Fr, count: int) -> np.ndarray:
+    """The first ``count`` round constants (Montgomery, in ``fr``), the same for every size:
+    derived once per machine and curve by SHA-256 (seconds at 2^24) and kept memory-mapped in
+    the cache directory, extended when a larger circuit needs more."""
+    path = settings.current().cache_root / "mimc" / f"{registry.path_tag(fr.curve)}round-constants.npy"
     try:
         cached = np.load(path, mmap_mode="r", allow_pickle=False)
         if cached.shape[0] >= count and cached.ndim == 2 and cached.shape[1] == 4:
@@ -61,7 +62,7 @@ class MimcChain(Circuit):
 
     @cached_property
     def round_constants(self) -> np.ndarray:
-        return round_constants(self.rounds)
+        return round_constants(self.fr, self.rounds)
 
     @property
     def num_variables(self) -> int:
@@ -80,7 +81,7 @@ class MimcChain(Circuit):
         i = np.arange(R, dtype=np.int64)
         x_in = np.where(i == 0, 1, 3 + 3 * i)       # x_0 is the plaintext, x_i the previous output
         t2, t4, x_out = 4 + 3 * i, 5 + 3 * i, 6 + 3 * i
-        one, key, ct = 0, 3, 2
+        one, key, ct, fr = 0, 3, 2, self.fr
         consts = np.ascontiguousarray(self.round_constants)
         ones = fr.ones(R)
         r0, r1, r2, last = 3 * i, 3 * i + 1, 3 * i + 2, 3 * R
@@ -99,22 +100,22 @@ class MimcChain(Circuit):
 
         def matrix(terms):
             return SparseMatrix.from_triplets(
-                rows, cols, np.concatenate([t[0] for t in terms]), np.concatenate([t[1] for t in terms]),
+                self.curve, rows, cols, np.concatenate([t[0] for t in terms]), np.concatenate([t[1] for t in terms]),
                 np.concatenate([t[2] for t in terms]))
 
         return ConstraintSystem(NUM_PUBLIC, cols, matrix(a), matrix(b), matrix(c))
 
     def key(self, seed: int) -> int:
-        return derive("proofflow/mimc5/key", seed)
+        return derive(self.fr.MODULUS, "proofflow/mimc5/key", seed)
 
     def plaintext(self, seed: int, partition: int) -> int:
-        return derive("proofflow/mimc5/plaintext", seed, partition)
+        return derive(self.fr.MODULUS, "proofflow/mimc5/plaintext", seed, partition)
 
     def instance(self, seed: int, partition: int, input=None) -> Instance:
         """The chain run in the C kernels, straight into the witness's round variables."""
         if input is not None:
             raise ValueError("the mimc family derives its inputs from the seed: it takes no input")
-        k, x0 = self.key(seed), self.plaintext(seed, partition)
+        k, x0, fr = self.key(seed), self.plaintext(seed, partition), self.fr
         witness = fr.zeros(self.num_variables)
         witness[:VARS_BEFORE_ROUNDS] = fr.from_ints([1, x0, 0, k])
         fr._lib().mimc_trace(fr.ptr(witness[3:4]), fr.ptr(witness[1:2]), fr.ptr(self.round_constants), self.rounds,
@@ -124,5 +125,6 @@ class MimcChain(Circuit):
 
     def witness_map(self, witness: np.ndarray, out=None):
         """a/b/c written row by row in the C kernels from the chain's structure, every row checked."""
+        fr = self.fr
         return self._native_witness_map(witness, out, lambda a, b, c, n: fr._lib().mimc_abc(
             fr.ptr(witness), fr.ptr(self.round_constants), self.rounds, fr.ptr(a), fr.ptr(b), fr.ptr(c), n))

@@ -5,24 +5,27 @@ Fr vectors keep the CPU layout ((n, 4) uint64, Montgomery form) on the device, s
 vector uploads unchanged and results compare bit for bit with ``CpuBackend``. Each
 transform has a host variant (the ``Backend`` interface: numpy in, numpy out) and a
 ``*_device`` variant taking and returning CuPy arrays, for callers that keep data
-resident. Twiddle and coset tables are generated on the device, once per size.
+resident. Twiddle and coset tables are generated on the device, once per curve and size.
+One backend serves every registered curve: each call's kernels are those of its data's
+curve (the domain's, the table's), compiled per curve (``source.curve_header``).
 """
 from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
 from functools import lru_cache, partial
+from pathlib import Path
 
 import cupy as cp
 import numpy as np
 
-from pathlib import Path
-
-from proofflow.prover import curve
+from proofflow.prover import points
+from proofflow.prover.curves import registry
+from proofflow.prover.curves.descriptor import Curve
 from proofflow.prover.device import cache, density, fixed_base, msm as gpu_msm, overlap, pippenger, sparse, stream_gate
 from proofflow.prover.device.options import DeviceOptions
 from proofflow.prover.backend.base import Backend, Transfer
-from proofflow.prover.field import fr
+from proofflow.prover.field.fr import Fr
 from proofflow.prover.groth16.data_structures import PK_TABLES
 from proofflow.prover.polynomial.domain import Radix2Domain
 
@@ -53,8 +56,8 @@ def _grid(n: int) -> int:
     return max(1, min(-(-n // _THREADS), 132 * 64))  # grid-stride loops beyond this
 
 
-def _scalar(x: int) -> cp.ndarray:
-    return cp.asarray(fr.constant(x))
+def _scalar(curve: Curve, x: int) -> cp.ndarray:
+    return cp.asarray(Fr.of(curve).constant(x))
 
 
 @dataclass
@@ -83,16 +86,16 @@ class GpuBackend(Backend):
         self.variant = variant
         self.g2_on_host = not g2_on_gpu
         self.overlap = options.msm_overlap if overlap is None else overlap
-        self._mod = cache.load(variant, kernel_dir=options.kernel_dir)
+        self._mods = {c.name: cache.load(c, variant, kernel_dir=options.kernel_dir) for c in registry.CURVES.values()}
         self._fn = {}
 
-    def _kernel(self, name: str):
-        if name not in self._fn:
-            self._fn[name] = self._mod.get_function(name)
-        return self._fn[name]
+    def _kernel(self, curve: Curve, name: str):
+        if (curve.name, name) not in self._fn:
+            self._fn[curve.name, name] = self._mods[curve.name].get_function(name)
+        return self._fn[curve.name, name]
 
     def tables(self, domain: Radix2Domain) -> _Tables:
-        return _tables(cp.cuda.runtime.getDevice(), domain.log_n, self.options.kernel_dir)
+        return _tables(cp.cuda.runtime.getDevice(), domain.curve, domain.log_n, self.options.kernel_dir)
 
     # ---- building blocks on device arrays ----
     def _check(self, domain: Radix2Domain, x) -> cp.ndarray:
@@ -103,17 +106,17 @@ class GpuBackend(Backend):
             raise ValueError(f"expected an Fr vector of shape ({domain.size}, 4), got {x.dtype} {x.shape}")
         return cp.ascontiguousarray(x)
 
-    def _bitrev(self, x, log_n, scale=None, mode=_SCALE_NONE, out=None) -> cp.ndarray:
+    def _bitrev(self, curve, x, log_n, scale=None, mode=_SCALE_NONE, out=None) -> cp.ndarray:
         out = cp.empty_like(x) if out is None else out
         scale = x if scale is None else scale  # any valid pointer; mode NONE never reads it
         n = 1 << log_n
-        self._kernel("bitrev_scale")((_grid(n),), (_THREADS,), (x, out, np.int32(log_n), scale, np.int32(mode)))
+        self._kernel(curve, "bitrev_scale")((_grid(n),), (_THREADS,), (x, out, np.int32(log_n), scale, np.int32(mode)))
         return out
 
-    def _passes(self, x, log_n, tw, scale=None, mode=_SCALE_NONE) -> cp.ndarray:
+    def _passes(self, curve, x, log_n, tw, scale=None, mode=_SCALE_NONE) -> cp.ndarray:
         """The butterfly stages in place on a bit-reversed vector; ``scale`` on the last store."""
         plan = pass_plan(log_n)
-        fn = self._kernel("ntt_pass")
+        fn = self._kernel(curve, "ntt_pass")
         for i, (s0, stages, cols) in enumerate(plan):
             last = i == len(plan) - 1
             blocks = (1 << log_n) >> (stages + cols)
@@ -124,51 +127,51 @@ class GpuBackend(Backend):
 
     # ---- transforms on device arrays (inputs untouched, new arrays returned) ----
     def ntt_device(self, domain: Radix2Domain, x, inverse: bool = False) -> cp.ndarray:
-        x, t = self._check(domain, x), self.tables(domain)
-        y = self._bitrev(x, domain.log_n)
+        x, t, c = self._check(domain, x), self.tables(domain), domain.curve
+        y = self._bitrev(c, x, domain.log_n)
         if inverse:
-            return self._passes(y, domain.log_n, t.tw_inv, t.n_inv, _SCALE_ONE)
-        return self._passes(y, domain.log_n, t.tw)
+            return self._passes(c, y, domain.log_n, t.tw_inv, t.n_inv, _SCALE_ONE)
+        return self._passes(c, y, domain.log_n, t.tw)
 
     def coset_ntt_device(self, domain: Radix2Domain, x, inverse: bool = False) -> cp.ndarray:
-        x, t = self._check(domain, x), self.tables(domain)
+        x, t, c = self._check(domain, x), self.tables(domain), domain.curve
         if inverse:
-            y = self._bitrev(x, domain.log_n)
-            return self._passes(y, domain.log_n, t.tw_inv, t.coset_inv_div_n, _SCALE_TABLE)
-        y = self._bitrev(x, domain.log_n, t.coset, _SCALE_TABLE)  # g^i on the source index
-        return self._passes(y, domain.log_n, t.tw)
+            y = self._bitrev(c, x, domain.log_n)
+            return self._passes(c, y, domain.log_n, t.tw_inv, t.coset_inv_div_n, _SCALE_TABLE)
+        y = self._bitrev(c, x, domain.log_n, t.coset, _SCALE_TABLE)  # g^i on the source index
+        return self._passes(c, y, domain.log_n, t.tw)
 
     def compute_h_device(self, domain: Radix2Domain, a, b, c) -> cp.ndarray:
         """H's coefficients from the evaluations a, b, c, all on the device (see ``compute_h``)."""
-        t, log_n = self.tables(domain), domain.log_n
+        t, log_n, cv = self.tables(domain), domain.log_n, domain.curve
         coset_evals = []
         tmp = None
         for v in (a, b, c):
             v = self._check(domain, v)
             # iNTT with its 1/n and the coset's g^i folded into one table on the last store
-            tmp = self._passes(self._bitrev(v, log_n, out=tmp), log_n, t.tw_inv, t.coset_div_n, _SCALE_TABLE)
-            coset_evals.append(self._passes(self._bitrev(tmp, log_n), log_n, t.tw))
+            tmp = self._passes(cv, self._bitrev(cv, v, log_n, out=tmp), log_n, t.tw_inv, t.coset_div_n, _SCALE_TABLE)
+            coset_evals.append(self._passes(cv, self._bitrev(cv, tmp, log_n), log_n, t.tw))
         ea, eb, ec = coset_evals
         # (a*b - c) / Z, with Z = g^n - 1 constant on the coset, in the iNTT's permutation
         out = tmp
         n = domain.size
-        self._kernel("bitrev_h")((_grid(n),), (_THREADS,), (ea, eb, ec, out, np.int32(log_n), t.z_inv))
-        return self._passes(out, log_n, t.tw_inv, t.coset_inv_div_n, _SCALE_TABLE)
+        self._kernel(cv, "bitrev_h")((_grid(n),), (_THREADS,), (ea, eb, ec, out, np.int32(log_n), t.z_inv))
+        return self._passes(cv, out, log_n, t.tw_inv, t.coset_inv_div_n, _SCALE_TABLE)
 
     def compute_h_odd_coset_device(self, domain: Radix2Domain, a, b, c) -> cp.ndarray:
         """A*B - C at snarkjs's odd points, in its order, all on the device (see
         ``Backend.compute_h_odd_coset``): each vector relabelled from snarkjs's roots of
         unity to ours (a gather), an iNTT with its 1/n and the odd-coset shift folded into
         the last store, an NTT, the products, and the gather back."""
-        t, log_n = self.tables(domain), domain.log_n
-        where, to_ours, shift_div_n = _odd_coset_tables(cp.cuda.runtime.getDevice(), log_n)
+        t, log_n, cv = self.tables(domain), domain.log_n, domain.curve
+        where, to_ours, shift_div_n = _odd_coset_tables(cp.cuda.runtime.getDevice(), cv, log_n)
         evals = []
         for v in (a, b, c):
             v = self._check(domain, v)[to_ours]
-            coeffs = self._passes(self._bitrev(v, log_n), log_n, t.tw_inv, shift_div_n, _SCALE_TABLE)
-            evals.append(self._passes(self._bitrev(coeffs, log_n, out=v), log_n, t.tw))
+            coeffs = self._passes(cv, self._bitrev(cv, v, log_n), log_n, t.tw_inv, shift_div_n, _SCALE_TABLE)
+            evals.append(self._passes(cv, self._bitrev(cv, coeffs, log_n, out=v), log_n, t.tw))
         ea, eb, ec = evals
-        return self.sub_device(self.mul_device(ea, eb), ec)[where]
+        return self.sub_device(cv, self.mul_device(cv, ea, eb), ec)[where]
 
     # ---- the Backend interface: host arrays in and out ----
     def ntt(self, domain, x, inverse=False):
@@ -189,25 +192,30 @@ class GpuBackend(Backend):
         CuPy compiles its own scans, searches and reductions on their first use (into its
         disk cache, ~10 s on a fresh machine, measured as a first proof's 10.5 s MSM phase),
         and that belongs to the service's start, not to a proof's device phase. Several table
-        sizes (``_WARM_ROWS``): CuPy picks its scans' and reductions' kernels by size."""
-        self._kernel("bitrev_scale")
-        for group in ("g1",) + (() if self.g2_on_host else ("g2",)):
-            for name, kernel in (("msm.cu", f"to_montgomery_{group}"), ("bitsum.cu", "bitsum_classify")):
-                module = cache.load(self.options.curve_variant, name, group, kernel_dir=self.options.kernel_dir)
-                module.get_function(kernel)
-            for table in _warm_tables(group):
-                for scalars in _warm_scalars(len(table)):
-                    self.msm_witness(table, scalars)  # the split (zeros, ones, a compacted rest) and the dense path
-                (self.msm_g1 if group == "g1" else self.msm_g2)(table, scalars)  # H's MSM, and G2's
-        domain = Radix2Domain(_WARM_LOG2)
-        vectors = [cp.asarray(fr.from_ints(list(range(k, k + domain.size)))) for k in (1, 2, 3)]
-        self.compute_h_device(domain, *vectors)
+        sizes (``_WARM_ROWS``): CuPy picks its scans' and reductions' kernels by size. Every
+        registered curve's modules and paths."""
+        for c in registry.CURVES.values():
+            self._warm_up(c)
         if self.overlap:  # the MSM lanes' threads and streams, made once
             device = cp.cuda.runtime.getDevice()
             _lanes(device)
             for k in range(overlap.WIDTH):
                 _lane_stream(device, k)
         cp.cuda.get_current_stream().synchronize()
+
+    def _warm_up(self, curve: Curve) -> None:
+        self._kernel(curve, "bitrev_scale")
+        for group in ("g1",) + (() if self.g2_on_host else ("g2",)):
+            for name, kernel in (("msm.cu", f"to_montgomery_{group}"), ("bitsum.cu", "bitsum_classify")):
+                module = cache.load(curve, self.options.curve_variant, name, group, kernel_dir=self.options.kernel_dir)
+                module.get_function(kernel)
+            for table in _warm_tables(curve, group):
+                for scalars in _warm_scalars(curve, len(table)):
+                    self.msm_witness(table, scalars)  # the split (zeros, ones, a compacted rest) and the dense path
+                (self.msm_g1 if group == "g1" else self.msm_g2)(table, scalars)  # H's MSM, and G2's
+        domain = Radix2Domain(_WARM_LOG2, curve)
+        vectors = [cp.asarray(domain.fr.from_ints(list(range(k, k + domain.size)))) for k in (1, 2, 3)]
+        self.compute_h_device(domain, *vectors)
 
     def prepare(self, pk, plans=None):
         """The key's tables on the device, each with the precomputed copies of its plan in
@@ -232,19 +240,19 @@ class GpuBackend(Backend):
         return gpu_msm.msm_g1(table, scalars, self.options)
 
     def msm_g2(self, table, scalars):
-        return curve.msm(table, scalars) if self.g2_on_host else gpu_msm.msm_g2(table, scalars, self.options)
+        return points.msm(table, scalars) if self.g2_on_host else gpu_msm.msm_g2(table, scalars, self.options)
 
     def msm_witness(self, table, scalars):
         """The table's MSM split by scalar value on the device (``sparse``), over the rows the
         device table kept (``density``); a G2 MSM on the host, split the same way there, when
         the backend runs G2 on the host."""
         if table.group == "g2" and self.g2_on_host:
-            return curve.msm_split(table, scalars)
+            return points.msm_split(table, scalars)
         options = self.options
         s = density.gather(cp, cp.ascontiguousarray(cp.asarray(scalars)), gpu_msm.kept_rows(table, options))
         plan = gpu_msm.resident_plan(table)
-        return sparse.msm(_bitsum_executor(cp.cuda.runtime.getDevice(), table.group, options),
-                          gpu_msm.executor(table.group, options), table.group,
+        bitsum = _bitsum_executor(cp.cuda.runtime.getDevice(), table.curve, table.group, options)
+        return sparse.msm(bitsum, gpu_msm.executor(table.curve, table.group, options), table.group,
                           gpu_msm.device_points(table, options, plan), s, plan=plan, balanced=options.msm_balanced)
 
     def msms(self, jobs):
@@ -258,35 +266,35 @@ class GpuBackend(Backend):
         start = overlap.order([(job.table.group, len(job.table)) for job in jobs])
         return _lanes(device).run([partial(self.msm_job, job) for job in jobs], partial(_lane, device, ready), start)
 
-    def fixed_base(self, group, scalars, progress=None):
-        if group not in curve.XY_BYTES:
+    def fixed_base(self, curve, group, scalars, progress=None):
+        if group not in ("g1", "g2"):
             raise ValueError(f"unknown group {group!r}")
-        ex, table = _fixed_base_table(cp.cuda.runtime.getDevice(), group, self.options)
-        return curve.PointTable(group, fixed_base.multiples(ex, group, table, scalars, progress))
+        ex, table = _fixed_base_table(cp.cuda.runtime.getDevice(), curve, group, self.options)
+        return points.PointTable(curve, group, fixed_base.multiples(ex, group, table, scalars, progress))
 
-    # ---- element-wise kernels (tests, the product-rate benchmark) ----
-    def _elementwise(self, name, a, b, *extra):
+    # ---- element-wise kernels over ``curve``'s Fr (tests, the product-rate benchmark) ----
+    def _elementwise(self, curve, name, a, b, *extra):
         a, b = cp.ascontiguousarray(cp.asarray(a)), cp.ascontiguousarray(cp.asarray(b))
         n = a.shape[0]
         out = cp.empty_like(a)
-        self._kernel(name)((_grid(n),), (_THREADS,), (a, b, *extra, out, np.uint32(n)))
+        self._kernel(curve, name)((_grid(n),), (_THREADS,), (a, b, *extra, out, np.uint32(n)))
         return out
 
-    def mul_device(self, a, b) -> cp.ndarray:
+    def mul_device(self, curve: Curve, a, b) -> cp.ndarray:
         """a * b element-wise; ``b`` of one element broadcasts."""
         b = cp.asarray(b)
-        return self._elementwise("fr_mul_vec", a, b, np.int32(0 if b.shape[0] == 1 else 1))
+        return self._elementwise(curve, "fr_mul_vec", a, b, np.int32(0 if b.shape[0] == 1 else 1))
 
-    def add_device(self, a, b) -> cp.ndarray:
-        return self._elementwise("fr_add_vec", a, b)
+    def add_device(self, curve: Curve, a, b) -> cp.ndarray:
+        return self._elementwise(curve, "fr_add_vec", a, b)
 
-    def sub_device(self, a, b) -> cp.ndarray:
-        return self._elementwise("fr_sub_vec", a, b)
+    def sub_device(self, curve: Curve, a, b) -> cp.ndarray:
+        return self._elementwise(curve, "fr_sub_vec", a, b)
 
-    def square_chain_device(self, x: cp.ndarray, iters: int) -> cp.ndarray:
+    def square_chain_device(self, curve: Curve, x: cp.ndarray, iters: int) -> cp.ndarray:
         """x <- x^(2^iters) in place: ``iters`` dependent products per element."""
         n = x.shape[0]
-        self._kernel("fr_square_chain")((_grid(n),), (_THREADS,), (x, np.uint32(n), np.int32(iters)))
+        self._kernel(curve, "fr_square_chain")((_grid(n),), (_THREADS,), (x, np.uint32(n), np.int32(iters)))
         return x
 
 
@@ -298,32 +306,33 @@ _WARM_LOG2 = 6  # the warm-up's H size: any size takes the same kernels
 _WARM_ROWS = tuple(1 << k for k in (_WARM_LOG2, 8, 9, 10, 12))
 
 
-def _warm_tables(group: str) -> list[curve.PointTable]:
-    """A table of ``group`` for each of ``_WARM_ROWS``: 2^_WARM_LOG2 distinct multiples of its
-    generator, made once and tiled, every third the point at infinity, so the device keeps
-    the others and the MSMs gather their scalars (``density``: CuPy's nonzero, indexing and
-    take kernels, compiled here, not in a proof of the first MiMC key)."""
+def _warm_tables(curve: Curve, group: str) -> list[points.PointTable]:
+    """A table of ``curve``'s ``group`` for each of ``_WARM_ROWS``: 2^_WARM_LOG2 distinct
+    multiples of its generator, made once and tiled, every third the point at infinity, so
+    the device keeps the others and the MSMs gather their scalars (``density``: CuPy's
+    nonzero, indexing and take kernels, compiled here, not in a proof of the first MiMC key)."""
     g, inf = curve.point_class(group)(), curve.point_class(group).identity()
-    base = curve.PointTable.from_points(group, [inf if k % 3 == 0 else g * curve.scalar(k)
-                                                for k in range(1, (1 << _WARM_LOG2) + 1)])
-    return [curve.PointTable(group, np.tile(base.xy, (rows >> _WARM_LOG2, 1))) for rows in _WARM_ROWS]
+    base = points.PointTable.from_points(curve, group, [inf if k % 3 == 0 else g * curve.scalar(k)
+                                                        for k in range(1, (1 << _WARM_LOG2) + 1)])
+    return [points.PointTable(curve, group, np.tile(base.xy, (rows >> _WARM_LOG2, 1))) for rows in _WARM_ROWS]
 
 
-def _warm_scalars(n: int) -> list[np.ndarray]:
+def _warm_scalars(curve: Curve, n: int) -> list[np.ndarray]:
     """A bit-heavy vector (mostly 0 and 1, a few others: the split's every step) and a
     dense one (Pippenger over the whole table)."""
+    fr = Fr.of(curve)
     bits = [k % 2 if k % 8 else k + 2 for k in range(n)]
     return [fr.from_ints(bits), fr.from_ints(list(range(n, 2 * n)))]
 
 
-def powers(base: int, n: int, kernel_dir: Path, start: int = 1) -> cp.ndarray:
-    """[start * base^i for i < n], computed on the current device (its kernel's cubin kept in
-    ``kernel_dir``)."""
-    bits = max(1, n.bit_length())
+def powers(curve: Curve, base: int, n: int, kernel_dir: Path, start: int = 1) -> cp.ndarray:
+    """[start * base^i for i < n] in ``curve``'s Fr, computed on the current device (its
+    kernel's cubin kept in ``kernel_dir``)."""
+    fr, bits = Fr.of(curve), max(1, n.bit_length())
     pows = cp.asarray(fr.from_ints([pow(base, 1 << k, fr.MODULUS) for k in range(bits)]))
     out = cp.empty((n, 4), dtype=cp.uint64)
-    fn = cache.load(kernel_dir=kernel_dir).get_function("fr_powers")
-    fn((_grid(n),), (_THREADS,), (out, np.uint32(n), _scalar(start), pows))
+    fn = cache.load(curve, kernel_dir=kernel_dir).get_function("fr_powers")
+    fn((_grid(n),), (_THREADS,), (out, np.uint32(n), _scalar(curve, start), pows))
     return out
 
 
@@ -355,41 +364,43 @@ def _lane(device: int, ready: cp.cuda.Event, lane: int):
 
 
 @lru_cache(maxsize=None)
-def _bitsum_executor(device: int, group: str, options: DeviceOptions) -> gpu_msm.CupyExecutor:
-    """The kernels of ``bitsum.cu`` for ``group`` on ``device``: the witness MSMs' split."""
-    return gpu_msm.CupyExecutor("bitsum.cu", group, options)
+def _bitsum_executor(device: int, curve: Curve, group: str, options: DeviceOptions) -> gpu_msm.CupyExecutor:
+    """The kernels of ``bitsum.cu`` for ``curve``'s ``group`` on ``device``: the witness MSMs' split."""
+    return gpu_msm.CupyExecutor(curve, "bitsum.cu", group, options)
 
 
 @lru_cache(maxsize=None)
-def _fixed_base_table(device: int, group: str, options: DeviceOptions):
-    """The fixed-base kernels of ``group`` and their window table, resident on ``device``."""
-    return gpu_msm.CupyExecutor("fixed_base.cu", group, options), cp.asarray(fixed_base.window_table(group))
+def _fixed_base_table(device: int, curve: Curve, group: str, options: DeviceOptions):
+    """The fixed-base kernels of ``curve``'s ``group`` and their window table, resident on ``device``."""
+    return (gpu_msm.CupyExecutor(curve, "fixed_base.cu", group, options),
+            cp.asarray(fixed_base.window_table(curve, group)))
 
 
 @lru_cache(maxsize=4)  # a 2^24 domain's tables take 2.5 GiB of device memory
-def _tables(device: int, log_n: int, kernel_dir: Path) -> _Tables:
-    d = Radix2Domain(log_n)
-    p, g, n = fr.MODULUS, d.coset_offset, d.size
+def _tables(device: int, curve: Curve, log_n: int, kernel_dir: Path) -> _Tables:
+    d = Radix2Domain(log_n, curve)
+    p, g, n = d.fr.MODULUS, d.coset_offset, d.size
     g_inv = pow(g, -1, p)
     half = max(1, n // 2)
     return _Tables(
-        tw=powers(d.omega, half, kernel_dir),
-        tw_inv=powers(d.omega_inv, half, kernel_dir),
-        coset=powers(g, n, kernel_dir),
-        coset_div_n=powers(g, n, kernel_dir, start=d.size_inv),
-        coset_inv_div_n=powers(g_inv, n, kernel_dir, start=d.size_inv),
-        n_inv=_scalar(d.size_inv),
-        z_inv=_scalar(pow(d.vanishing_on_coset(), -1, p)),
+        tw=powers(curve, d.omega, half, kernel_dir),
+        tw_inv=powers(curve, d.omega_inv, half, kernel_dir),
+        coset=powers(curve, g, n, kernel_dir),
+        coset_div_n=powers(curve, g, n, kernel_dir, start=d.size_inv),
+        coset_inv_div_n=powers(curve, g_inv, n, kernel_dir, start=d.size_inv),
+        n_inv=_scalar(curve, d.size_inv),
+        z_inv=_scalar(curve, pow(d.vanishing_on_coset(), -1, p)),
     )
 
 
 @lru_cache(maxsize=4)
-def _odd_coset_tables(device: int, log_n: int) -> tuple[cp.ndarray, cp.ndarray, cp.ndarray]:
+def _odd_coset_tables(device: int, curve: Curve, log_n: int) -> tuple[cp.ndarray, cp.ndarray, cp.ndarray]:
     """snarkjs's order in ours (``where``), its inverse, and the odd-coset shift over n."""
     from proofflow.prover.groth16 import odd_coset
-    where, shift = odd_coset.snarkjs_order(log_n), odd_coset.odd_coset_shift(log_n)
+    where, shift = odd_coset.snarkjs_order(curve, log_n), odd_coset.odd_coset_shift(curve, log_n)
     to_ours = np.empty_like(where)
     to_ours[where] = np.arange(where.size)
+    fr = Fr.of(curve)
     n_inv = pow(1 << log_n, -1, fr.MODULUS)
     return cp.asarray(where), cp.asarray(to_ours), cp.asarray(fr.mul(shift, fr.constant(n_inv)))
 

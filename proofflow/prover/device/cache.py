@@ -4,7 +4,8 @@ which callers pass in), so that a fresh process loads it instead of compiling
 (79-143 s for the whole set on a GPU worker; issue #19).
 
 A cubin's name carries a digest of everything its bytes depend on: the source text after
-inlining (``source.source``), the NVRTC options, the arch and NVRTC's version. An edited
+inlining, its curve's constants first (``source.source``), the NVRTC options, the arch and
+NVRTC's version; its label names the curve too. An edited
 header, another option, arch or compiler gives another name, so a stale cubin is never
 loaded (``proofflow kernels list`` shows them). Next to each cubin a JSON manifest records
 what it was built from and the cubin's size and SHA-256: a cubin without its manifest, or
@@ -36,6 +37,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from proofflow.prover import files
+from proofflow.prover.curves import registry
+from proofflow.prover.curves.descriptor import Curve
 from proofflow.prover.device import source
 
 if TYPE_CHECKING:
@@ -62,46 +65,53 @@ class UnsupportedArch(KernelBuildError):
 
 @dataclass(frozen=True)
 class Module:
-    """One NVRTC compile unit: a ``.cu`` file with its Fr product variant and, for the curve
-    modules, its group (the arguments of ``load``)."""
+    """One NVRTC compile unit: a ``.cu`` file for a curve, with its Fr product variant and,
+    for the curve modules, its group (the arguments of ``load``)."""
+    curve: Curve
     name: str
     variant: str = "mul32"
     group: str | None = None
 
     @property
     def label(self) -> str:
-        return "-".join(filter(None, (Path(self.name).stem, self.variant, self.group)))
+        return "-".join(filter(None, (Path(self.name).stem, self.variant, self.group, self.curve.name)))
 
     def text(self) -> str:
-        return source.source(self.name)
+        return source.source(self.name, self.curve)
 
     def options(self) -> tuple[str, ...]:
         """NVRTC's options but the arch."""
         return source.options(self.variant, self.group, self.name) + FLAGS
 
 
-# Every module proofflow loads: the NTT module in the variants GpuBackend runs and its benchmark
-# compares, the MSM, fixed-base and bitsum modules of each group in the variant the curve code
-# uses by default (msm.CupyExecutor); ``modules`` adds those of the configured variant.
-def _curve_modules(variant: str) -> tuple[Module, ...]:
-    return tuple(Module(name, variant, g) for name in ("msm.cu", "fixed_base.cu", "bitsum.cu") for g in source.GROUPS)
+# Every module proofflow loads, for each registered curve: the NTT module in the variants
+# GpuBackend runs and its benchmark compares, the MSM, fixed-base and bitsum modules of each
+# group in the variant the curve code uses by default (msm.CupyExecutor); ``modules`` adds
+# those of the configured variant.
+def _curve_modules(curve: Curve, variant: str) -> tuple[Module, ...]:
+    return tuple(Module(curve, name, variant, g) for name in ("msm.cu", "fixed_base.cu", "bitsum.cu")
+                 for g in source.GROUPS)
 
 
-MODULES = tuple(Module("ntt.cu", v) for v in ("mul32", "mul64")) + _curve_modules(source.CURVE_VARIANT)
+MODULES = tuple(m for c in registry.CURVES.values()
+                for m in (Module(c, "ntt.cu", "mul32"), Module(c, "ntt.cu", "mul64"),
+                          *_curve_modules(c, source.CURVE_VARIANT)))
 
 
 def modules(curve_variant: str, variants=()) -> tuple[Module, ...]:
     """``MODULES``, the curve modules in ``curve_variant`` (PROOFFLOW_CURVE_VARIANT), and for
     each of ``variants`` the modules the benchmarks and tests compare in it: ntt.cu and
     field.cu where its Fr or Fq products differ, the curve modules of both groups where its
-    curve kernels do (``source.PRODUCT_VARIANTS``, ``source.CURVE_VARIANTS``)."""
-    out = list(MODULES + _curve_modules(curve_variant))
-    for v in variants:
-        source.options(v)  # an unknown variant fails here
-        if v in source.PRODUCT_VARIANTS:
-            out += [Module("ntt.cu", v), Module("field.cu", v)]
-        if v in source.CURVE_VARIANTS:
-            out += _curve_modules(v)
+    curve kernels do (``source.PRODUCT_VARIANTS``, ``source.CURVE_VARIANTS``); every curve's."""
+    out = list(MODULES)
+    for c in registry.CURVES.values():
+        out += _curve_modules(c, curve_variant)
+        for v in variants:
+            source.options(v)  # an unknown variant fails here
+            if v in source.PRODUCT_VARIANTS:
+                out += [Module(c, "ntt.cu", v), Module(c, "field.cu", v)]
+            if v in source.CURVE_VARIANTS:
+                out += _curve_modules(c, v)
     return tuple(dict.fromkeys(out))
 
 
@@ -122,7 +132,7 @@ def digest(text: str, options, arch: str, nvrtc: tuple[int, int]) -> str:
 
 
 def cubin_path(module: Module, arch: str, key: str, directory: Path) -> Path:
-    """``<directory>/<file>-<variant>[-<group>]-sm_<arch>-<digest>.cubin`` (the manifest: ``.json``)."""
+    """``<directory>/<file>-<variant>[-<group>]-<curve>-sm_<arch>-<digest>.cubin`` (the manifest: ``.json``)."""
     return Path(directory) / f"{module.label}-sm_{arch}-{key[:16]}.cubin"
 
 
@@ -237,6 +247,7 @@ def cubin(module: Module, arch, directory: Path) -> tuple[Path, bool]:
         files.write_bytes(path, data)
         files.write_json(_manifest(path), {
             "format": FORMAT, "module": module.name, "variant": module.variant, "group": module.group,
+            "curve": module.curve.name,
             "arch": arch, "options": list(options), "nvrtc": list(nvrtc), "key": key, "size": len(data),
             "sha256": hashlib.sha256(data).hexdigest(), "compile_s": round(seconds, 2),
             "built": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
@@ -264,19 +275,21 @@ def load_module(module: Module, arch: str, directory: Path) -> "cupy.RawModule":
     return loaded
 
 
-def load(variant: str = "mul32", name: str = "ntt.cu", group: str | None = None, *,
+def load(curve: Curve, variant: str = "mul32", name: str = "ntt.cu", group: str | None = None, *,
          kernel_dir: Path) -> "cupy.RawModule":
-    """The module compiled from ``name`` for the current device, once per process: ``ntt.cu``,
-    ``field.cu`` (Fq kernels for tests and benchmarks), or ``msm.cu`` / ``fixed_base.cu`` /
-    ``bitsum.cu`` for one ``group`` (``g1`` or ``g2``); its cubin kept in ``kernel_dir``."""
+    """The module compiled from ``name`` for ``curve`` and the current device, once per
+    process: ``ntt.cu``, ``field.cu`` (Fq kernels for tests and benchmarks), or ``msm.cu`` /
+    ``fixed_base.cu`` / ``bitsum.cu`` for one ``group`` (``g1`` or ``g2``); its cubin kept in
+    ``kernel_dir``."""
     source.options(variant, group, name)  # a bad name or setting fails before CuPy is imported
     import cupy
-    return _load(variant, name, group, cupy.cuda.Device().compute_capability, Path(kernel_dir))
+    return _load(curve, variant, name, group, cupy.cuda.Device().compute_capability, Path(kernel_dir))
 
 
 @lru_cache(maxsize=None)
-def _load(variant: str, name: str, group: str | None, arch: str, kernel_dir: Path) -> "cupy.RawModule":
-    return load_module(Module(name, variant, group), arch, kernel_dir)
+def _load(curve: Curve, variant: str, name: str, group: str | None, arch: str,
+          kernel_dir: Path) -> "cupy.RawModule":
+    return load_module(Module(curve, name, variant, group), arch, kernel_dir)
 
 
 def default_archs(configured) -> list[str]:
@@ -335,11 +348,14 @@ def entries(directory: Path) -> list[dict]:
         meta = _read_manifest(path)
         entry = {"file": path.name, "path": str(path), "bytes": path.stat().st_size, "status": "damaged"}
         if meta is not None and _whole(path, meta):
-            module = Module(meta.get("module", ""), meta.get("variant", ""), meta.get("group"))
-            entry.update(module=module.label, arch=meta.get("arch"), nvrtc=".".join(map(str, meta.get("nvrtc", ()))))
+            curve = meta.get("curve", registry.DEFAULT)  # a cubin of before curves were named: the default's
+            name, variant, group = meta.get("module", ""), meta.get("variant", ""), meta.get("group")
+            label = "-".join(filter(None, (Path(name).stem, variant, group, curve)))
+            entry.update(module=label, arch=meta.get("arch"), nvrtc=".".join(map(str, meta.get("nvrtc", ()))))
             try:
+                module = Module(registry.get_curve(curve), name, variant, group)
                 key = digest(module.text(), module.options(), meta["arch"], tuple(here or meta["nvrtc"]))
-            except (OSError, ValueError, KeyError):  # a module or option this source no longer has
+            except (OSError, ValueError, KeyError):  # a module, option or curve this source no longer has
                 key = None
             entry["status"] = "current" if key == meta.get("key") else "stale"
         out.append(entry)

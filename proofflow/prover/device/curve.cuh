@@ -1,9 +1,10 @@
-// Points of G1 (over Fq) and G2 (over Fq2) of BLS12-381 in XYZZ coordinates
+// Points of a curve's G1 (over Fq) and G2 (over Fq2) in XYZZ coordinates
 // (x = X/ZZ, y = Y/ZZZ, ZZ^3 = ZZZ^2), one template over the coordinate field F for both:
-// both curves have a = 0 (y^2 = x^3 + 4 and y^2 = x^3 + 4(1 + u)) and the formulas never
-// read b. The mixed addition costs 8M + 2S and needs no inversion. Affine points in memory
-// are x || y, 2 * F::U64 u64 limbs (G1 12, G2 24), (0, 0) standing for infinity (it is on
-// neither curve); XYZZ points are x || y || zz || zzz, 4 * F::U64 limbs (G1 24, G2 48).
+// both groups have a = 0 (on BLS12-381 y^2 = x^3 + 4 and y^2 = x^3 + 4(1 + u); the
+// descriptors know no other form) and the formulas never read b. The mixed addition costs
+// 8M + 2S and needs no inversion. Affine points in memory are x || y, 2 * F::U64 u64 limbs
+// (BLS12-381: G1 12, G2 24), (0, 0) standing for infinity (it is on neither curve while
+// b != 0); XYZZ points are x || y || zz || zzz, 4 * F::U64 limbs (G1 24, G2 48).
 #ifndef PROOFFLOW_CURVE_CUH
 #define PROOFFLOW_CURVE_CUH
 
@@ -40,13 +41,14 @@ template <class F> PF_INLINE F f_from4(const uint4* v);  // an element from F::U
 template <> PF_INLINE fq_t f_zero<fq_t>() { return fq_t{}; }
 template <> PF_INLINE fq_t f_one<fq_t>() { return fq_one(); }
 template <> PF_INLINE fq_t f_load<fq_t>(const u64* v) { return fq_load(v); }
-template <> PF_INLINE fq_t f_from4<fq_t>(const uint4* v) { return fq_from(v[0], v[1], v[2]); }
+template <> PF_INLINE fq_t f_from4<fq_t>(const uint4* v) { return fq_from(PF_FQ_UINT4S(v)); }
 
 template <> PF_INLINE fq2_t f_zero<fq2_t>() { return fq2_t{f_zero<fq_t>(), f_zero<fq_t>()}; }
 template <> PF_INLINE fq2_t f_one<fq2_t>() { return fq2_one(); }
 template <> PF_INLINE fq2_t f_load<fq2_t>(const u64* v) { return fq2_load(v); }
 template <> PF_INLINE fq2_t f_from4<fq2_t>(const uint4* v) {
-    return fq2_t{fq_from(v[0], v[1], v[2]), fq_from(v[3], v[4], v[5])};
+    const uint4* c1 = v + fq_t::U64 / 2;
+    return fq2_t{fq_from(PF_FQ_UINT4S(v)), fq_from(PF_FQ_UINT4S(c1))};
 }
 
 // ---- XYZZ arithmetic (formulas of Bernstein-Lange's database, a = 0) ----
@@ -154,7 +156,7 @@ template <class F> PF_INLINE xyzz_t<F> xyzz_load(const u64* v) {
 // point j in tmp (4 coordinates) and the running product of the zz * zzz before it in
 // dst[j]'s x; finish inverts the product once and walks back, writing each point to dst
 // (2 coordinates), out of Montgomery form if asked; infinity gives (0, 0), the encoding of
-// prover/curve.py. msm.cu's precomputed copies and fixed_base.cu's setup use it.
+// prover/points.py. msm.cu's precomputed copies and fixed_base.cu's setup use it.
 template <class F> struct affine_batch {
     u64* dst;
     u64* tmp;

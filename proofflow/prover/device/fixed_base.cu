@@ -4,8 +4,8 @@
 // scalar, so a product is at most 32 mixed additions of table points, no doubling. A
 // thread's sums are turned into affine coordinates with one Fermat inversion for its whole
 // batch (affine_batch: a G1 point's inversion alone was ~60% of its work) and written out
-// of Montgomery form: the xy-LE bytes of prover/curve.py ((0, 0) for s = 0), as the CPU
-// path's arkworks gives. The scalars are Fr vectors in Montgomery form (prover/field/fr.py).
+// of Montgomery form: the xy-LE bytes of prover/points.py ((0, 0) for s = 0), as the CPU
+// path's point library gives. The scalars are Fr vectors in Montgomery form (prover/field/fr.py).
 #include "fr.cuh"
 #include "curve.cuh"
 

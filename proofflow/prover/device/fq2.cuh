@@ -1,13 +1,18 @@
 // Fq2 = Fq[u]/(u^2 + 1), the field of G2's coordinates: c0 + c1*u, each part in Montgomery
-// form. In memory c0 then c1 (12 u64 limbs), the order of prover/curve.py's xy-LE encoding.
+// form. In memory c0 then c1 (12 u64 limbs on BLS12-381), the order of prover/points.py's
+// xy-LE encoding.
 #ifndef PROOFFLOW_FQ2_CUH
 #define PROOFFLOW_FQ2_CUH
 
 #include "fq.cuh"
 
+#if PF_FQ2_NON_RESIDUE != -1
+#error "the formulas below take u^2 = -1: a curve's Fq2 of another non-residue needs its own"
+#endif
+
 struct fq2_t {
     fq_t c0, c1;
-    static constexpr int U64 = 12;  // u64 limbs in memory
+    static constexpr int U64 = 2 * fq_t::U64;  // u64 limbs in memory
 };
 
 PF_INLINE bool fq2_is_zero(const fq2_t& a) { return a.c0.is_zero() && a.c1.is_zero(); }
@@ -43,11 +48,11 @@ PF_INLINE fq2_t fq2_to_mont(const fq2_t& a) { return fq2_t{fq_to_mont(a.c0), fq_
 
 PF_INLINE fq2_t fq2_from_mont(const fq2_t& a) { return fq2_t{a.c0.from_mont(), a.c1.from_mont()}; }
 
-PF_INLINE fq2_t fq2_load(const u64* v) { return fq2_t{fq_load(v), fq_load(v + 6)}; }
+PF_INLINE fq2_t fq2_load(const u64* v) { return fq2_t{fq_load(v), fq_load(v + fq_t::U64)}; }
 
 PF_INLINE void fq2_store(u64* v, const fq2_t& a) {
     fq_store(v, a.c0);
-    fq_store(v + 6, a.c1);
+    fq_store(v + fq_t::U64, a.c1);
 }
 
 #endif  // PROOFFLOW_FQ2_CUH

@@ -1,15 +1,18 @@
-// BLS12-381 scalar field Fr on the GPU, on the CPU's layout (prover/field/fr.py): an
+// A curve's scalar field Fr on the GPU, on the CPU's layout (prover/field/fr.py): an
 // element is 32 bytes, little-endian, Montgomery form (R = 2^256), fully reduced (< p).
 // Little-endian 64-bit limbs are little-endian 32-bit words, so the kernels read the
-// host's (n, 4) uint64 vectors as 8 words an element. The arithmetic is mont.cuh's.
+// host's (n, 4) uint64 vectors as 8 words an element. The arithmetic is mont.cuh's, its
+// constants the curve's (PF_FR_*: source.py's generated header).
 #ifndef PROOFFLOW_FR_CUH
 #define PROOFFLOW_FR_CUH
 
 #include "mont.cuh"
 
-// p's words; -p^-1 mod 2^32 is -1, since p = 1 mod 2^32
-typedef mont_t<8, 0xffffffffu, 0x00000001u, 0xffffffffu, 0xfffe5bfeu, 0x53bda402u, 0x09a1d805u,
-               0x3339d808u, 0x299d7d48u, 0x73eda753u> fr_t;
+#if !defined(PF_FR_WORDS) || PF_FR_WORDS != 8
+#error "compile with a curve's header (source.curve_header): the kernels take an Fr of 8 words"
+#endif
+
+typedef mont_t<PF_FR_WORDS, PF_FR_M0, PF_FR_MODULUS> fr_t;
 
 PF_INLINE fr_t fr_load(const u32* v, u64 i) {
     const uint4* p = reinterpret_cast<const uint4*>(v) + 2 * i;

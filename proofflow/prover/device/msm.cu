@@ -1,8 +1,9 @@
-// G1 and G2 multi-scalar multiplication over BLS12-381 by Pippenger's bucket method, one
-// implementation templated over the coordinate field (curve.cuh: fq_t for G1, fq2_t for G2).
+// G1 and G2 multi-scalar multiplication over a curve (source.curve_header) by Pippenger's
+// bucket method, one implementation templated over the coordinate field (curve.cuh: fq_t
+// for G1, fq2_t for G2).
 //
-// Points live on the device in affine Montgomery form (G1: x, y of 48 bytes each; G2: x, y
-// in Fq2, 96 bytes each; little-endian, R = 2^384), (0, 0) standing for infinity. Buckets
+// Points live on the device in affine Montgomery form (G1: x, y in Fq, 48 bytes each on
+// BLS12-381; G2: x, y in Fq2, 96 bytes each; little-endian), (0, 0) standing for infinity. Buckets
 // accumulate in XYZZ coordinates. Scalars arrive as Fr vectors in Montgomery form and are
 // cut into signed c-bit digits, so a window needs 2^(c-1) buckets. Buckets are filled by a
 // counting sort (count, scan, scatter) per window, then summed in pieces of a bounded

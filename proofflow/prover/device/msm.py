@@ -6,18 +6,19 @@ converted to Montgomery form there, without its rows at infinity when a key's ta
 enough of them (``density``: an MSM then gathers its scalars at the rows kept); a plan
 with precomputed copies (``pippenger.Plan``) builds them there from the rows kept, once,
 and keeps them in its place. An MSM runs under the plan of the table's resident copies
-unless told otherwise. Each group's kernels are a module of their own, so a G1-only user
-never compiles the G2 ones.
+unless told otherwise. Each curve's and group's kernels are a module of their own, so a
+G1-only user never compiles the G2 ones; a table's curve picks its modules.
 """
 from __future__ import annotations
 
 import cupy as cp
 import numpy as np
 
-from proofflow.prover import curve
+from proofflow.prover.curves.descriptor import Curve
 from proofflow.prover.device import cache, density, pippenger
 from proofflow.prover.device.options import DeviceOptions
 from proofflow.prover.device.pippenger import PIECE
+from proofflow.prover.points import PointTable
 
 _THREADS = 128
 
@@ -27,14 +28,16 @@ def _blocks(n: int) -> int:
 
 
 class CupyExecutor:
-    """Launches the kernels of one module (``msm.cu`` or ``fixed_base.cu``) on the current device,
-    compiled with the product ``variant`` (default ``options.curve_variant``; all give the same
-    values)."""
+    """Launches the kernels of one module (``msm.cu`` or ``fixed_base.cu``) of ``curve`` on the
+    current device, compiled with the product ``variant`` (default ``options.curve_variant``;
+    all give the same values)."""
 
     xp = cp
 
-    def __init__(self, name: str, group: str, options: DeviceOptions, variant: str | None = None):
-        self._module = cache.load(variant or options.curve_variant, name, group, kernel_dir=options.kernel_dir)
+    def __init__(self, curve: Curve, name: str, group: str, options: DeviceOptions, variant: str | None = None):
+        self.curve = curve
+        self._module = cache.load(curve, variant or options.curve_variant, name, group,
+                                  kernel_dir=options.kernel_dir)
         self._fn: dict = {}
 
     def launch(self, kernel: str, threads: int, *args) -> None:
@@ -49,34 +52,34 @@ class CupyExecutor:
 _EXECUTORS: dict = {}
 
 
-def executor(group: str, options: DeviceOptions) -> CupyExecutor:
-    key = group, options.curve_variant, options.kernel_dir
+def executor(curve: Curve, group: str, options: DeviceOptions) -> CupyExecutor:
+    key = curve.name, group, options.curve_variant, options.kernel_dir
     if key not in _EXECUTORS:
-        _EXECUTORS[key] = CupyExecutor("msm.cu", group, options)
+        _EXECUTORS[key] = CupyExecutor(curve, "msm.cu", group, options)
     return _EXECUTORS[key]
 
 
-def _key(table: curve.PointTable) -> tuple:
+def _key(table: PointTable) -> tuple:
     """The cache key of the table's plain points on the current device; its precomputed
     copies are under this key + (plan,), one plan a device."""
     return f"{table.group}-affine-mont", cp.cuda.runtime.getDevice()
 
 
-def _rows_key(table: curve.PointTable) -> tuple:
+def _rows_key(table: PointTable) -> tuple:
     """The cache key of the rows the device table kept (``density.kept_rows``)."""
     return f"{table.group}-kept-rows", cp.cuda.runtime.getDevice()
 
 
-def device_points(table: curve.PointTable, options: DeviceOptions,
+def device_points(table: PointTable, options: DeviceOptions,
                   plan: pippenger.Plan | None = None) -> cp.ndarray:
     """The table's points on the current device, affine Montgomery: (m, 12) uint64 for
-    G1, (m, 24) for G2, the m rows of ``kept_rows`` (all n unless the table has enough
+    G1, (m, 24) for G2 on BLS12-381, the m rows of ``kept_rows`` (all n unless the table has enough
     points at infinity); for a plan of shifts > 1, its (shifts * m)-row table of copies,
     built here the first time. The plain points are then its first m rows (a view), and
     the copies of another plan are dropped."""
     key = _key(table)
     if key not in table.device_cache:
-        width = pippenger.affine_limbs(table.group)
+        width = pippenger.affine_limbs(table.curve, table.group)
         host = np.ascontiguousarray(table.xy).view(np.uint64).reshape(-1, width)
         # copied from the (memory-mapped) table itself: cp.asarray would first copy it whole
         # into a page-locked buffer that CuPy's pinned pool then keeps, 25.8 GB of host
@@ -84,7 +87,7 @@ def device_points(table: curve.PointTable, options: DeviceOptions,
         pts = cp.empty(host.shape, dtype=cp.uint64)
         pts.set(host)
         n = pts.shape[0]
-        executor(table.group, options).launch(f"to_montgomery_{table.group}", n, pts, np.uint64(n))
+        executor(table.curve, table.group, options).launch(f"to_montgomery_{table.group}", n, pts, np.uint64(n))
         rows = density.kept_rows(cp, pts)
         table.device_cache[_rows_key(table)] = rows
         table.device_cache[key] = pts if rows is None else pts[rows]
@@ -93,20 +96,21 @@ def device_points(table: curve.PointTable, options: DeviceOptions,
     if key + (plan,) not in table.device_cache:
         for old in [k for k in table.device_cache if k[:2] == key and len(k) == 3]:
             del table.device_cache[old]
-        copies = pippenger.precompute(executor(table.group, options), table.group, table.device_cache[key], plan)
+        copies = pippenger.precompute(executor(table.curve, table.group, options), table.group,
+                                      table.device_cache[key], plan)
         table.device_cache[key + (plan,)] = copies
         table.device_cache[key] = copies[:copies.shape[0] // plan.shifts]
     return table.device_cache[key + (plan,)]
 
 
-def kept_rows(table: curve.PointTable, options: DeviceOptions):
+def kept_rows(table: PointTable, options: DeviceOptions):
     """The rows of the table the device holds (int64 indices on the device), None for all:
     an MSM over it takes its scalars at these rows (``density.gather``)."""
     device_points(table, options)
     return table.device_cache[_rows_key(table)]
 
 
-def resident_plan(table: curve.PointTable) -> pippenger.Plan:
+def resident_plan(table: PointTable) -> pippenger.Plan:
     """The plan of the table's precomputed copies on the current device, else the plain one."""
     key = _key(table)
     return next((k[2] for k in table.device_cache if k[:2] == key and len(k) == 3), pippenger.plain(len(table)))
@@ -129,7 +133,7 @@ class _Spans:
         self.last, self.name = ev, name
 
 
-def msm(table: curve.PointTable, scalars, options: DeviceOptions, c: int | None = None,
+def msm(table: PointTable, scalars, options: DeviceOptions, c: int | None = None,
         spans: dict | None = None, piece: int = PIECE, plan: pippenger.Plan | None = None,
         affine_rounds: int = 0, balanced: bool | None = None):
     """sum scalars[i] * table[i] in the table's group; ``scalars`` an Fr vector on the host
@@ -142,24 +146,25 @@ def msm(table: curve.PointTable, scalars, options: DeviceOptions, c: int | None 
     if scalars.shape != (n, 4):
         raise ValueError(f"{n} points but scalars of shape {scalars.shape}")
     if n == 0:
-        return curve.point_class(table.group).identity()
+        return table.curve.point_class(table.group).identity()
     plan = plan or (pippenger.Plan(c) if c else resident_plan(table))
     pts = device_points(table, options, plan)
     s = density.gather(cp, cp.ascontiguousarray(cp.asarray(scalars)), kept_rows(table, options))
     if s.shape[0] == 0:
-        return curve.point_class(table.group).identity()
-    return pippenger.msm(executor(table.group, options), table.group, pts, s, plan, piece, _Spans(spans).mark,
-                         affine_rounds, balanced=options.msm_balanced if balanced is None else balanced)
+        return table.curve.point_class(table.group).identity()
+    return pippenger.msm(executor(table.curve, table.group, options), table.group, pts, s, plan, piece,
+                         _Spans(spans).mark, affine_rounds,
+                         balanced=options.msm_balanced if balanced is None else balanced)
 
 
-def msm_g1(table: curve.PointTable, scalars, options: DeviceOptions, c: int | None = None,
+def msm_g1(table: PointTable, scalars, options: DeviceOptions, c: int | None = None,
            spans: dict | None = None, piece: int = PIECE, plan: pippenger.Plan | None = None):
     if table.group != "g1":
         raise ValueError(f"msm_g1 takes a G1 table, got {table.group}")
     return msm(table, scalars, options, c, spans, piece, plan)
 
 
-def msm_g2(table: curve.PointTable, scalars, options: DeviceOptions, c: int | None = None,
+def msm_g2(table: PointTable, scalars, options: DeviceOptions, c: int | None = None,
            spans: dict | None = None, piece: int = PIECE, plan: pippenger.Plan | None = None):
     if table.group != "g2":
         raise ValueError(f"msm_g2 takes a G2 table, got {table.group}")

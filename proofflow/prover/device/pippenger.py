@@ -5,7 +5,7 @@ buckets, sums each bucket in pieces of at most ``PIECE`` entries (one thread a p
 merges the pieces' sums ``GROUP`` at a time, so no thread's work grows with a bucket's
 size; it then reduces each window's buckets to sum b * B_b in chunks (``CHUNKS`` or more
 a window) and brings back one point per window; the host combines the windows
-(sum 2^(c*w) * W_w) with arkworks and returns an arkworks point.
+(sum 2^(c*w) * W_w) with the curve's point library (arkworks) and returns its point.
 
 Precomputed multiples: a proving key's points never change, so a table may be kept with K
 copies (``Plan.shifts``), copy k scaled by 2^(c*k) (``precompute``, once per key, on the
@@ -31,8 +31,9 @@ selects the rounds yet. The accumulation then sums what the rounds left, through
 identity entries.
 
 The steps run on an ``Executor``: an array module (CuPy on the GPU, numpy for the CPU twin
-of the kernels in tests/kernel_twin.py) and a way to launch a kernel over n threads. This
-module imports neither CuPy nor a compiler.
+of the kernels in tests/kernel_twin.py), a way to launch a kernel over n threads, and the
+curve its kernels were compiled for (which sizes the points). This module imports neither
+CuPy nor a compiler.
 """
 from __future__ import annotations
 
@@ -43,12 +44,9 @@ from typing import Callable, Protocol
 
 import numpy as np
 
-from proofflow.prover import curve
+from proofflow.prover.curves.descriptor import Curve
 from proofflow.prover.groth16.data_structures import PK_TABLES
 
-Q = 0x1A0111EA397FE69A4B1BA7B6434BACD764774B84F38512BF6730D2A0F6B0F6241EABFFFEB153FFFFB9FEFFFFFFFFAAAB
-FQ_LIMBS = 6  # u64 limbs of an Fq element
-COORD_LIMBS = {"g1": FQ_LIMBS, "g2": 2 * FQ_LIMBS}  # limbs of one coordinate (Fq, Fq2)
 PIECE = 128  # most bucket entries one thread adds
 GROUP = 8  # most partial sums one thread adds in a merging step
 CHUNKS = 2048  # fewest bucket-reduction threads a bucket set gets (at most one a bucket)
@@ -64,6 +62,7 @@ AFFINE_ALL = 32  # ``affine_rounds`` enough to bring any bucket (< 2^32 entries)
 
 class Executor(Protocol):
     xp: object  # numpy or cupy
+    curve: Curve  # the curve its kernels were compiled for
 
     def launch(self, kernel: str, threads: int, *args) -> None:
         """Run ``kernel`` over ``threads`` threads (arrays of ``xp``, numpy scalars)."""
@@ -72,12 +71,17 @@ class Executor(Protocol):
         """An ``xp`` array as a numpy array."""
 
 
-def affine_limbs(group: str) -> int:
-    return 2 * COORD_LIMBS[group]
+def coordinate_limbs(curve: Curve, group: str) -> int:
+    """u64 limbs of one coordinate of ``group``'s points (Fq, Fq2): 6 and 12 on BLS12-381."""
+    return curve.coordinate_bytes(group) // 8
 
 
-def xyzz_limbs(group: str) -> int:
-    return 4 * COORD_LIMBS[group]
+def affine_limbs(curve: Curve, group: str) -> int:
+    return 2 * coordinate_limbs(curve, group)
+
+
+def xyzz_limbs(curve: Curve, group: str) -> int:
+    return 4 * coordinate_limbs(curve, group)
 
 
 def window_bits(n: int) -> int:
@@ -130,7 +134,9 @@ class CostModel:
 
 # bench.fit_msm_cost's fit (call + spans kernels) to the H200's plan sweep in
 # bench/results/msm-phases-h200.jsonl: G1 at 2^22 and 2^24, 15 plans within 5.2%; G2 at
-# 2^22 only, 6 plans within 1.9% (its split between digits and buckets is the less certain)
+# 2^22 only, 6 plans within 1.9% (its split between digits and buckets is the less certain).
+# Measured on BLS12-381: another curve's narrower Fq scales every term about alike, which
+# leaves the plans' ranking, what the model is for, about as it is.
 COST = {"g1": CostModel(unit_ns=0.449, divergence=0.0, bucket_cost=14.2, fixed_ms=3.3),
         "g2": CostModel(unit_ns=1.489, divergence=0.75, bucket_cost=0.54, fixed_ms=4.3)}
 MIN_GAIN = 0.005  # each copy a step adds must save this much of the table's plain MSM
@@ -153,8 +159,8 @@ def _candidates(n: int, group: str) -> tuple[Plan, ...]:
 
 
 @lru_cache(maxsize=64)
-def key_plans(tables: tuple[tuple[str, int], ...], spare: int) -> tuple[Plan, ...]:
-    """The plan of each table of a key (a tuple of (group, points)) when the key's copies may
+def key_plans(curve: Curve, tables: tuple[tuple[str, int], ...], spare: int) -> tuple[Plan, ...]:
+    """The plan of each table of a key over ``curve`` (a tuple of (group, points)) when the key's copies may
     take ``spare`` bytes beyond its tables. Greedily, a step at a time, one table moves to
     a plan of more copies: the step that saves the most estimated time (``cost``) per byte
     it adds, among those that fit the bytes left and save ``MIN_GAIN`` of their table's
@@ -167,7 +173,7 @@ def key_plans(tables: tuple[tuple[str, int], ...], spare: int) -> tuple[Plan, ..
             now, floor = plans[t], MIN_GAIN * cost(plain(n), n, group)
             for cand in _candidates(n, group) if n else ():
                 added, saved = cand.shifts - now.shifts, cost(now, n, group) - cost(cand, n, group)
-                nbytes = added * n * curve.XY_BYTES[group]
+                nbytes = added * n * curve.xy_bytes(group)
                 if added > 0 and nbytes <= left and saved >= floor * added:
                     rate = saved / nbytes
                     if best is None or rate > best[0]:
@@ -178,7 +184,8 @@ def key_plans(tables: tuple[tuple[str, int], ...], spare: int) -> tuple[Plan, ..
         left -= nbytes
 
 
-def copies_budget(tables: tuple[tuple[str, int], ...], key_budget: int | None, precompute: int | None) -> int:
+def copies_budget(curve: Curve, tables: tuple[tuple[str, int], ...], key_budget: int | None,
+                  precompute: int | None) -> int:
     """Bytes the copies of a key's ``tables`` ((group, points) each) may take on a device
     that keeps keys within ``key_budget`` bytes (PROOFFLOW_KEY_BUDGET's; None: unknown):
     ``precompute`` bytes (PROOFFLOW_MSM_PRECOMPUTE), or for None (``auto``) half the budget
@@ -188,54 +195,58 @@ def copies_budget(tables: tuple[tuple[str, int], ...], key_budget: int | None, p
         return precompute
     if key_budget is None:
         return 0
-    return max(0, key_budget // 2 - sum(n * curve.XY_BYTES[group] for group, n in tables))
+    return max(0, key_budget // 2 - sum(n * curve.xy_bytes(group) for group, n in tables))
 
 
 def proving_key_plans(pk, key_budget: int | None, precompute: int | None) -> dict[str, Plan]:
     """``key_plans`` for the tables of a proving key, by name, within ``copies_budget``."""
     tables = tuple((group, len(getattr(pk, name))) for name, group in PK_TABLES.items())
-    return dict(zip(PK_TABLES, key_plans(tables, copies_budget(tables, key_budget, precompute))))
+    budget = copies_budget(pk.curve, tables, key_budget, precompute)
+    return dict(zip(PK_TABLES, key_plans(pk.curve, tables, budget)))
 
 
-def copy_bytes(tables, plans) -> int:
+def copy_bytes(curve: Curve, tables, plans) -> int:
     """Device bytes the precomputed copies of ``plans`` add to ``tables`` ((group, points) each)."""
-    return sum((p.shifts - 1) * n * curve.XY_BYTES[group] for (group, n), p in zip(tables, plans))
+    return sum((p.shifts - 1) * n * curve.xy_bytes(group) for (group, n), p in zip(tables, plans))
 
 
-def _coordinate(limbs: np.ndarray, group: str):
+def _coordinate(curve: Curve, limbs: np.ndarray, group: str):
     """An Fq (int) or Fq2 ((c0, c1) ints) coordinate from its little-endian u64 limbs."""
-    ints = [int.from_bytes(limbs[k:k + FQ_LIMBS].tobytes(), "little") for k in range(0, len(limbs), FQ_LIMBS)]
+    w = curve.fq.limbs
+    ints = [int.from_bytes(limbs[k:k + w].tobytes(), "little") for k in range(0, len(limbs), w)]
     return ints[0] if group == "g1" else tuple(ints)
 
 
-def _div(a, b):
-    """a / b in Fq or Fq2 (u^2 = -1): b^-1 = conj(b) / (b0^2 + b1^2)."""
+def _div(curve: Curve, a, b):
+    """a / b in Fq or Fq2 = Fq[u]/(u^2 - β): b^-1 = conj(b) / (b0^2 - β b1^2)."""
+    q, beta = curve.fq.modulus, curve.fq2_non_residue
     if isinstance(a, int):
-        return a * pow(b, -1, Q) % Q
+        return a * pow(b, -1, q) % q
     (a0, a1), (b0, b1) = a, b
-    t = pow(b0 * b0 + b1 * b1, -1, Q)
-    i0, i1 = b0 * t % Q, -b1 * t % Q
-    return (a0 * i0 - a1 * i1) % Q, (a0 * i1 + a1 * i0) % Q
+    t = pow(b0 * b0 - beta * b1 * b1, -1, q)
+    i0, i1 = b0 * t % q, -b1 * t % q
+    return (a0 * i0 + beta * a1 * i1) % q, (a0 * i1 + a1 * i0) % q
 
 
 def _is_zero(a) -> bool:
     return a == 0 if isinstance(a, int) else a == (0, 0)
 
 
-def _encode(a) -> bytes:
+def _encode(curve: Curve, a) -> bytes:
     parts = (a,) if isinstance(a, int) else a
-    return b"".join(v.to_bytes(48, "little") for v in parts)
+    return b"".join(v.to_bytes(curve.fq.bytes, "little") for v in parts)
 
 
-def to_affine(limbs: np.ndarray, group: str):
-    """One XYZZ point (``xyzz_limbs(group)`` u64 limbs, Montgomery) as an arkworks point. The
-    Montgomery factor R lies in Fq, so it cancels in X/ZZ and Y/ZZZ: no conversion needed."""
-    w = COORD_LIMBS[group]
-    x, y, zz, zzz = (_coordinate(limbs[k * w:(k + 1) * w], group) for k in range(4))
+def to_affine(curve: Curve, limbs: np.ndarray, group: str):
+    """One XYZZ point (``xyzz_limbs(curve, group)`` u64 limbs, Montgomery) as a point of the
+    curve's library. The Montgomery factor R lies in Fq, so it cancels in X/ZZ and Y/ZZZ: no
+    conversion needed."""
+    w = coordinate_limbs(curve, group)
+    x, y, zz, zzz = (_coordinate(curve, limbs[k * w:(k + 1) * w], group) for k in range(4))
     cls = curve.point_class(group)
     if _is_zero(zz):
         return cls.identity()
-    return cls.from_xy_bytes_unchecked_le(_encode(_div(x, zz)) + _encode(_div(y, zzz)))
+    return cls.from_xy_bytes_unchecked_le(_encode(curve, _div(curve, x, zz)) + _encode(curve, _div(curve, y, zzz)))
 
 
 def _split(xp, lens, size: int):
@@ -268,7 +279,7 @@ def _merge(ex: Executor, group: str, parts, first, lens):
     xp = ex.xp
     while int(lens.max()) > 1:
         seg, gfirst, glens, total = _split(xp, lens, GROUP)
-        out = xp.empty(total * xyzz_limbs(group), dtype=xp.uint64)
+        out = xp.empty(total * xyzz_limbs(ex.curve, group), dtype=xp.uint64)
         ex.launch(f"msm_combine_{group}", total,
                   parts, first, lens, seg, gfirst, np.uint32(total), np.uint32(GROUP), out)
         parts, first, lens = out, gfirst, glens
@@ -282,7 +293,7 @@ def _invert(ex: Executor, group: str, vals, count: int) -> None:
     if count <= AFFINE_INVERT:
         ex.launch(f"msm_invert_{group}", count, vals, np.uint64(count))
         return
-    xp, w, threads = ex.xp, COORD_LIMBS[group], -(-count // AFFINE_FAN)
+    xp, w, threads = ex.xp, coordinate_limbs(ex.curve, group), -(-count // AFFINE_FAN)
     pre, tot = xp.empty(count * w, dtype=xp.uint64), xp.empty(threads * w, dtype=xp.uint64)
     ex.launch(f"msm_invert_up_{group}", threads, vals, pre, np.uint64(count), np.uint64(threads), tot)
     _invert(ex, group, tot, threads)
@@ -297,9 +308,9 @@ def _affine_round(ex: Executor, group: str, points, entries, start, lens):
     bucket's first row and count among them."""
     xp = ex.xp
     seg, first, counts, items = _split(xp, lens, 2)
-    out = xp.empty((items, affine_limbs(group)), dtype=xp.uint64)
+    out = xp.empty((items, affine_limbs(ex.curve, group)), dtype=xp.uint64)
     threads = -(-items // AFFINE_LEAF)
-    tot = xp.empty(threads * COORD_LIMBS[group], dtype=xp.uint64)
+    tot = xp.empty(threads * coordinate_limbs(ex.curve, group), dtype=xp.uint64)
     args = (points, entries, start, lens, seg, first, np.uint32(items), np.uint32(threads), out, tot)
     ex.launch(f"msm_affine_up_{group}", threads, *args)
     _invert(ex, group, tot, threads)
@@ -327,7 +338,7 @@ def accumulate(ex: Executor, group: str, points, entries, offsets, counts, piece
     summed into partial sums of at most ``piece`` entries: XYZZ sums, each bucket's first
     and count. ``balanced``: spans of ``piece`` entries across buckets (``_spans``), else
     each bucket in pieces of near-equal length."""
-    xp, width = ex.xp, xyzz_limbs(group)
+    xp, width = ex.xp, xyzz_limbs(ex.curve, group)
     if balanced:
         seg, first, lens, nspans, entered, slots = _spans(xp, offsets, counts, piece)
         parts = xp.empty(max(slots, 1) * width, dtype=xp.uint64)
@@ -344,12 +355,12 @@ def accumulate(ex: Executor, group: str, points, entries, offsets, counts, piece
 
 def precompute(ex: Executor, group: str, points, plan: Plan, chunk: int = SHIFT_CHUNK):
     """The table ``msm`` takes under ``plan`` for the n points ``points`` (affine Montgomery,
-    (n, ``affine_limbs(group)``) on the executor): ``plan.shifts`` copies, copy k =
+    (n, ``affine_limbs(ex.curve, group)``) on the executor): ``plan.shifts`` copies, copy k =
     2^(c*k) * points in rows k*n .. k*n + n - 1, each made from the one before."""
     xp, n = ex.xp, points.shape[0]
-    out = xp.empty((plan.shifts * n, affine_limbs(group)), dtype=xp.uint64)
+    out = xp.empty((plan.shifts * n, affine_limbs(ex.curve, group)), dtype=xp.uint64)
     out[:n] = points
-    tmp = xp.empty(min(n, chunk) * xyzz_limbs(group), dtype=xp.uint64)
+    tmp = xp.empty(min(n, chunk) * xyzz_limbs(ex.curve, group), dtype=xp.uint64)
     for k in range(1, plan.shifts):
         for lo in range(0, n, chunk):
             m = min(chunk, n - lo)
@@ -363,7 +374,7 @@ def msm(ex: Executor, group: str, points, scalars, plan: Plan | None = None, pie
         mark: Callable[[str | None], None] = lambda name: None, affine_rounds: int = 0, *,
         balanced: bool):
     """sum scalars[i] * P_i: ``points`` the table on the executor under ``plan`` (default
-    ``plain(n)``): the n affine Montgomery points P_i, ``affine_limbs(group)`` u64 limbs
+    ``plain(n)``): the n affine Montgomery points P_i, ``affine_limbs(ex.curve, group)`` u64 limbs
     each, or ``precompute``'s copies of them; ``scalars`` an (n, 4) Fr vector.
     ``affine_rounds`` batch-affine rounds (``AFFINE_ALL``: until each bucket is one point)
     halve the buckets before the XYZZ accumulation sums what is left; 0, the default, runs
@@ -377,7 +388,8 @@ def msm(ex: Executor, group: str, points, scalars, plan: Plan | None = None, pie
         raise ValueError(f"a table of {points.shape[0]} rows for {n} scalars and {plan}")
     c, nsets, nb = plan.c, plan.groups, 1 << (plan.c - 1)
     chunks = min(nb, max(CHUNKS, REDUCE_THREADS // nsets))  # a few bucket sets still fill the device
-    width = xyzz_limbs(group)
+    curve = ex.curve
+    width = xyzz_limbs(curve, group)
     args = (scalars, np.uint64(n), np.int32(c), np.int32(plan.windows), np.int32(plan.shifts))
     mark("sort")
 
@@ -405,13 +417,13 @@ def msm(ex: Executor, group: str, points, scalars, plan: Plan | None = None, pie
     mark("combine")
     host = ex.host(sets).reshape(nsets, width)
     cls = curve.point_class(group)
-    result = cls.multiexp_unchecked([to_affine(row, group) for row in host],
+    result = cls.multiexp_unchecked([to_affine(curve, row, group) for row in host],
                                     [curve.scalar(1 << (c * plan.shifts * g)) for g in range(nsets)])
     mark(None)
     return result
 
 
-def scratch_bytes(group: str, n: int, plan: Plan | None = None, piece: int = PIECE) -> int:
+def scratch_bytes(curve: Curve, group: str, n: int, plan: Plan | None = None, piece: int = PIECE) -> int:
     """At most the bytes ``msm`` allocates at once for n scalars under ``plan`` (default
     ``plain(n)``), besides its table and scalars; counted from its arrays at their peak,
     the merges of the pieces' sums: the digits' entries (4 bytes a digit, every digit
@@ -425,4 +437,4 @@ def scratch_bytes(group: str, n: int, plan: Plan | None = None, piece: int = PIE
     pieces = -(-digits // piece) + slots
     merged = -(-pieces // GROUP) + slots
     merged2 = -(-merged // GROUP) + slots
-    return 4 * digits + (8 * xyzz_limbs(group) + 24) * (pieces + merged + merged2) + 32 * slots
+    return 4 * digits + (8 * xyzz_limbs(curve, group) + 24) * (pieces + merged + merged2) + 32 * slots

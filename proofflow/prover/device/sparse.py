@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from proofflow.prover import curve
 from proofflow.prover.device import pippenger
 from proofflow.prover.device.pippenger import Executor
 
@@ -54,17 +53,17 @@ def classify(ex: Executor, scalars):
 
 
 def point_sum(ex: Executor, group: str, points, idx, msm_ex: Executor | None = None, affine_rounds: int = 0):
-    """sum points[idx[i]] (``idx`` uint32 on ``ex``, ascending) as an arkworks point; after
+    """sum points[idx[i]] (``idx`` uint32 on ``ex``, ascending) as a point of the curve's library; after
     ``affine_rounds`` batch-affine rounds (``pippenger.pair_rounds`` on ``msm_ex``, each
     halving the points) when given."""
     xp, count = ex.xp, int(idx.shape[0])
     if count == 0:
-        return curve.point_class(group).identity()
+        return ex.curve.point_class(group).identity()
     if affine_rounds and count > 1:
         points, idx, _, _ = pippenger.pair_rounds(msm_ex, group, points, idx, xp.zeros(1, dtype=xp.uint32),
                                                   xp.full(1, count, dtype=xp.uint32), affine_rounds)
         count = int(idx.shape[0])
-    width = pippenger.xyzz_limbs(group)
+    width = pippenger.xyzz_limbs(ex.curve, group)
     threads = min(MAX_THREADS, -(-count // POINTS_PER_THREAD))
     parts = xp.empty(threads * width, dtype=xp.uint64)
     ex.launch(f"bitsum_points_{group}", threads, points, idx, np.uint32(count), np.uint32(threads), parts)
@@ -73,23 +72,23 @@ def point_sum(ex: Executor, group: str, points, idx, msm_ex: Executor | None = N
         folded = xp.empty(threads * width, dtype=xp.uint64)
         ex.launch(f"bitsum_fold_{group}", threads, parts, np.uint32(count), np.uint32(threads), folded)
         parts = folded
-    return pippenger.to_affine(ex.host(parts), group)
+    return pippenger.to_affine(ex.curve, ex.host(parts), group)
 
 
 def msm(ex: Executor, msm_ex: Executor, group: str, points, scalars, dense_share: float = DENSE_SHARE,
         plan: pippenger.Plan | None = None, ones_rounds: int | None = None, *, balanced: bool):
     """sum scalars[i] * P_i: ``points`` the table on the executors under ``plan`` (default
-    the plain one): an (n, ``pippenger.affine_limbs(group)``) u64 array of the n affine
+    the plain one): an (n, ``pippenger.affine_limbs(ex.curve, group)``) u64 array of the n affine
     Montgomery points P_i, or ``pippenger.precompute``'s copies (the points first);
     ``scalars`` an (n, 4) Fr vector, split by value unless more than ``dense_share`` of
     them are neither 0 nor 1; the ones' points summed after ``ones_rounds`` batch-affine
     rounds (default ``ONES_AFFINE_ROUNDS``); ``balanced`` as ``pippenger.msm`` takes it."""
     xp, n = ex.xp, scalars.shape[0]
     plan = plan or pippenger.plain(n)
-    if points.shape != (plan.shifts * n, pippenger.affine_limbs(group)):
+    if points.shape != (plan.shifts * n, pippenger.affine_limbs(ex.curve, group)):
         raise ValueError(f"{points.shape[0]} points of {points.shape[1:]} limbs but {n} scalars and {plan}")
     if n == 0:
-        return curve.point_class(group).identity()
+        return ex.curve.point_class(group).identity()
     cls = classify(ex, scalars)
     if int(xp.count_nonzero(cls == OTHER)) > dense_share * n:
         return pippenger.msm(msm_ex, group, points, scalars, plan, balanced=balanced)

@@ -1,1 +1,1 @@
-"""Finite fields of BLS12-381."""
+"""A curve's scalar field as the engine computes in it: ``fr.Fr``."""

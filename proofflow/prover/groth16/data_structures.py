@@ -1,13 +1,17 @@
-"""Groth16 keys and proofs, and their files.
+"""Groth16 keys and proofs over a registered curve, and their files.
 
-A proving-key directory holds ``params.json`` (what the key is for, its single points, and
-the SHA-256 of every table) and one ``.npy`` table per query, points as xy-LE bytes
-(``proofflow.prover.curve``): tables load memory-mapped, and the GPU uploads them unchanged.
-Setup can write the tables straight into their files as it computes them (``KeyTables``), so
-a large key is never whole in memory. A verifying key is JSON with compressed points in hex.
-A proof is the standard 192 compressed bytes: A (G1, 48) || B (G2, 96) || C (G1, 48). Every
-file is written to a temporary name and renamed into place, so a crash never leaves a
-half-written artifact.
+A proving-key directory holds ``params.json`` (what the key is for and over which curve,
+its single points, and the SHA-256 of every table) and one ``.npy`` table per query, points
+as xy-LE bytes (``proofflow.prover.points``): tables load memory-mapped, and the GPU uploads
+them unchanged. Setup can write the tables straight into their files as it computes them
+(``KeyTables``), so a large key is never whole in memory. A verifying key is JSON with
+compressed points in hex. A proof is the standard compressed bytes: A (G1) || B (G2) || C
+(G1), 48 + 96 + 48 on BLS12-381. Every file is written to a temporary name and renamed into
+place, so a crash never leaves a half-written artifact.
+
+Keys and manifests record their curve (``curve``, and a ``format`` naming it:
+``Curve.key_format``); files of earlier versions name none and are read as the default
+curve's (``curves.registry.DEFAULT``, BLS12-381), whose format they carry.
 """
 from __future__ import annotations
 
@@ -21,11 +25,11 @@ from typing import Callable
 
 import numpy as np
 
-from proofflow.prover import curve, files
-from proofflow.prover.curve import PointTable
+from proofflow.prover import files
+from proofflow.prover.curves import registry
+from proofflow.prover.curves.descriptor import Curve
+from proofflow.prover.points import PointTable
 
-PROOF_BYTES = 192
-FORMAT = "proofflow-groth16-bls12-381/1"
 TOXIC_WASTE_LABEL = ("TEST ONLY: generated from a seed; anyone who knows the seed can forge "
                      "proofs. Never use these keys for anything of value.")
 PK_TABLES = {"a_query": "g1", "b_g1_query": "g1", "b_g2_query": "g2", "h_query": "g1", "l_query": "g1"}
@@ -46,11 +50,24 @@ class KeyFormatError(ValueError):
     """A key or proof file is missing, truncated, corrupted or of another format."""
 
 
+def file_curve(d: dict, kind: str) -> Curve:
+    """The curve a key's or manifest's JSON names (none: the default curve, as written
+    before curves were recorded), checked against its format; KeyFormatError("not a ...
+    <kind>") otherwise."""
+    try:
+        curve = registry.get_curve(d.get("curve", registry.DEFAULT))
+    except registry.UnknownCurve as exc:
+        raise KeyFormatError(f"a {kind} over a curve this proofflow does not know ({exc})") from None
+    if d.get("format") != curve.key_format:
+        raise KeyFormatError(f"not a {curve.key_format} {kind} (format={d.get('format')!r})")
+    return curve
+
+
 def _hex(point) -> str:
     return point.to_compressed_bytes().hex()
 
 
-def _point(group: str, text: str):
+def _point(curve: Curve, group: str, text: str):
     try:
         return curve.point_class(group).from_compressed_bytes(bytes.fromhex(text))
     except Exception as exc:  # arkworks raises plain exceptions on bad encodings
@@ -59,6 +76,7 @@ def _point(group: str, text: str):
 
 @dataclass
 class VerifyingKey:
+    curve: Curve
     alpha_g1: object
     beta_g2: object
     gamma_g2: object
@@ -70,17 +88,16 @@ class VerifyingKey:
         return len(self.gamma_abc_g1) - 1
 
     def to_json(self) -> dict:
-        return {"format": FORMAT, "alpha_g1": _hex(self.alpha_g1), "beta_g2": _hex(self.beta_g2),
-                "gamma_g2": _hex(self.gamma_g2), "delta_g2": _hex(self.delta_g2),
+        return {"format": self.curve.key_format, "curve": self.curve.name, "alpha_g1": _hex(self.alpha_g1),
+                "beta_g2": _hex(self.beta_g2), "gamma_g2": _hex(self.gamma_g2), "delta_g2": _hex(self.delta_g2),
                 "gamma_abc_g1": [_hex(p) for p in self.gamma_abc_g1]}
 
     @classmethod
     def from_json(cls, d: dict) -> "VerifyingKey":
         try:
-            if d.get("format") != FORMAT:
-                raise KeyFormatError(f"not a {FORMAT} verifying key (format={d.get('format')!r})")
-            return cls(_point("g1", d["alpha_g1"]), _point("g2", d["beta_g2"]), _point("g2", d["gamma_g2"]),
-                       _point("g2", d["delta_g2"]), [_point("g1", h) for h in d["gamma_abc_g1"]])
+            c = file_curve(d, "verifying key")
+            return cls(c, _point(c, "g1", d["alpha_g1"]), _point(c, "g2", d["beta_g2"]), _point(c, "g2", d["gamma_g2"]),
+                       _point(c, "g2", d["delta_g2"]), [_point(c, "g1", h) for h in d["gamma_abc_g1"]])
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
             if isinstance(exc, KeyFormatError):
                 raise
@@ -114,6 +131,10 @@ class ProvingKey:
     # tables setup wrote in place (``KeyTables``): name -> (its file, its SHA-256)
     written: dict = field(default_factory=dict, repr=False, compare=False)
 
+    @property
+    def curve(self) -> Curve:
+        return self.vk.curve
+
     def save(self, directory) -> None:
         """Write the tables, then params.json last: a directory with params.json is complete.
         A table setup already wrote into this directory (``written``) is kept as it is."""
@@ -127,8 +148,8 @@ class ProvingKey:
                 digest = files.sha256_file(files.save_npy(path, getattr(self, name).xy))
             digests[name] = digest
         self.vk.save(directory / "vk.json")
-        params = {"format": FORMAT, "warning": TOXIC_WASTE_LABEL, "circuit": self.circuit, "log2": self.log2,
-                  "h_basis": self.h_basis,
+        params = {"format": self.curve.key_format, "curve": self.curve.name, "warning": TOXIC_WASTE_LABEL,
+                  "circuit": self.circuit, "log2": self.log2, "h_basis": self.h_basis,
                   "beta_g1": _hex(self.beta_g1), "delta_g1": _hex(self.delta_g1),
                   "tables": {name: {"sha256": digests[name], "points": len(getattr(self, name))} for name in PK_TABLES}}
         files.write_bytes(directory / "params.json", json.dumps(params, indent=1).encode())
@@ -143,8 +164,10 @@ class ProvingKey:
             params = json.loads((directory / "params.json").read_text())
         except (OSError, ValueError) as exc:
             raise KeyFormatError(f"{directory} holds no readable proving key (params.json): {exc}") from exc
-        if not isinstance(params, dict) or params.get("format") != FORMAT:
-            raise KeyFormatError(f"{directory}/params.json is not a {FORMAT} proving key")
+        try:
+            curve = file_curve(params if isinstance(params, dict) else {}, "proving key")
+        except KeyFormatError as exc:
+            raise KeyFormatError(f"{directory}/params.json is {exc}") from None
         try:
             metas = {name: (params["tables"][name]["sha256"], int(params["tables"][name]["points"]))
                      for name in PK_TABLES}
@@ -163,13 +186,16 @@ class ProvingKey:
             points = metas[name][1]
             try:
                 xy = np.load(path, mmap_mode="r", allow_pickle=False)
-                tables[name] = PointTable(group, xy)
+                tables[name] = PointTable(curve, group, xy)
             except (OSError, ValueError) as exc:
                 raise KeyFormatError(f"cannot read {path}: {exc}") from exc
             if len(tables[name]) != points:
                 raise KeyFormatError(f"{path} has {len(tables[name])} points, params.json says {points}")
-        return cls(circuit, log2, VerifyingKey.load(directory / "vk.json"), _point("g1", beta_g1),
-                   _point("g1", delta_g1), **tables, h_basis=h_basis)
+        vk = VerifyingKey.load(directory / "vk.json")
+        if vk.curve.name != curve.name:
+            raise KeyFormatError(f"{directory}: vk.json is over {vk.curve.name}, params.json over {curve.name}")
+        return cls(circuit, log2, vk, _point(curve, "g1", beta_g1), _point(curve, "g1", delta_g1), **tables,
+                   h_basis=h_basis)
 
 
 VERIFIED = ".verified.json"  # each table's stat when its digest last matched
@@ -214,14 +240,15 @@ def _verify_tables(directory: Path, digests: dict[str, str], rehash: bool) -> No
 
 
 class KeyTables:
-    """Where setup puts a proving key's tables as it computes them, their rows handed over in
+    """Where setup puts a proving key's tables (of ``curve``) as it computes them, their rows handed over in
     order, a chunk at a time: in memory (``directory`` None), or straight into each table's
     memory-mapped ``.npy`` file in ``directory``, no table ever whole in memory, each file's
     SHA-256 taken as its rows go in (np.save's bytes, so ``ProvingKey.save`` into that
     directory keeps the files and writes only vk.json and params.json). ``tables``: the
     finished tables (read-only memory maps of their files); ``written``: name -> (file, SHA-256)."""
 
-    def __init__(self, directory=None):
+    def __init__(self, curve: Curve, directory=None):
+        self.curve = curve
         self.directory = None if directory is None else Path(directory)
         self.tables: dict[str, PointTable] = {}
         self.written: dict[str, tuple[Path, str]] = {}
@@ -230,13 +257,13 @@ class KeyTables:
     def table(self, name: str, group: str, points: int):
         """Yields ``put(rows)``, which takes the table's next rows; the table is complete
         when the block ends (ValueError when the rows do not add up to ``points``)."""
-        shape = (points, curve.XY_BYTES[group])
+        shape = (points, self.curve.xy_bytes(group))
         if self.directory is None:
             xy = np.empty(shape, dtype=np.uint8)
             put = _rows_into(xy, None)
             yield put
             _complete(name, put, points)
-            self.tables[name] = PointTable(group, xy)
+            self.tables[name] = PointTable(self.curve, group, xy)
             return
         self.directory.mkdir(parents=True, exist_ok=True)
         path = self.directory / f"{name}.npy"
@@ -246,7 +273,7 @@ class KeyTables:
             put = _rows_into(xy, digest)
             yield put
             _complete(name, put, points)
-        self.tables[name] = PointTable(group, np.load(path, mmap_mode="r", allow_pickle=False))
+        self.tables[name] = PointTable(self.curve, group, np.load(path, mmap_mode="r", allow_pickle=False))
         self.written[name] = (path, digest.hexdigest())
 
 
@@ -273,6 +300,7 @@ def _rows_into(xy: np.ndarray, digest) -> Callable[[np.ndarray], None]:
 
 @dataclass
 class Proof:
+    curve: Curve
     a: object  # G1
     b: object  # G2
     c: object  # G1
@@ -281,14 +309,16 @@ class Proof:
         return self.a.to_compressed_bytes() + self.b.to_compressed_bytes() + self.c.to_compressed_bytes()
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> "Proof":
-        """Decode 192 bytes. A wrong length is a KeyFormatError; bytes of the right length
-        that are not valid subgroup points raise ValueError (the proof is simply invalid)."""
-        if len(data) != PROOF_BYTES:
-            raise KeyFormatError(f"a proof is {PROOF_BYTES} bytes, got {len(data)}")
+    def from_bytes(cls, curve: Curve, data: bytes) -> "Proof":
+        """Decode ``curve.proof_bytes`` bytes. A wrong length is a KeyFormatError; bytes of the
+        right length that are not valid subgroup points raise ValueError (the proof is simply
+        invalid)."""
+        if len(data) != curve.proof_bytes:
+            raise KeyFormatError(f"a proof is {curve.proof_bytes} bytes, got {len(data)}")
+        g1, g2 = curve.compressed_bytes("g1"), curve.compressed_bytes("g2")
         try:
-            return cls(curve.point_class("g1").from_compressed_bytes(data[:48]),
-                       curve.point_class("g2").from_compressed_bytes(data[48:144]),
-                       curve.point_class("g1").from_compressed_bytes(data[144:]))
+            return cls(curve, curve.point_class("g1").from_compressed_bytes(data[:g1]),
+                       curve.point_class("g2").from_compressed_bytes(data[g1:g1 + g2]),
+                       curve.point_class("g1").from_compressed_bytes(data[g1 + g2:]))
         except Exception as exc:
             raise ValueError(f"proof bytes are not valid curve points: {exc}") from exc

@@ -12,10 +12,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from proofflow.prover import curve
 from proofflow.prover.backend.base import Backend, MsmJob, Transfer
 from proofflow.prover.errors import ProofCheckFailed
-from proofflow.prover.field import fr
 from proofflow.prover.groth16 import r1cs_to_qap
 from proofflow.prover.groth16.data_structures import H_BASES, Proof, ProvingKey
 from proofflow.prover.r1cs import ConstraintSystem, UnsatisfiedConstraint
@@ -29,11 +27,11 @@ def _host_thread() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=1, thread_name_prefix="proofflow-g2")
 
 
-def random_scalar(rng: np.random.Generator | None = None) -> int:
-    """Uniform in Fr: from the OS's CSPRNG, or from ``rng`` for reproducible tests
-    (512 random bits reduced, so the bias is ~2^-257)."""
+def random_scalar(modulus: int, rng: np.random.Generator | None = None) -> int:
+    """Uniform in the field of ``modulus`` (a curve's r): from the OS's CSPRNG, or from
+    ``rng`` for reproducible tests (512 random bits reduced, so the bias is ~2^-257)."""
     raw = rng.bytes(64) if rng is not None else secrets.token_bytes(64)
-    return int.from_bytes(raw, "little") % fr.MODULUS
+    return int.from_bytes(raw, "little") % modulus
 
 
 def check_proof(pk: ProvingKey, cs: ConstraintSystem, witness: np.ndarray, proof: Proof, abc=None) -> None:
@@ -42,6 +40,7 @@ def check_proof(pk: ProvingKey, cs: ConstraintSystem, witness: np.ndarray, proof
     milliseconds: one multi-pairing). On failure, find the cause: the witness violating a
     constraint, a/b/c not computed from this witness, or else the key or the backend."""
     from proofflow.prover.groth16 import verifier
+    fr = cs.fr
     if verifier.verify(pk.vk, fr.to_ints(witness[1:cs.num_instance]), proof):
         return
     if not fr.equal(witness[:1], fr.one()):
@@ -85,14 +84,14 @@ class PendingProof:
                 b2_acc = self.b2.result()
         else:
             b2_acc = self.b2
-        r, s = random_scalar(self.rng), random_scalar(self.rng)
-        sc = curve.scalar
+        r, s = (random_scalar(pk.curve.fr.modulus, self.rng) for _ in range(2))
+        sc = pk.curve.scalar
         with timer.phase(Phase.ASSEMBLE):
             a = pk.vk.alpha_g1 + a_acc + pk.delta_g1 * sc(r)
             b2 = pk.vk.beta_g2 + b2_acc + pk.vk.delta_g2 * sc(s)
             b1 = pk.beta_g1 + b1_acc + pk.delta_g1 * sc(s)
             c = l_acc + h_acc + a * sc(s) + b1 * sc(r) - pk.delta_g1 * sc(r * s)
-        return Proof(a, b2, c)
+        return Proof(pk.curve, a, b2, c)
 
 
 def upload(backend: Backend, abc, witness: np.ndarray, memory_kind: str | None = None) -> list:
@@ -110,6 +109,8 @@ def prove_device(pk: ProvingKey, cs: ConstraintSystem, witness: np.ndarray, back
     its G2 MSM on the host."""
     timer = timer if timer is not None else PhaseTimer()
     domain = r1cs_to_qap.domain_for(cs)
+    if pk.curve.name != cs.curve.name:
+        raise ValueError(f"the proving key is over {pk.curve.name}, the constraint system over {cs.curve.name}")
     if pk.a_query.xy.shape[0] != cs.num_variables:
         raise ValueError("the proving key does not match this constraint system "
                          f"({len(pk.a_query)} variables in the key, {cs.num_variables} in the circuit)")

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from proofflow.prover.field import fr
 from proofflow.prover.polynomial.domain import Radix2Domain
 from proofflow.prover.r1cs import ConstraintSystem
 
 
 def domain_for(cs: ConstraintSystem) -> Radix2Domain:
     """The QAP domain of a constraint system (the input rows included)."""
-    return Radix2Domain.for_size(cs.num_constraints + cs.num_instance)
+    return Radix2Domain.for_size(cs.num_constraints + cs.num_instance, cs.curve)
 
 
 def evaluate_at(cs: ConstraintSystem, tau: int) -> tuple[Radix2Domain, np.ndarray, np.ndarray, np.ndarray]:
@@ -33,7 +32,7 @@ def witness_map(cs: ConstraintSystem, witness: np.ndarray, out=None):
     ``out`` may supply three domain-sized Fr buffers (pinned staging memory) to fill in
     place. Raises ``UnsatisfiedConstraint`` naming the first failing row.
     """
-    ext = cs.with_input_constraints
+    ext, fr = cs.with_input_constraints, cs.fr
     n = domain_for(cs).size
     if out is None:
         out = (fr.zeros(n), fr.zeros(n), fr.zeros(n))

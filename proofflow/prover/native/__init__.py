@@ -2,8 +2,10 @@
 
 Like the GPU kernels (CUDA source compiled by NVRTC at run time), the CPU twin keeps its
 hot loops as source in the package: nothing to build at install time, one compile per
-machine and source version. The cache key is the source's hash, and the shared object is
-published with an atomic rename so concurrent workers never load a half-written file.
+machine, source version and set of constants. A field's kernels are compiled per curve, its
+constants passed as -D defines (``field_defines``); the cache key is the hash of the source
+and the defines, and the shared object is published with an atomic rename so concurrent
+workers never load a half-written file.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from pathlib import Path
 
 from proofflow import settings
 from proofflow.prover import files
+from proofflow.prover.curves.descriptor import PrimeField
 
 _SRC_DIR = Path(__file__).resolve().parent
 
@@ -36,9 +39,18 @@ def _compiler() -> str:
     raise NativeBuildError("no C compiler found (set CC, or install gcc): the CPU field kernels need one")
 
 
-def _build(src: Path, out: Path) -> None:
+def field_defines(prefix: str, field: PrimeField) -> tuple[str, ...]:
+    """A field's constants as the C kernels take them: <prefix>_LIMBS, <prefix>_MODULUS and
+    <prefix>_ONE (R mod p) as comma-separated 64-bit limbs, <prefix>_INV (-p^-1 mod 2^64)."""
+    def limbs(x: int) -> str:
+        return ",".join(f"0x{(x >> (64 * i)) & (2**64 - 1):016x}ULL" for i in range(field.limbs))
+    return (f"-D{prefix}_LIMBS={field.limbs}", f"-D{prefix}_MODULUS={limbs(field.modulus)}",
+            f"-D{prefix}_ONE={limbs(field.montgomery_r)}", f"-D{prefix}_INV=0x{field.montgomery_inverse(64):016x}ULL")
+
+
+def _build(src: Path, out: Path, defines: tuple[str, ...]) -> None:
     cc = _compiler()
-    base = [cc, "-O3", "-fPIC", "-shared", "-std=c11", str(src)]
+    base = [cc, "-O3", "-fPIC", "-shared", "-std=c11", *defines, str(src)]
     with files.atomic_path(out) as tmp:
         # OpenMP spreads the array loops over the cores; fall back to one thread without it.
         for extra in (["-fopenmp"], []):
@@ -49,11 +61,11 @@ def _build(src: Path, out: Path) -> None:
 
 
 @lru_cache(maxsize=None)
-def load(name: str, src_dir: Path = _SRC_DIR) -> ctypes.CDLL:
-    """Compile (once per machine and source version) and load ``<src_dir>/<name>.c``."""
+def load(name: str, src_dir: Path = _SRC_DIR, defines: tuple[str, ...] = ()) -> ctypes.CDLL:
+    """Compile (once per machine, source version and ``defines``) and load ``<src_dir>/<name>.c``."""
     src = Path(src_dir) / f"{name}.c"
-    digest = hashlib.sha256(src.read_bytes()).hexdigest()[:16]
+    digest = hashlib.sha256(src.read_bytes() + "\0".join(defines).encode()).hexdigest()[:16]
     so = cache_dir() / f"{name}-{platform.machine()}-{digest}.so"
     if not so.exists():
-        _build(src, so)
+        _build(src, so, defines)
     return ctypes.CDLL(str(so))

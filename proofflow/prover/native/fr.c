@@ -1,19 +1,23 @@
-/* BLS12-381 scalar field Fr on the CPU: Montgomery form, 4 x 64-bit limbs, little-endian.
+/* A curve's scalar field Fr on the CPU: Montgomery form, 4 x 64-bit limbs, little-endian.
  * One element is 32 bytes, the same layout the GPU kernels read, so vectors cross
  * to the device with no conversion. Every routine takes whole arrays: the Python side
- * never loops over elements. Values are kept fully reduced (< p) after every op. */
+ * never loops over elements. Values are kept fully reduced (< p) after every op.
+ * The curve's constants come as -D defines (proofflow.prover.native.field_defines): one
+ * library a curve. */
 #include <stdint.h>
 #include <stddef.h>
 #include <string.h>
 
+#if !defined(FR_MODULUS) || !defined(FR_ONE) || !defined(FR_INV) || FR_LIMBS != 4
+#error "compile with a curve's Fr constants of 4 limbs: FR_LIMBS, FR_MODULUS, FR_ONE, FR_INV"
+#endif
+
 typedef unsigned __int128 u128;
 typedef uint64_t fr[4];
 
-static const uint64_t P[4] = {0xffffffff00000001ULL, 0x53bda402fffe5bfeULL,
-                              0x3339d80809a1d805ULL, 0x73eda753299d7d48ULL};
-static const uint64_t PINV = 0xfffffffeffffffffULL; /* -p^-1 mod 2^64 */
-static const uint64_t ONE_MONT[4] = {0x00000001fffffffeULL, 0x5884b7fa00034802ULL,
-                                     0x998c4fefecbc4ff5ULL, 0x1824b159acc5056fULL};
+static const uint64_t P[4] = {FR_MODULUS};
+static const uint64_t PINV = FR_INV; /* -p^-1 mod 2^64 */
+static const uint64_t ONE_MONT[4] = {FR_ONE};
 
 static inline int geq_p(const uint64_t *t) {
     for (int i = 3; i >= 0; i--) {
@@ -33,7 +37,8 @@ static inline void sub_p(uint64_t *t) {
 }
 
 static inline void mont_mul(const uint64_t *a, const uint64_t *b, uint64_t *out) {
-    /* CIOS; p < 2^255 so the running value never needs a fifth carry word beyond t[4]. */
+    /* CIOS; p < 2^255 (PrimeField's spare bit) so the running value never needs a fifth carry word
+     * beyond t[4]. */
     uint64_t t[6] = {0, 0, 0, 0, 0, 0};
     for (int i = 0; i < 4; i++) {
         u128 c = 0;

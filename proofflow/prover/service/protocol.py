@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, fields
 from proofflow.prover.errors import InputError, ProtocolError
 from proofflow.phases import Phase
 from proofflow.prover.timing import Span
-from proofflow.spec import MemoryKind
+from proofflow.spec import CURVES, MemoryKind
 
 MAX_LINE = 1 << 20  # no message is near this; a longer line means a confused peer
 
@@ -88,11 +88,12 @@ class StageJob:
 
 @dataclass(frozen=True)
 class ProveJob:
-    """One partition's proof: the key's directory and circuit, the segment holding its
+    """One partition's proof: the key's directory, circuit and curve, the segment holding its
     a/b/c and witness (``n`` points a vector), the memory they are in."""
     params_dir: str
     circuit: str
     log2: int
+    curve: str  # a registered curve's name (the key must be over it)
     segment: str
     n: int
     staging: MemoryKind
@@ -102,7 +103,10 @@ class ProveJob:
 
     @classmethod
     def from_wire(cls, obj) -> "ProveJob":
-        obj = _fields(cls, obj, {"params_dir": str, "circuit": str, "log2": int, "segment": str, "n": int})
+        obj = _fields(cls, obj, {"params_dir": str, "circuit": str, "log2": int, "curve": str, "segment": str,
+                                 "n": int})
+        if obj["curve"] not in CURVES:
+            raise InputError(f"curve must be one of {', '.join(CURVES)}, got {obj['curve']!r}")
         n = obj["n"]
         if n <= 0 or n & (n - 1):
             raise InputError(f"n must be a power of two, got {n}")
@@ -113,8 +117,8 @@ class ProveJob:
         job_id = obj.get("job_id")
         if job_id is not None and not isinstance(job_id, str):
             raise InputError(f"job_id must be a string, got {job_id!r}")
-        return cls(obj["params_dir"], obj["circuit"], obj["log2"], obj["segment"], n, _memory_kind(obj.get("staging")),
-                   _holder(obj.get("holder")), standin, job_id)
+        return cls(obj["params_dir"], obj["circuit"], obj["log2"], obj["curve"], obj["segment"], n,
+                   _memory_kind(obj.get("staging")), _holder(obj.get("holder")), standin, job_id)
 
     def to_wire(self) -> dict:
         return asdict(self)

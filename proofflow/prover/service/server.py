@@ -167,7 +167,7 @@ class ProverService:
 
     # ---- prefetch (connection thread) -----------------------------------------------------
     def _prefetch(self, spec: ProveJob, timer: PhaseTimer, conn: socket.socket | None = None) -> _Job:
-        key = self.keys.get(spec.params_dir, spec.circuit, spec.log2, timer)
+        key = self.keys.get(spec.params_dir, spec.circuit, spec.log2, timer, curve=spec.curve)
         if spec.n != key.domain_size:
             raise InputError(f"the job's a/b/c have {spec.n} points, the circuit's domain {key.domain_size}")
         with timer.phase(Phase.PREFETCH):

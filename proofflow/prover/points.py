@@ -1,0 +1,89 @@
+"""Points of a curve's G1 and G2 through its point library (``Curve.points``), and the
+project's point encoding.
+
+Points are stored as uncompressed little-endian affine coordinates ("xy-LE",
+``Curve.xy_bytes``): G1 x || y, G2 x.c0 || x.c1 || y.c0 || y.c1 (96 and 192 bytes on
+BLS12-381); the point at infinity is all zeros. A ``PointTable`` holds many such points of
+one curve as one uint8 array, the form proving keys are saved in and the form the GPU
+backend uploads; the library's objects are built from it lazily, once, for the CPU path.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from proofflow.prover.curves.descriptor import Curve
+from proofflow.prover.field.fr import Fr
+
+
+def to_xy(point) -> bytes:
+    return point.to_xy_bytes_le()
+
+
+def from_xy(curve: Curve, group: str, data: bytes, check_subgroup: bool = True):
+    """Decode one point; on-curve always checked, subgroup membership unless told not to."""
+    cls = curve.point_class(group)
+    return cls.from_xy_bytes_le(data) if check_subgroup else cls.from_xy_bytes_unchecked_le(data)
+
+
+def scalars(curve: Curve, values: np.ndarray) -> list:
+    """An Fr vector (Montgomery limbs) as the point library's Scalars."""
+    fr = Fr.of(curve)
+    raw, Scalar = fr.to_bytes_le(values), curve.library().Scalar
+    return [Scalar.from_le_bytes(raw[i:i + fr.BYTES]) for i in range(0, len(raw), fr.BYTES)]
+
+
+class PointTable:
+    """n points of one group of ``curve`` as an (n, xy_bytes) uint8 array, plus per-backend caches."""
+
+    def __init__(self, curve: Curve, group: str, xy: np.ndarray):
+        width = curve.xy_bytes(group)
+        if xy.dtype != np.uint8 or xy.ndim != 2 or xy.shape[1] != width:
+            raise ValueError(f"{group} table must be uint8 of shape (n, {width})")
+        self.curve = curve
+        self.group = group
+        self.xy = xy
+        self._points: list | None = None
+        self.device_cache: dict = {}  # backends keep their own resident copies here
+
+    def __len__(self) -> int:
+        return self.xy.shape[0]
+
+    @classmethod
+    def from_points(cls, curve: Curve, group: str, points) -> "PointTable":
+        raw = b"".join(p.to_xy_bytes_le() for p in points)
+        return cls(curve, group, np.frombuffer(raw, dtype=np.uint8).reshape(-1, curve.xy_bytes(group)).copy())
+
+    def points(self) -> list:
+        """The library's objects, decoded once (on-curve checked; the key file's digest covers the rest)."""
+        if self._points is None:
+            cls, raw, w = self.curve.point_class(self.group), self.xy.tobytes(), self.curve.xy_bytes(self.group)
+            self._points = [cls.from_xy_bytes_unchecked_le(raw[i:i + w]) for i in range(0, len(raw), w)]
+        return self._points
+
+
+def msm(table: PointTable, values: np.ndarray):
+    """sum_i values[i] * table[i] on the CPU through the library's multiexp."""
+    if len(table) != values.shape[0]:
+        raise ValueError(f"{len(table)} points but {values.shape[0]} scalars")
+    cls = table.curve.point_class(table.group)
+    if len(table) == 0:
+        return cls.identity()
+    return cls.multiexp_unchecked(table.points(), scalars(table.curve, values))
+
+
+def msm_split(table: PointTable, values: np.ndarray):
+    """``msm`` with the scalars split by value, as the GPU splits a witness MSM
+    (``proofflow.prover.device.sparse``): zeros skipped, the points of ones added up, the
+    rest through the library's multiexp."""
+    if len(table) != values.shape[0]:
+        raise ValueError(f"{len(table)} points but {values.shape[0]} scalars")
+    ones = (values == Fr.of(table.curve).one()).all(axis=1)
+    other = np.flatnonzero(values.any(axis=1) & ~ones)
+    pts = table.points()
+    cls = table.curve.point_class(table.group)
+    total = cls.identity()
+    for i in np.flatnonzero(ones).tolist():
+        total = total + pts[i]
+    if other.size:
+        total = total + cls.multiexp_unchecked([pts[i] for i in other.tolist()], scalars(table.curve, values[other]))
+    return total
