@@ -131,15 +131,14 @@ def test_witness_msms_over_copies(group):
 
 
 @pytest.mark.parametrize("g2_on_gpu", [True, False])
-def test_a_key_prepared_with_copies_proves(pk10, mimc10, monkeypatch, g2_on_gpu):
-    """PROOFFLOW_MSM_PRECOMPUTE: prepare builds each table's copies over the rows it keeps,
-    the device holds less than ``key_bytes`` counts, and the proof verifies."""
+def test_a_key_prepared_with_copies_proves(pk10, mimc10, g2_on_gpu):
+    """Prepare builds each table's copies over the rows it keeps, the device holds less than
+    ``key_bytes`` counts, and the proof verifies. The plans are given: at 2^10 the cost model
+    chooses none (no copy saves its share of a plain MSM there)."""
     from proofflow.prover.groth16 import prover, verifier
-    spare = 64 << 20
-    monkeypatch.setenv("PROOFFLOW_MSM_PRECOMPUTE", str(spare))
     backend = GpuBackend(options(), g2_on_gpu=g2_on_gpu)
-    plans = pippenger.proving_key_plans(pk10, None, options().msm_precompute)
-    assert all(p.shifts > 1 for p in plans.values())
+    assert all(p.shifts == 1 for p in pippenger.proving_key_plans(pk10, None, 64 << 20).values())
+    plans = {name: Plan(4, 2) for name in PK_TABLES}
     try:
         backend.prepare(pk10, plans)
         held = 0
