@@ -126,7 +126,8 @@ class ProveJob:
 
 @dataclass(frozen=True)
 class TransferRecord:
-    """A timed copy, as the reply reports it."""
+    """A timed copy, as the reply reports it (``backend.base.Transfer``'s fields, without the
+    backend's imports: the light tasks that talk to the service import no numpy)."""
     nbytes: int
     ms: float
     kind: MemoryKind
