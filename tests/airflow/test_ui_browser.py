@@ -82,8 +82,11 @@ def browser(tmp_path):
 
 
 def _until(driver, condition, timeout=WAIT):
+    """``condition`` once it holds; a poll that a navigation of the page's own aborted (the UI's
+    redirect to its log-in page, say: Chrome fails the lookup) is polled again."""
+    from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.support.ui import WebDriverWait
-    return WebDriverWait(driver, timeout).until(condition)
+    return WebDriverWait(driver, timeout, ignored_exceptions=(WebDriverException,)).until(condition)
 
 
 def _open(driver, url, tries=3):
