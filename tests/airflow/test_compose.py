@@ -179,6 +179,7 @@ def test_docker_compose_config_accepts_the_file(tmp_path):
         path = tmp_path / name
         path.write_text("".join(f"{k}={v}\n" for k, v in {**values, **extra}.items()))
         return path
+
     clean = {k: v for k, v in os.environ.items() if k not in values}
 
     def config(env_path: Path, *files: Path):
