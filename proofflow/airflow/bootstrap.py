@@ -1,4 +1,5 @@
-"""The project's Airflow setup: metadata DB, the ``gpu`` pool, the timing-store connection.
+"""The project's Airflow setup: metadata DB, the ``gpu`` pool, the timing-store connection,
+and under the FAB auth manager the user of the REST API connection.
 
 ``proofflow setup`` runs it against whatever Airflow the environment configures (a real
 deployment); ``proofflow run`` runs it on a local, self-contained AIRFLOW_HOME (SQLite).
@@ -122,6 +123,44 @@ def ensure_connection(url: str) -> None:
             conn.set_extra(json.dumps({"url": url}))
 
 
+def ensure_api_user() -> str | None:
+    """Under the FAB auth manager: the login of connection ``proofflow_airflow_api`` made a
+    user with that connection's password (created with role Admin when missing, its password
+    reset otherwise), so the tasks' REST calls authenticate. The connection is the
+    credentials' one source (compose defines it from .env's AIRFLOW_ADMIN_USER and
+    AIRFLOW_ADMIN_PASSWORD): recreated containers, or a changed secret, still agree with the
+    user. Other auth managers keep their own users. Returns the login, or None when there
+    was nothing to do."""
+    try:
+        from airflow.providers.fab.auth_manager.fab_auth_manager import FabAuthManager
+    except ImportError:  # the provider is not installed: not the configured auth manager either
+        return None
+    from airflow.api_fastapi.app import get_auth_manager_cls
+    if not issubclass(get_auth_manager_cls(), FabAuthManager):
+        return None
+    from airflow.exceptions import AirflowNotFoundException
+    from airflow.models.connection import Connection
+    try:
+        conn = Connection.get_connection_from_secrets(settings.API_CONN_ID)
+    except AirflowNotFoundException:
+        return None
+    if not (conn.login and conn.password):
+        return None
+    from airflow.providers.fab.auth_manager.cli_commands.utils import get_application_builder
+    with get_application_builder() as appbuilder:
+        sm = appbuilder.sm
+        user = sm.find_user(username=conn.login)
+        if user is None:
+            done = sm.add_user(conn.login, conn.login, "proofflow", f"{conn.login}@proofflow.invalid",
+                               sm.find_role("Admin"), conn.password)
+        else:
+            done = sm.reset_password(user.id, conn.password)
+    if not done:
+        raise RuntimeError(f"the FAB auth manager did not {'create' if user is None else 'update'} the user of "
+                           f"connection {settings.API_CONN_ID!r}: see its log above")
+    return conn.login
+
+
 def compile_bytecode() -> list[str]:
     """proofflow's modules and the DAG files compiled to bytecode where it is missing or
     stale. Every Airflow task is a new process that parses the DAG file and imports the
@@ -146,4 +185,5 @@ def setup_all(slots: int | None = None, migrate: bool = True, log_path: Path | N
     url = resolve_url()  # what the connection will name: PROOFFLOW_DB_URL or the default
     ensure_connection(url)
     TimingStore(url).dispose()  # timing tables at Alembic head
-    return {"pool": settings.GPU_POOL, "slots": slots, "timing_url": url, "bytecode": compiled}
+    return {"pool": settings.GPU_POOL, "slots": slots, "timing_url": url, "bytecode": compiled,
+            "api_user": ensure_api_user()}

@@ -1,7 +1,7 @@
 """docker-compose.yml, checked without a Docker engine: its services, their commands against
 the topology the native test runs (tests/helpers/topology.py), the GPU reservation, health
 checks, pinned images, no committed secret; and ``docker compose config`` where a compose
-client is installed (it needs no daemon)."""
+client is installed (it needs no daemon). What it exposes: tests/security/test_deployment_exposure.py."""
 import json
 import os
 import re
@@ -16,11 +16,12 @@ import yaml
 import topology
 
 ROOT = Path(__file__).resolve().parents[2]
+MULTI_HOST = ROOT / "deploy" / "compose.multi-host.yml"  # the override that publishes the receiver
 SERVICES = {"postgres", "redis", "airflow-init", "api-server", "scheduler", "dag-processor", "triggerer",
             "worker-cpu", "worker-gpu", "staging-receiver"}
 # compose variables whose values are secrets: required (${VAR:?...}), never given a default
 SECRETS = {"POSTGRES_PASSWORD", "REDIS_PASSWORD", "AIRFLOW_JWT_SECRET", "AIRFLOW_API_SECRET_KEY",
-           "AIRFLOW_FERNET_KEY"}
+           "AIRFLOW_FERNET_KEY", "AIRFLOW_ADMIN_PASSWORD"}
 # a compose variable reference (``$${...}`` is an escaped, container-side one)
 REF = re.compile(r"(?<!\$)\$\{(?P<name>\w+)(?P<op>:?[-?])?(?P<arg>[^}]*)\}")
 
@@ -114,7 +115,7 @@ def test_airflow_3_celery_settings(compose):
         # the queues the DAGs route to are the ones the workers serve
         assert env["PROOFFLOW_CPU_QUEUE"] == "${PROOFFLOW_CPU_QUEUE:-cpu}"
         assert env["PROOFFLOW_GPU_QUEUE"] == "${PROOFFLOW_GPU_QUEUE:-gpu}"
-    assert compose["services"]["api-server"]["ports"] == [f"{port_ref}:{port_ref}"]
+    assert compose["services"]["api-server"]["ports"] == [f"${{AIRFLOW_API_BIND:-127.0.0.1}}:{port_ref}:{port_ref}"]
 
 
 def test_no_secret_is_committed(compose):
@@ -139,7 +140,8 @@ def test_no_secret_is_committed(compose):
 
 
 def test_env_example_documents_every_variable(compose):
-    used = {m["name"] for s in _strings(compose) for m in REF.finditer(s)} | topology.variables()
+    files = (compose, yaml.safe_load(MULTI_HOST.read_text()))
+    used = {m["name"] for f in files for s in _strings(f) for m in REF.finditer(s)} | topology.variables()
     assert used == set(_env_example())
 
 
@@ -150,6 +152,9 @@ def test_topology_expands_like_compose():
     assert topology.expand("a${X}b", {"X": "1"}) == "a1b"
     with pytest.raises(KeyError, match="X is not set"):
         topology.expand("${X}", {})
+    assert topology.expand("${X:?set X}", {"X": "2"}) == "2"
+    with pytest.raises(KeyError, match="X is not set"):
+        topology.expand("${X:?set X}", {"X": ""})
     with pytest.raises(KeyError, match="unknown service"):
         topology.command("flower", {})
 
@@ -169,18 +174,31 @@ def test_docker_compose_config_accepts_the_file(tmp_path):
     if cli is None:
         pytest.skip("no docker compose client here")
     values = {**_env_example(), **{k: f"test-{k.lower()}" for k in SECRETS}, "PROOFFLOW_GPU_WORKER_SLOTS": "6"}
-    env_file = tmp_path / "test.env"
-    env_file.write_text("".join(f"{k}={v}\n" for k, v in values.items()))
+
+    def env_file(name: str, **extra: str) -> Path:
+        path = tmp_path / name
+        path.write_text("".join(f"{k}={v}\n" for k, v in {**values, **extra}.items()))
+        return path
+
     clean = {k: v for k, v in os.environ.items() if k not in values}
 
-    def config(env_path: Path):
-        return subprocess.run(cli + ["--env-file", str(env_path), "-f", str(ROOT / "docker-compose.yml"), "config",
+    def config(env_path: Path, *files: Path):
+        flags = [a for f in (ROOT / "docker-compose.yml", *files) for a in ("-f", str(f))]
+        return subprocess.run(cli + ["--env-file", str(env_path), *flags, "--profile", "multi-host", "config",
                                      "--format", "json"], capture_output=True, text=True, env=clean, timeout=60)
-    out = config(env_file)
+    out = config(env_file("test.env"))
     assert out.returncode == 0, out.stderr
     rendered = json.loads(out.stdout)["services"]
     for name in topology.SERVICES:
         assert rendered[name]["command"] == topology.command(name, values), name
+    assert "ports" not in rendered["staging-receiver"]
+    # the override publishes the receiver only on the address it is given
+    refused = config(env_file("multi.env", PROOFFLOW_STAGING_TOKEN="t"), MULTI_HOST)
+    assert refused.returncode != 0 and "PROOFFLOW_STAGING_BIND" in refused.stderr
+    out = config(env_file("multi.env", PROOFFLOW_STAGING_TOKEN="t", PROOFFLOW_STAGING_BIND="10.0.0.5"), MULTI_HOST)
+    assert out.returncode == 0, out.stderr
+    (port,) = json.loads(out.stdout)["services"]["staging-receiver"]["ports"]
+    assert port["host_ip"] == "10.0.0.5" and str(port["published"]) == "7017"
     # without the secrets compose refuses the file, naming what to set
     empty = tmp_path / "empty.env"
     empty.write_text("")

@@ -3,8 +3,9 @@ docker-compose.yml's service commands (tests/airflow/test_compose.py holds the f
 and the native test of the same topology (tests/airflow/test_celery_topology.py starts these
 commands as subprocesses), so the two cannot drift apart.
 
-Arguments use compose's interpolation syntax (``${VAR}``, ``${VAR:-default}``); ``command``
-substitutes them from an environment the way compose does from ``.env``.
+Arguments use compose's interpolation syntax (``${VAR}``, ``${VAR:-default}``,
+``${VAR:?error}``); ``command`` substitutes them from an environment the way compose does from
+``.env``.
 """
 from __future__ import annotations
 
@@ -31,18 +32,19 @@ SERVICES: dict[str, list[str]] = {
     "staging-receiver": ["proofflow", "staging-receiver", "--listen", "0.0.0.0:${PROOFFLOW_STAGING_PORT:-7017}"],
 }
 
-_VAR = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^}]*))?\}")
+_VAR = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::(?P<op>[-?])(?P<arg>[^}]*))?\}")
 
 
 def expand(arg: str, env: dict) -> str:
-    """``${VAR}`` / ``${VAR:-default}`` substituted from ``env`` (``:-`` also covers an empty
-    value, as in compose); a variable without a value or default is an error."""
+    """``${VAR}`` / ``${VAR:-default}`` / ``${VAR:?error}`` substituted from ``env`` (``:-``
+    and ``:?`` also cover an empty value, as in compose); a variable without a value or
+    default is an error."""
     def sub(m: re.Match) -> str:
         value = env.get(m["name"])
         if value:
             return value
-        if m["default"] is not None:
-            return m["default"]
+        if m["op"] == "-":
+            return m["arg"]
         raise KeyError(f"{m['name']} is not set and {arg!r} gives no default")
     return _VAR.sub(sub, arg)
 

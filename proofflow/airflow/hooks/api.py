@@ -6,8 +6,9 @@ from code or other settings.
         --conn-port 8080 --conn-schema http --conn-login proofflow --conn-password '...'
 
 (or ``--conn-host http://airflow.example.com/base``). With a login, a JWT comes from
-``POST /auth/token``; without one the requests go unauthenticated (an auth manager that
-lets everyone in, e.g. the simple auth manager's all-admins mode). ``AirflowApi`` is the
+``POST /auth/token`` (the FAB and the simple auth manager both take a username and password
+there); without one the requests go unauthenticated (an auth manager that lets everyone in,
+e.g. the simple auth manager's all-admins mode). ``AirflowApi`` is the
 client itself, usable with a base URL and a token or credentials (the tests drive their
 deployments through it).
 """
