@@ -139,10 +139,11 @@ class ConstraintSystem:
         """``save``'s files (of ``curve``'s Fr), memory-mapped (ValueError when they do not fit together)."""
         from pathlib import Path
         d = Path(directory)
-        num_public, num_variables, rows = (int(x) for x in np.load(d / "shape.npy"))
+        num_public, num_variables, rows = (int(x) for x in np.load(d / "shape.npy", allow_pickle=False))
         matrices = []
         for name in "abc":
-            parts = [np.load(d / f"{name}.{part}.npy", mmap_mode="r") for part in ("indptr", "indices", "coeffs")]
+            parts = [np.load(d / f"{name}.{part}.npy", mmap_mode="r", allow_pickle=False)
+                     for part in ("indptr", "indices", "coeffs")]
             if parts[0].shape != (rows + 1,) or parts[1].shape[0] != parts[2].shape[0]:
                 raise ValueError(f"{d}: matrix {name} does not fit its shape")
             matrices.append(SparseMatrix(curve, rows, num_variables, *parts))

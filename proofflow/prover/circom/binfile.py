@@ -4,9 +4,15 @@ A file is a 4-byte magic, a u32 version and a u32 section count, then the sectio
 a u32 type, a u64 byte size and the bytes. Everything is little-endian. Writers may put
 sections in any order (circom writes an r1cs as 2, 1, 3), so the whole table is read
 first and sections are then looked up by type.
+
+Every count a header claims is checked against the bytes its section really holds
+(``BinFile.holds``) before anything of that size is allocated: a hostile header of a
+small file is a CorruptFile naming the field, not a MemoryError.
 """
 from __future__ import annotations
 
+import os
+import stat
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +41,19 @@ class BinFile:
             raise CorruptFile(self.path, f"appears {len(found)} times (the {what})", sid)
         offset, size = found[0]
         return self.data[offset:offset + size]
+
+    def holds(self, sid: int, what: str, field: str, count: int, width: int, at_least: bool = False) -> memoryview:
+        """Section ``sid``: ``count`` ``what`` of ``width`` bytes each, as the header's ``field``
+        claims (with ``at_least``, ``width`` is the least one takes); CorruptFile unless its
+        size fits the claim."""
+        data = self.section(sid, what)
+        need = count * width
+        if len(data) < need or (len(data) > need and not at_least):
+            short = f"fewer than the {need}" if at_least else f"not the {need}"
+            each = f"at least {width}" if at_least else width
+            raise CorruptFile(self.path, f"holds {len(data)} bytes of {what}, {short} that {field} = {count} needs "
+                                         f"({each} bytes each)", sid)
+        return data
 
     def reader(self, sid: int, what: str) -> "SectionReader":
         return SectionReader(self, sid, self.section(sid, what))
@@ -89,7 +108,11 @@ def read(path, magic: str, max_version: int) -> BinFile:
     """Read ``path`` and its section table; the file must start with ``magic``."""
     path = Path(path)
     try:
-        data = memoryview(path.read_bytes())
+        # non-blocking: opening a FIFO waits for a writer; a device or pipe has no length to check counts against
+        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise CorruptFile(path, "is not a regular file")
+            data = memoryview(f.read())
     except OSError as exc:
         raise CorruptFile(path, f"cannot read: {exc.strerror or exc}") from exc
     if len(data) < _HEAD.size:

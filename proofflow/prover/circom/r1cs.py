@@ -3,7 +3,9 @@
 Section 1 is the header: u32 n8, the prime, u32 nWires, nPubOut, nPubIn, nPrvIn, u64
 nLabels, u32 nConstraints. Section 2 holds the constraints, each three linear
 combinations A, B, C, each a u32 count and that many (u32 wire, n8-byte coefficient in
-standard form). Wire 0 is the constant one, then the public outputs, the public inputs,
+standard form). Section 3 maps each wire to its label, a u64 each: its size bounds nWires,
+which nothing else in the file does (a file without it may claim no more wires than its
+constraints name). Wire 0 is the constant one, then the public outputs, the public inputs,
 then the private wires: the engine's order (one, public, private) with the outputs
 counted as public.
 """
@@ -20,7 +22,8 @@ from proofflow.prover.circom.encoding import fr_from_standard
 from proofflow.prover.curves.descriptor import Curve
 from proofflow.prover.r1cs import ConstraintSystem, SparseMatrix
 
-HEADER, CONSTRAINTS = 1, 2
+HEADER, CONSTRAINTS, WIRE_MAP = 1, 2, 3
+_EMPTY_CONSTRAINT = 3 * 4  # three linear combinations of no terms: their u32 counts
 
 
 @dataclass(frozen=True)
@@ -53,7 +56,14 @@ def read_r1cs(path, curve: Curve | None = None) -> R1cs:
     head.end()
     if n_wires < 1 + n_out + n_pub + n_prv:
         raise head.fail(f"{n_wires} wires cannot hold the one, {n_out} outputs and {n_pub + n_prv} inputs")
+    f.holds(CONSTRAINTS, "constraints", "nConstraints", n_constraints, _EMPTY_CONSTRAINT, at_least=True)
+    has_map = WIRE_MAP in f.sections
+    if has_map:
+        f.holds(WIRE_MAP, "wire labels", "nWires", n_wires, 8)
     rows, cols, coeffs = _terms(f.reader(CONSTRAINTS, "constraints"), curve, n_constraints, n_wires)
+    if not has_map and n_wires > (named := 1 + max((int(c.max()) for c in cols if c.size), default=0)):
+        raise head.fail(f"nWires = {n_wires}, but the file has no wire map (section 3) and its constraints name "
+                        f"no wire beyond {named - 1}")
     matrices = [SparseMatrix.from_triplets(curve, n_constraints, n_wires, rows[m], cols[m], coeffs[m])
                 for m in range(3)]
     cs = ConstraintSystem(n_out + n_pub, n_wires, *matrices)

@@ -9,6 +9,7 @@ import numpy as np
 
 from proofflow.prover.circom import binfile
 from proofflow.prover.circom.encoding import fr_from_standard
+from proofflow.prover.circom.errors import CorruptFile
 from proofflow.prover.curves.descriptor import Curve
 from proofflow.prover.field.fr import Fr
 
@@ -23,9 +24,8 @@ def read_wtns(path, curve: Curve) -> np.ndarray:
     fr = Fr.of(curve)
     count = head.u32()
     head.end()
-    values = f.reader(VALUES, "witness values")
-    w = fr_from_standard(curve, values.take(count * fr.BYTES), f.path, VALUES, "witness value")
-    values.end()
+    w = fr_from_standard(curve, f.holds(VALUES, "witness values", "count", count, fr.BYTES), f.path, VALUES,
+                         "witness value")
     if count and not fr.equal(w[:1], fr.one()):
-        raise values.fail("witness value 0 (the constant one) is not 1")
+        raise CorruptFile(f.path, "witness value 0 (the constant one) is not 1", VALUES)
     return w

@@ -127,12 +127,16 @@ def read_zkey(path, decode_points: bool = True) -> ZKey:
             raise head.fail(f"{name} is not a point of {group.upper()}: {exc}") from None
     head.end()
 
-    def points(sid: int, what: str, group: str, count: int):
-        raw = f.section(sid, f"{what} points")
-        width = curve.xy_bytes(group)
-        if len(raw) != count * width:
-            raise CorruptFile(f.path, f"holds {len(raw)} bytes, {count} {what} points take {count * width}", sid)
-        table = points_from_montgomery(curve, raw, group, f.path, sid, what)
+    # every count against its section's size before anything of that size is allocated
+    sizes = {IC: ("IC", "g1", n_public + 1, "nPublic + 1"), A: ("A", "g1", n_vars, "nVars"),
+             B1: ("B1", "g1", n_vars, "nVars"), B2: ("B2", "g2", n_vars, "nVars"),
+             C: ("C", "g1", n_vars - n_public - 1, "nVars - nPublic - 1"), H: ("H", "g1", domain_size, "domainSize")}
+    raw = {sid: f.holds(sid, f"{what} points", field, count, curve.xy_bytes(group))
+           for sid, (what, group, count, field) in sizes.items()}
+
+    def points(sid: int):
+        what, group = sizes[sid][:2]
+        table = points_from_montgomery(curve, raw[sid], group, f.path, sid, what)
         if decode_points:
             try:
                 table.points()
@@ -140,11 +144,10 @@ def read_zkey(path, decode_points: bool = True) -> ZKey:
                 raise CorruptFile(f.path, f"a {what} point is not on the curve: {exc}", sid) from None
         return table
 
-    ic = points(IC, "IC", "g1", n_public + 1)
+    ic = points(IC)
     a, b = _coefficients(f, curve, n_vars, domain_size)
-    tables = dict(a_query=points(A, "A", "g1", n_vars), b_g1_query=points(B1, "B1", "g1", n_vars),
-                  b_g2_query=points(B2, "B2", "g2", n_vars), l_query=points(C, "C", "g1", n_vars - n_public - 1),
-                  h_query=points(H, "H", "g1", domain_size))
+    tables = dict(a_query=points(A), b_g1_query=points(B1), b_g2_query=points(B2), l_query=points(C),
+                  h_query=points(H))
     vk = VerifyingKey(curve, singles["alpha1"], singles["beta2"], singles["gamma2"], singles["delta2"], ic.points())
     pk = ProvingKey(f.path.stem, domain_size.bit_length() - 1, vk, singles["beta1"], singles["delta1"], **tables,
                     h_basis="odd-coset")
@@ -154,9 +157,11 @@ def read_zkey(path, decode_points: bool = True) -> ZKey:
 def _coefficients(f: binfile.BinFile, curve: Curve, n_vars: int, domain_size: int) -> tuple[SparseMatrix, SparseMatrix]:
     sec = f.reader(COEFFICIENTS, "coefficients of A and B")
     count, entry = sec.u32(), coefficient_dtype(curve)
-    raw = sec.take(count * entry.itemsize)
-    sec.end()
-    entries = np.frombuffer(raw, dtype=entry)
+    body = sec.rest()
+    if len(body) != count * entry.itemsize:
+        raise sec.fail(f"holds {len(body)} bytes of entries after its count, not the {count * entry.itemsize} that "
+                       f"count = {count} needs ({entry.itemsize} bytes each)")
+    entries = np.frombuffer(body, dtype=entry)
     for field, limit in (("matrix", 2), ("constraint", domain_size), ("signal", n_vars)):
         bad = np.flatnonzero(entries[field] >= limit)
         if bad.size:

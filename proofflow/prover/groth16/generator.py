@@ -4,14 +4,13 @@ The toxic waste (tau, alpha, beta, gamma, delta) is derived from the seed, so th
 are for tests and benchmarks only: whoever knows the seed can forge proofs. The key files
 carry that warning. The fixed-base multiplications (one per key point) dominate; they run
 on the backend where it has a kernel for them (the GPU's), else through the curve's point
-library (arkworks) in a pool of worker processes. Both give the same bytes, so a seed gives
-the same key files either way.
+library (arkworks) in a pool of worker processes (``process_pool``: they die with the
+setup, however it ends). Both give the same bytes, so a seed gives the same key files
+either way.
 """
 from __future__ import annotations
 
-import multiprocessing
 from collections import deque
-from concurrent.futures import ProcessPoolExecutor
 from typing import Callable
 
 import numpy as np
@@ -27,6 +26,7 @@ from proofflow.prover.field.fr import Fr
 from proofflow.prover.groth16 import r1cs_to_qap
 from proofflow.prover.groth16.data_structures import KeyTables, ProvingKey, VerifyingKey
 from proofflow.prover.points import PointTable
+from proofflow.prover.process_pool import process_pool
 
 _CHUNK = 2048  # scalars a worker's job on the CPU path
 _SERIAL_BELOW = 4096
@@ -67,10 +67,7 @@ def _cpu_multiples(curve: Curve, group: str, count: int, scalars: Scalars, put: 
         for lo, hi in spans:
             take(_generator_multiples(job(lo, hi)))
         return
-    # forkserver, not fork: a process that holds a CUDA context (the GPU worker's, the
-    # prover service's) must not fork workers, whose copies of it can hang
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("forkserver"))
-    try:
+    with process_pool(workers) as pool:
         pending: deque = deque()
         for lo, hi in spans:
             pending.append(pool.submit(_generator_multiples, job(lo, hi)))
@@ -78,8 +75,6 @@ def _cpu_multiples(curve: Curve, group: str, count: int, scalars: Scalars, put: 
                 take(pending.popleft().result())
         while pending:
             take(pending.popleft().result())
-    finally:
-        pool.shutdown(cancel_futures=True)
 
 
 def fixed_base(curve: Curve, group: str, scalars: np.ndarray, progress: Callable[[int], None] | None = None,
