@@ -67,8 +67,8 @@ def plan(jobs: list[MsmJob], threads: int) -> list[Piece]:
         rows = cum.size
         work = float(cum[-1]) if rows else 0.0
         count = max(1, min(math.ceil(work / share - 1e-9), rows // MIN_ROWS))
-        cuts = np.searchsorted(cum, work * np.arange(1, count) / count) + 1
-        bounds = np.unique(np.concatenate([[0], np.minimum(cuts, rows), [rows]])).tolist()
+        cuts = np.searchsorted(cum, work * np.arange(1, count) / count) + 1  # each past the row reaching its share
+        bounds = np.unique(np.concatenate([[0], cuts, [rows]])).tolist()
         if len(bounds) == 1:  # an empty MSM: one empty piece, its sum the identity
             bounds = [0, 0]
         for lo, hi in zip(bounds, bounds[1:]):
