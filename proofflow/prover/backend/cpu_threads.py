@@ -2,11 +2,11 @@
 ones split into row ranges of equal work whose sums are added at the end.
 
 Threads, not processes: arkworks' multiexp (``py_arkworks_bls12381``) runs on one core but
-releases the GIL while it computes, so threads of one process run multiexps in parallel,
-over the point objects the key already decoded, with nothing pickled. What holds the GIL
-is small: building the Scalars and the points' list (about 5% of a multiexp), and the
-witness's ones, added one by one (``points.msm_split``, a twentieth of a multiexp's cost
-a point).
+releases the GIL while it computes (another thread, sleeping 1 ms at a time, wakes on time
+throughout a 2^14 multiexp), so threads of one process run multiexps in parallel, over the
+point objects the key already decoded, with nothing pickled. What holds the GIL is small:
+building the Scalars and the points' list (a few percent of a multiexp), and the witness's
+ones, added one by one (``points.msm_split``, a twentieth of a multiexp's cost a point).
 
 The plan balances by cost, not by rows: each MSM is split into as many pieces as it has
 shares of the total work (a share: the total over the threads), so with few threads the
