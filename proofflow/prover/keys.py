@@ -75,8 +75,7 @@ def ensure_key(directory: Path, circuit: str, log2: int, seed: int, backend="aut
     with timer.phase(Phase.LOCK_WAIT):
         lock = _flock(directory.parent / f".{directory.name}.lock")
     try:
-        for stale in files.stale_dirs(directory):  # left by a setup killed mid-save (we hold the lock)
-            files.remove_tree(stale)
+        files.recover_dirs(directory.parent, directory.name)  # what a setup killed mid-save left
         if (directory / "params.json").exists():
             with timer.phase(Phase.LOAD_CACHED):
                 try:
