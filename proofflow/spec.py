@@ -71,9 +71,11 @@ def check_choice(name: str, value, options) -> str:
 
 
 def registered_circuits() -> list[str]:
-    """Names of the circom circuits registered in this proofflow home."""
+    """Names of the circom circuits registered in this proofflow home (a writer's dot-named
+    work directory is never one: no circuit name starts with a dot)."""
     root = settings.current().circuits_dir
-    return sorted(p.parent.name for p in root.glob("*/circuit.json")) if root.is_dir() else []
+    names = (p.parent.name for p in root.glob("*/circuit.json")) if root.is_dir() else ()
+    return sorted(n for n in names if CIRCUIT_NAME.fullmatch(n) and n not in CIRCUITS)
 
 
 def circuit_info(name: str) -> dict | None:

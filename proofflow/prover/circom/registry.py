@@ -9,8 +9,10 @@ checked once and kept under the proofflow home, so proof runs name the circuit a
       key/                     the zkey as a proofflow proving key (tables memory-mapped,
                                H in snarkjs's odd-coset basis), so runs never parse the zkey
 
-The directory is written whole and renamed into place, so a registration killed half-way
-leaves nothing behind.
+The directory is written whole and swapped in by renames (``files.atomic_dir``), so a
+registration or a replace killed half-way leaves the circuit as it was; what the killed
+writer left (a dot-named directory, never listed) is undone or removed at the registry's
+next use.
 """
 from __future__ import annotations
 
@@ -38,6 +40,11 @@ def circuit_dir(name: str) -> Path:
     return settings.current().circuits_dir / name
 
 
+def _recover() -> None:
+    """Restore a circuit whose replace was killed between its renames, and remove what killed writers left."""
+    files.recover_dirs(settings.current().circuits_dir)
+
+
 def add(name: str, r1cs_path, zkey_path, wasm_path=None, replace: bool = False, progress=None) -> dict:
     """Register ``name``: the r1cs and zkey read and checked against each other (CorruptFile,
     WrongField, KeyMismatch name what is wrong), the wasm checked to be WebAssembly, then the
@@ -48,6 +55,7 @@ def add(name: str, r1cs_path, zkey_path, wasm_path=None, replace: bool = False, 
                                 "starting with a letter")
     if name in spec.CIRCUITS:
         raise RegistrationError(f"{name!r} is a built-in circuit; choose another name")
+    _recover()
     final = circuit_dir(name)
     if (final / "circuit.json").exists() and not replace:
         raise RegistrationError(f"circuit {name!r} is registered already ({final}); pass --replace to replace it")
@@ -83,6 +91,7 @@ def add(name: str, r1cs_path, zkey_path, wasm_path=None, replace: bool = False, 
 
 
 def get(name: str) -> dict:
+    _recover()
     info = spec.circuit_info(name)
     if info is None:
         raise RegistrationError(f"no registered circuit {name!r} (known: {', '.join(spec.registered_circuits()) or 'none'})")
@@ -99,7 +108,9 @@ def remove(name: str) -> bool:
 
 
 def listing() -> list[dict]:
-    return [get(name) for name in spec.registered_circuits()]
+    _recover()
+    infos = (spec.circuit_info(name) for name in spec.registered_circuits())
+    return [info for info in infos if info is not None]  # one unreadable circuit.json does not hide the others
 
 
 def dumps(info: dict) -> str:

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from proofflow import settings
+from proofflow.prover import private_dir
 from proofflow.prover.errors import StagingTimeout
 from proofflow.prover.staging.segment import segment_bytes, segment_views
 
@@ -158,8 +159,9 @@ class SharedStaging:
     # ---- bookkeeping (under the lock) ---------------------------------------------------
     @contextmanager
     def _locked(self):
-        (self.root / "idle").mkdir(parents=True, exist_ok=True, mode=0o700)
-        with open(self.root / ".lock", "a") as f:
+        private_dir.ensure(self.root)  # a predictable /dev/shm path: checked, never trusted because it exists
+        (self.root / "idle").mkdir(exist_ok=True, mode=0o700)
+        with os.fdopen(private_dir.open_file(self.root / ".lock", os.O_WRONLY | os.O_CREAT | os.O_APPEND), "a") as f:
             fcntl.flock(f, fcntl.LOCK_EX)
             try:
                 yield
