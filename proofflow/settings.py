@@ -57,6 +57,13 @@ def _at_least(low: int) -> Kind:
     return Kind(f"integer >= {low}", f"an integer >= {low}", parse)
 
 
+def _finite_seconds(raw: str) -> float:
+    """A positive, finite number of seconds (a timeout that must end)."""
+    if not 0 < (value := float(raw)) < math.inf:  # NaN fails too
+        raise ValueError(raw)
+    return value
+
+
 def _choice(*names: str) -> Kind:
     def parse(raw: str) -> str:
         if (value := raw.strip().lower()) not in names:
@@ -90,6 +97,7 @@ PATH = Kind("path", "a path", Path)
 INT = Kind("integer", "an integer", int)
 NUMBER = Kind("number", "a number", float)
 SECONDS = Kind("seconds", "a number of seconds", float)
+FINITE_SECONDS = Kind("seconds > 0", "a positive, finite number of seconds", _finite_seconds)
 BYTES = Kind("bytes", "a number of bytes", _whole)
 SWITCH = Kind("switch", "0 or 1", _switch)
 KEY_BUDGET = Kind("bytes or fraction", "a number of bytes or a fraction in (0, 1]", KeyBudget.parse)
@@ -302,7 +310,8 @@ class Settings:
         "PROOFFLOW_STAGING_BUDGET", BYTES, "8589934592", "bytes (8 GiB by default) of the shared staging "
         "(the partitions' a/b/c segments on a host) and of a process's own staging pool", STAGING)
     staging_timeout_s: float = _opt("PROOFFLOW_STAGING_TIMEOUT", SECONDS, "600", "how long a staging request "
-                                    "waits for room before failing", STAGING)
+                                    "waits for room before failing (on a GPU host: the longest the staging "
+                                    "receiver lets a sender wait)", STAGING)
     shared_staging_dir: Path = _opt(
         "PROOFFLOW_SHARED_STAGING", PATH, Derived(
             "`/dev/shm/proofflow-<uid>-<digest of the home>` (`$PROOFFLOW_HOME/staging` without /dev/shm)",
@@ -322,6 +331,30 @@ class Settings:
     staging_token: str | None = _opt("PROOFFLOW_STAGING_TOKEN", TEXT, None, "the secret the staging receiver "
                                      "and its senders share (needed to listen beyond loopback)", STAGING,
                                      secret=True)
+    # the staging receiver's limits (proofflow/prover/staging/receiver.py's ReceiverLimits) and TLS
+    staging_header_timeout_s: float = _opt(
+        "PROOFFLOW_STAGING_HEADER_TIMEOUT", FINITE_SECONDS, "10", "how long the staging receiver gives a "
+        "connection to send its header (TLS handshake included) before closing it", STAGING)
+    staging_idle_timeout_s: float = _opt(
+        "PROOFFLOW_STAGING_IDLE_TIMEOUT", FINITE_SECONDS, "60", "how long a stream into the staging receiver may "
+        "stay silent before its lease is cancelled", STAGING)
+    staging_stream_timeout_s: float = _opt(
+        "PROOFFLOW_STAGING_STREAM_TIMEOUT", FINITE_SECONDS, "3600", "how long a stream into the staging receiver "
+        "may take in all before its lease is cancelled", STAGING)
+    staging_max_pending: int = _opt(
+        "PROOFFLOW_STAGING_MAX_PENDING", _at_least(1), "64", "connections the staging receiver lets wait for "
+        "their header (before the token is checked); one more closes the oldest", STAGING)
+    staging_max_streams: int = _opt(
+        "PROOFFLOW_STAGING_MAX_STREAMS", _at_least(1), "64", "streams (senders with the token) the staging "
+        "receiver takes at once, waiting for room included; more are refused", STAGING)
+    staging_tls_cert: Path | None = _opt(
+        "PROOFFLOW_STAGING_TLS_CERT", PATH, None, "the staging receiver's TLS certificate (PEM, with its chain); "
+        "set with PROOFFLOW_STAGING_TLS_KEY, the receiver takes TLS 1.2 or later only", STAGING)
+    staging_tls_key: Path | None = _opt("PROOFFLOW_STAGING_TLS_KEY", PATH, None, "the private key (PEM) of "
+                                        "PROOFFLOW_STAGING_TLS_CERT", STAGING)
+    staging_tls_ca: Path | None = _opt(
+        "PROOFFLOW_STAGING_TLS_CA", PATH, None, "set on senders: the CA certificates (PEM) the receiver's "
+        "certificate must verify against, for its host name; set, syntheses stream over TLS", STAGING)
     runtime_dir: Path = _opt(
         "PROOFFLOW_RUNTIME", PATH, Derived("`/tmp/proofflow-<uid>/<digest of the home and shared staging>`",
                                            _runtime),
