@@ -1,6 +1,7 @@
-"""The DAG's failure callback, RunStateNotifier, as the dag processor calls it: with the
-serialized DAG, which has no template environment (Airflow 3.3 raised AttributeError there on
-every failed run). Through a real scheduler: tests/airflow/test_scheduler_run.py."""
+"""The DAG's failure callback, RunStateNotifier, as dag.test() (`proofflow run`) calls it:
+with the serialized DAG, which has no template environment (Airflow 3.3 raised AttributeError
+there on every failed run). Through dag.test: tests/airflow/test_dag_proof_run.py; in a real
+scheduler's dag processor: tests/airflow/test_scheduler_run.py."""
 from __future__ import annotations
 
 import datetime

@@ -45,8 +45,8 @@ def _device_spans(store, run_ids):
 
 
 def _callback_logged(root, run_id) -> bool:
-    """RunStateNotifier's line for ``run_id`` in a log under ``root``; the callback's own
-    failure (the serialized DAG has no template environment) fails the test at once."""
+    """RunStateNotifier's line for ``run_id`` in a log under ``root``; a failure of the
+    callback itself fails the test at once."""
     found = False
     for log in root.rglob("*.log"):
         text = log.read_text(errors="replace")
@@ -115,7 +115,7 @@ def test_scheduler_rest_trigger_pool_mutex_and_sigkill_retry(tmp_path, pg_new_da
             assert [p.name for p in (pending / "claimed").iterdir()] == ["work-1.json"]
 
             # A run that fails (validate refuses its circuit): the DAG's failure callback runs in
-            # the dag processor, with the serialized DAG, and marks the run failed in the store.
+            # the dag processor and marks the run failed in the store.
             failing = stack.trigger(base, "proof_run", {**conf, "partitions": 1, "circuit": "no-such-circuit"})
             assert stack.wait_for_run(base, "proof_run", failing, 300, procs)[0] == "failed"
             stack.wait("the failure callback", lambda: _callback_logged(tmp_path, failing), 120, 2, procs=procs)

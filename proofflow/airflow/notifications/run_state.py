@@ -19,8 +19,8 @@ class RunStateNotifier(BaseNotifier):
         self.state = state
 
     def get_template_env(self, dag=None):
-        # As a DAG's callback it runs in the dag processor, whose DAG is the serialized one:
-        # that has no template environment, and this notifier renders nothing with the DAG's.
+        # dag.test() (`proofflow run`) hands a DAG's callbacks the serialized DAG, which has
+        # no template environment; this notifier renders nothing with the DAG's anyway.
         return super().get_template_env(dag=dag if hasattr(dag, "get_template_env") else None)
 
     def notify(self, context):
