@@ -240,9 +240,9 @@ class Settings:
         "resolved; proof_batch's pending directory counts too, for the work it claims. `proofflow run --inputs` "
         "links or copies its files into the first for the run", WHERE)
     json_max_bytes: int = _opt(
-        "PROOFFLOW_JSON_MAX_BYTES", BYTES, "67108864", "the largest JSON file (64 MiB by default) read from a user (an input.json, "
-        "a pending work file, snarkjs's public.json, proof.json or verification key, a key's params.json): a "
-        "larger one is refused unread", WHERE)
+        "PROOFFLOW_JSON_MAX_BYTES", BYTES, "16777216", "the largest JSON file (16 MiB by default) read from a "
+        "user (an input.json, a pending work file, snarkjs's public.json, proof.json or verification key, a key's "
+        "params.json): a larger one is refused unread; raise it for circuits whose input.json is larger", WHERE)
     reports_root: Path = _opt("PROOFFLOW_REPORTS", PATH, _under_home("reports"), "check_h2d's results and "
                               "data docs", WHERE)
     local_airflow_home: Path = _opt("PROOFFLOW_AIRFLOW_HOME", PATH, _under_home("airflow"), "the embedded "

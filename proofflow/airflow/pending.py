@@ -2,9 +2,9 @@
 ``$PROOFFLOW_PENDING`` (default ``$PROOFFLOW_HOME/pending``). A registered circom circuit's
 inputs are named relative to the pending directory and stay inside it: an absolute path, a
 ``..`` or a link leading out is refused (the directory is an input root of the runs it
-starts), and so is a work file that is itself a link. Claiming renames a file into ``claimed/`` (atomic, so two batch runs never trigger
-the same work); a file that is not valid params goes to ``rejected/`` with the reason next
-to it."""
+starts), and so is a work file that is itself a link. Claiming renames a file into
+``claimed/`` (atomic, so two batch runs never trigger the same work); a file that is not
+valid params goes to ``rejected/`` with the reason next to it."""
 from __future__ import annotations
 
 import os

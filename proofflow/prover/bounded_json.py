@@ -1,27 +1,21 @@
 """JSON a user hands proofflow (input.json files, proof_batch's pending work, snarkjs's
 public.json, proof.json and verification keys, a key's params.json), read within bounds:
 at most ``PROOFFLOW_JSON_MAX_BYTES`` (checked on the open file before reading it; only plain
-files), arrays and objects nested at most ``MAX_DEPTH`` deep (counted without recursion,
-before parsing: Python's parser recurses and would raise RecursionError), integers of at
-most ``MAX_DIGITS`` digits, and no NaN or Infinity. Anything else is a ``JsonRefused``
-naming the bound, never quoting the content."""
+files), arrays and objects nested at most ``MAX_DEPTH`` deep, integers of at most
+``MAX_DIGITS`` digits (Python's int() takes no more than 4,300), and no NaN or Infinity.
+Anything else is a ``JsonRefused`` naming the bound, never quoting the content."""
 from __future__ import annotations
 
-import itertools
 import json
 import os
-import re
 import stat
 
 from proofflow import settings
 
 MAX_DEPTH = 64  # an input signal of a 3-D array needs 4; a G2 point of snarkjs's JSON 3
-MAX_DIGITS = 256  # any field element proofflow knows has at most 116 (381 bits); 256 hold 850 bits
+MAX_DIGITS = 256  # any field element proofflow knows has at most 115 (381 bits); 256 hold 850 bits
 
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
-_NOT_BRACKETS = bytes(set(range(256)) - set(b"[]{}"))
-_AS_SQUARE = bytes.maketrans(b"{}", b"[]")
-_STEP = {ord("["): 1, ord("]"): -1}
+_TOO_DEEP = f"arrays and objects nested more than {MAX_DEPTH} deep"
 
 
 class JsonRefused(ValueError):
@@ -47,35 +41,34 @@ def load(path) -> object:
 
 
 def loads(data: bytes) -> object:
-    """A JSON document from UTF-8 bytes, within the depth and digit bounds."""
-    if too_deep(data):
-        raise JsonRefused(f"arrays and objects nested more than {MAX_DEPTH} deep")
+    """A JSON document from UTF-8 bytes, within the depth and digit bounds. Python's parser
+    recurses once a level and stops itself at the interpreter's recursion limit (RecursionError,
+    a document far too deep); the bound itself is counted on the parsed document, one level
+    at a time, without recursion."""
     try:
         text = data.decode()
     except UnicodeDecodeError as exc:
         raise JsonRefused(f"not UTF-8 text (byte {exc.start})") from None
     try:
-        return json.loads(text, parse_int=_integer, parse_constant=_constant)
+        document = json.loads(text, parse_int=_integer, parse_constant=_constant)
     except json.JSONDecodeError as exc:
         raise JsonRefused(f"not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+    except RecursionError:
+        raise JsonRefused(_TOO_DEEP) from None
+    if too_deep(document):
+        raise JsonRefused(_TOO_DEEP)
+    return document
 
 
-def too_deep(data: bytes) -> bool:
-    """Whether the arrays and objects of a JSON text nest more than MAX_DEPTH deep, by a
-    running count of its brackets outside strings, MAX_DEPTH brackets at a time: a piece
-    whose openers cannot lift the count past the bound is only counted. A closing bracket
-    that matches nothing makes the text no JSON before the parser reads on, so the count
-    never falls short of how deep the parser would go. (UTF-8 holds no ASCII byte inside
-    another character, so the bytes are counted as they are.)"""
-    brackets = _STRING.sub(b"", data).translate(_AS_SQUARE, _NOT_BRACKETS)
-    level = 0
-    for start in range(0, len(brackets), MAX_DEPTH):
-        piece = brackets[start:start + MAX_DEPTH]
-        opens = piece.count(b"[")
-        if level + opens > MAX_DEPTH and max(itertools.accumulate(map(_STEP.__getitem__, piece), initial=level)) \
-                > MAX_DEPTH:
+def too_deep(document) -> bool:
+    """Whether a parsed document's arrays and objects nest more than MAX_DEPTH deep."""
+    level, containers = 0, [document] if isinstance(document, (list, dict)) else []
+    while containers:
+        level += 1
+        if level > MAX_DEPTH:
             return True
-        level += 2 * opens - len(piece)
+        containers = [child for c in containers for child in (c.values() if isinstance(c, dict) else c)
+                      if isinstance(child, (list, dict))]
     return False
 
 

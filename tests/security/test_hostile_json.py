@@ -3,9 +3,9 @@ digits raises a raw ValueError; `verify --public deep.json` prints a traceback a
 
 Every JSON a user hands proofflow goes through one bounded reader
 (proofflow/prover/bounded_json.py): at most PROOFFLOW_JSON_MAX_BYTES, checked before
-reading; nesting counted without recursion; integers of at most MAX_DIGITS digits. Inputs
-get InputRejected, snarkjs's files CorruptFile (exit 2, one line, at the command line),
-pending work files go to rejected/ with the reason."""
+reading; nesting at most 64 deep; integers of at most 256 digits. Inputs get InputRejected,
+snarkjs's files CorruptFile (exit 2, one line, at the command line), pending work files go
+to rejected/ with the reason; input objects given inline are bounded the same way."""
 from __future__ import annotations
 
 import json
@@ -74,9 +74,9 @@ def test_an_input_object_beyond_the_bounds_is_input_rejected(inputs, bound, curv
 def test_a_file_larger_than_the_bound_is_refused_unread(curve, tmp_path, monkeypatch):
     from proofflow.prover.circom.errors import InputRejected
     big = tmp_path / "big.json"
-    with open(big, "wb") as f:  # sparse: 64 MiB and a byte, of nothing
-        f.truncate((64 << 20) + 1)
-    with pytest.raises(InputRejected, match="67108865 bytes: more than the 67108864 a JSON file may hold "
+    with open(big, "wb") as f:  # sparse: 16 MiB and a byte, of nothing
+        f.truncate((16 << 20) + 1)
+    with pytest.raises(InputRejected, match="16777217 bytes: more than the 16777216 a JSON file may hold "
                                             r"\(PROOFFLOW_JSON_MAX_BYTES\)"):
         _witness(big, curve, tmp_path)
     small = tmp_path / "small.json"
@@ -86,7 +86,7 @@ def test_a_file_larger_than_the_bound_is_refused_unread(curve, tmp_path, monkeyp
         _witness(small, curve, tmp_path)
 
 
-def test_the_bounded_reader_counts_nesting_as_the_parser_would(tmp_path):
+def test_the_nesting_bound_counts_arrays_and_objects_not_brackets_in_strings(tmp_path):
     from proofflow.prover import bounded_json
     ok = {"s": "[[[[" * 100 + "\\\"]]]]", "a": _nested(63)}  # brackets inside strings are text
     path = tmp_path / "ok.json"

@@ -97,8 +97,8 @@ def _flatten(r: int, label: str, value, source, depth: int = 0) -> list[int]:
                                     f"{bounded_json.MAX_DIGITS} digits, a JSON number, or a nested array of them), "
                                     f"got {bounded_json.describe(value)}")
     if not -r < number < r:
-        raise InputRejected(source, f"input signal {label!r}: an integer of {number.bit_length()} bits is not below the "
-                                    f"field's prime r ({r.bit_length()} bits) in absolute value (inputs are not "
+        raise InputRejected(source, f"input signal {label!r}: an integer of {number.bit_length()} bits is not below "
+                                    f"the field's prime r ({r.bit_length()} bits) in absolute value (inputs are not "
                                     "reduced)")
     return [number % r]
 
