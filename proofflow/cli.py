@@ -20,13 +20,15 @@ import argparse
 import contextlib
 import json
 import os
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 from proofflow import settings
-from proofflow.spec import (BACKENDS, CIRCUITS, CURVES, DEFAULTS, MAX_LOG2, MAX_PARTITIONS, MAX_SEED, MIN_LOG2,
-                            MIN_PARTITIONS, STAGING)
+from proofflow.spec import (BACKENDS, CIRCUITS, CURVES, DEFAULTS, INPUT_SUFFIXES, MAX_LOG2, MAX_PARTITIONS, MAX_SEED,
+                            MIN_LOG2, MIN_PARTITIONS, STAGING, InvalidParams)
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -88,14 +90,48 @@ def print_summary(s: dict) -> None:
         print(f"  bundle: {s['bundle_dir']}")
 
 
+def stage_inputs(paths: list[Path]) -> Path:
+    """``run --inputs``: the input files given, or one directory's (in name order),
+    hard-linked (else copied) into a fresh directory under the first input root, where a run
+    may read them, numbered in their order. The caller removes the directory after the run."""
+    given = paths[0] if len(paths) == 1 and paths[0].is_dir() else None
+    sources = sorted(p for p in given.iterdir() if p.suffix in INPUT_SUFFIXES) if given else paths
+    if not sources:
+        raise InvalidParams(f"--inputs {given}: no input files ({', '.join(INPUT_SUFFIXES)}) in it")
+    for p in sources:
+        if not p.is_file() or p.suffix not in INPUT_SUFFIXES:
+            raise InvalidParams(f"--inputs {p}: not an existing {' or '.join(INPUT_SUFFIXES)} file")
+    root = settings.current().input_roots[0]
+    root.mkdir(parents=True, exist_ok=True)
+    staged = Path(tempfile.mkdtemp(prefix="run-", dir=root))
+    try:
+        for i, source in enumerate(sources):
+            try:
+                os.link(source, staged / f"{i:04d}-{source.name}")
+            except OSError:  # another filesystem, or a file of another owner
+                shutil.copyfile(source, staged / f"{i:04d}-{source.name}")
+    except BaseException:
+        shutil.rmtree(staged, ignore_errors=True)
+        raise
+    return staged
+
+
 def cmd_run(args) -> int:
-    from proofflow import spec
-    from proofflow.prover import device, resources
     conf = {"circuit": args.circuit, "log2": args.log2, "curve": args.curve, "partitions": args.partitions,
             "backend": args.backend, "staging": args.staging, "seed": args.seed}
-    if args.inputs:
-        paths = [str(Path(p).resolve()) for p in args.inputs]
-        conf["inputs"] = paths[0] if len(paths) == 1 and Path(paths[0]).is_dir() else paths
+    staged = stage_inputs([Path(p) for p in args.inputs]) if args.inputs else None
+    if staged is not None:
+        conf["inputs"] = str(staged)
+    try:
+        return _run(conf, args)
+    finally:
+        if staged is not None:
+            shutil.rmtree(staged, ignore_errors=True)
+
+
+def _run(conf: dict, args) -> int:
+    from proofflow import spec
+    from proofflow.prover import device, resources
     try:  # the DAG's validate task checks again; this gives the message without a run
         spec.validate_params(conf, gpu_available=device.available, fit_check=resources.fit_check)
     except spec.InvalidParams as exc:
@@ -266,7 +302,8 @@ def parser() -> argparse.ArgumentParser:
                         "registered with `proofflow circuit add`")
     r.add_argument("--inputs", nargs="+", metavar="PATH",
                    help="a registered circuit's inputs, one per partition: input.json files or .wtns witnesses, or "
-                        "one directory of them (its size and the inputs replace --log2 and --partitions)")
+                        "one directory of them (its size and the inputs replace --log2 and --partitions); linked or "
+                        "copied for the run into the first input root (PROOFFLOW_INPUT_ROOTS, $PROOFFLOW_HOME/inputs)")
     r.add_argument("--log2", type=_int_in(MIN_LOG2, MAX_LOG2, "log2"), default=DEFAULTS["log2"],
                    help=f"log2 of the constraint count ({MIN_LOG2}..{MAX_LOG2}; default {DEFAULTS['log2']})")
     r.add_argument("--curve", choices=CURVES, default=DEFAULTS["curve"],

@@ -49,6 +49,14 @@ def _whole(raw: str) -> int:
     return int(raw) if raw.strip().isdigit() else int(value)  # digits: exact beyond 2^53
 
 
+def _directories(raw: str) -> tuple[Path, ...]:
+    """One or more absolute paths, separated by ``os.pathsep`` as in PATH."""
+    paths = tuple(Path(p.strip()) for p in raw.split(os.pathsep) if p.strip())
+    if not paths or not all(p.is_absolute() for p in paths):
+        raise ValueError(raw)
+    return paths
+
+
 def _at_least(low: int) -> Kind:
     def parse(raw: str) -> int:
         if (value := int(raw)) < low:
@@ -109,6 +117,7 @@ DEVICES = Kind("integers, comma-separated", "device indices separated by commas"
                lambda raw: tuple(int(x) for x in raw.split(",") if x.strip()))
 ARCHS = Kind("list, comma- or space-separated", "compute capabilities separated by commas or spaces",
              lambda raw: tuple(raw.replace(",", " ").split()))
+DIRECTORIES = Kind("absolute paths, separated by :", "absolute paths separated by :", _directories)
 CURVE_VARIANTS = ("mul32", "wide", "call")  # proofflow/prover/device/source.py's CURVE_VARIANTS
 
 
@@ -233,6 +242,15 @@ class Settings:
                               WHERE)
     pending_dir: Path = _opt("PROOFFLOW_PENDING", PATH, _under_home("pending"), "proof_batch's pending work "
                              "files", WHERE)
+    input_roots: tuple[Path, ...] = _opt(
+        "PROOFFLOW_INPUT_ROOTS", DIRECTORIES, Derived("`$PROOFFLOW_HOME/inputs`", lambda v: (v.home / "inputs",)),
+        "the directories a run's input files (.json inputs, .wtns witnesses) must lie in, symlinks and .. "
+        "resolved; proof_batch's pending directory counts too, for the work it claims. `proofflow run --inputs` "
+        "links or copies its files into the first for the run", WHERE)
+    json_max_bytes: int = _opt(
+        "PROOFFLOW_JSON_MAX_BYTES", BYTES, "16777216", "the largest JSON file (16 MiB by default) read from a "
+        "user (an input.json, a pending work file, snarkjs's public.json, proof.json or verification key, a key's "
+        "params.json): a larger one is refused unread; raise it for circuits whose input.json is larger", WHERE)
     reports_root: Path = _opt("PROOFFLOW_REPORTS", PATH, _under_home("reports"), "check_h2d's results and "
                               "data docs", WHERE)
     local_airflow_home: Path = _opt("PROOFFLOW_AIRFLOW_HOME", PATH, _under_home("airflow"), "the embedded "
@@ -400,6 +418,12 @@ class Settings:
                                    "Airflow Variable proofflow_alert_email", CHECKS)
     fault_specs: str | None = _opt("PROOFFLOW_FAULT", TEXT, None, "fault injection for the reliability tests "
                                    "(proofflow/prover/faults.py); unset in operation", CHECKS)
+
+    @property
+    def run_input_roots(self) -> tuple[Path, ...]:
+        """Where a run's input files may lie: the input roots, and proof_batch's pending
+        directory, whose claimed work names its inputs there (proof_run validates it again)."""
+        return (*self.input_roots, self.pending_dir)
 
     @property
     def default_db_url(self) -> str:

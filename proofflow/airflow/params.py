@@ -49,8 +49,9 @@ SCHEMA = {
     "inputs": dict(type=["null", "array", "string"], title="Inputs (circom circuits)",
                    description="For a registered circom circuit, one input per partition: a list of input objects "
                                "(input.json contents) or absolute paths of .json inputs or .wtns witnesses, or the "
-                               "absolute path of a directory of them. Its size and the number of inputs replace log2 "
-                               "and partitions. Empty for the built-in families."),
+                               "absolute path of a directory of them, in the workers' input roots "
+                               "(PROOFFLOW_INPUT_ROOTS). Its size and the number of inputs replace log2 and "
+                               "partitions. Empty for the built-in families."),
 }
 
 

@@ -12,32 +12,37 @@ read).
 from __future__ import annotations
 
 import json
-from pathlib import Path
+import re
 
-from proofflow.prover import files, points
+from proofflow.prover import bounded_json, files, points
 from proofflow.prover.circom.errors import CorruptFile, WrongField
 from proofflow.prover.curves import registry
 from proofflow.prover.curves.descriptor import Curve
 from proofflow.prover.groth16.data_structures import Proof, VerifyingKey
 
 PROTOCOL = "groth16"
+_DECIMAL = re.compile(f"[0-9]{{1,{bounded_json.MAX_DIGITS}}}")
 _INFINITY = {"g1": ["0", "1", "0"], "g2": [["0", "0"], ["1", "0"], ["0", "0"]]}
 
 
 def _load(path) -> object:
     try:
-        return json.loads(Path(path).read_text())
-    except (OSError, ValueError) as exc:
-        raise CorruptFile(path, f"cannot read as JSON: {exc}") from exc
+        return bounded_json.load(path)
+    except bounded_json.JsonRefused as exc:
+        raise CorruptFile(path, str(exc)) from None
+    except OSError as exc:
+        raise CorruptFile(path, f"cannot read: {exc.strerror or exc}") from None
 
 
 def _number(path, field: str, text, below: int | None = None) -> int:
-    """A non-negative decimal string (or JSON integer), optionally checked below a bound."""
-    if isinstance(text, bool) or not (isinstance(text, int) or (isinstance(text, str) and text.isdigit())):
-        raise CorruptFile(path, f"{text!r} is not a non-negative decimal number", field)
+    """A non-negative decimal string (or JSON integer) of at most MAX_DIGITS digits,
+    optionally checked below a bound; errors name a value by its type and length only."""
+    if isinstance(text, bool) or not (isinstance(text, int) or (isinstance(text, str) and _DECIMAL.fullmatch(text))):
+        raise CorruptFile(path, f"{bounded_json.describe(text)} is not a non-negative decimal number of at most "
+                                f"{bounded_json.MAX_DIGITS} digits", field)
     value = int(text)
     if value < 0 or (below is not None and value >= below):
-        raise CorruptFile(path, f"{value} is not below the base field's prime", field)
+        raise CorruptFile(path, f"an integer of {value.bit_length()} bits is not below the base field's prime", field)
     return value
 
 

@@ -17,7 +17,6 @@ writeBufferMessage and showSharedRWMemory.
 """
 from __future__ import annotations
 
-import json
 import logging
 import re
 from pathlib import Path
@@ -25,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import wasmtime
 
+from proofflow.prover import bounded_json
 from proofflow.prover.circom.errors import CorruptFile, InputRejected, WrongField
 from proofflow.prover.curves.descriptor import Curve
 from proofflow.prover.field.fr import Fr
@@ -35,7 +35,8 @@ CIRCOM_MAJOR = 2
 _FAILURES = {1: "a signal was not found", 2: "too many signals were set", 3: "a signal was set twice",
              4: "an assert failed", 5: "it ran out of memory", 6: "an input signal index is beyond its size",
              7: "an array index is out of bounds"}
-_INTEGER = re.compile(r"-?[0-9]+|0[xX][0-9a-fA-F]+")
+_INTEGER = re.compile(rf"-?[0-9]{{1,{bounded_json.MAX_DIGITS}}}|0[xX][0-9a-fA-F]{{1,{bounded_json.MAX_DIGITS}}}")
+_NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]{0,63}")  # circom's identifiers, of a length one would write
 _PAGE = 65536
 # copy(n, src, dst, n8): for i < n, getWitness(i), then n8 bytes from src to dst + i·n8.
 _COPIER = """
@@ -59,38 +60,58 @@ def calculate_witness(wasm, inputs, curve: Curve) -> np.ndarray:
     """The witness of ``inputs`` (input.json's content, or its path) as an Fr vector of
     ``curve``, like ``wtns.read_wtns`` returns. Values are decimal strings, 0x hex strings or
     JSON numbers, or nested arrays of them (flattened in circom's order); a negative value -v
-    stands for r - v, as in circom. Raises InputRejected for inputs the circuit does not take,
+    stands for r - v, as in circom. The file is read within ``bounded_json``'s bounds, and
+    the inputs are checked before the generator is loaded. Raises InputRejected for inputs
+    the circuit does not take (naming the signal, and a value only by its type and length),
     WrongField for a generator of another prime, CorruptFile for a file that is not a
     circom 2 witness generator."""
     source = None
     if isinstance(inputs, (str, Path)):
         source = Path(inputs)
         try:
-            inputs = json.loads(source.read_text())
-        except (OSError, ValueError) as exc:
-            raise InputRejected(source, f"cannot read as JSON: {exc}") from exc
+            inputs = bounded_json.load(source)
+        except bounded_json.JsonRefused as exc:
+            raise InputRejected(source, str(exc)) from None
+        except OSError as exc:
+            raise InputRejected(source, f"cannot read: {exc.strerror or exc}") from None
     if not isinstance(inputs, dict):
         raise InputRejected(source, "the inputs are not a JSON object of input signals")
-    values = {name: _flatten(curve.fr.modulus, name, value, source) for name, value in inputs.items()}
+    values = {name: _flatten(curve.fr.modulus, _signal(name), value, source) for name, value in inputs.items()}
     return _Generator(Path(wasm), Fr.of(curve)).run(values, source)
 
 
-def _flatten(r: int, label: str, value, source) -> list[int]:
+def _signal(name: str) -> str:
+    """An input's name as errors show it: itself where it can be a circom signal's name, else
+    (a key of some other JSON file) only its length."""
+    return name if _NAME.fullmatch(name) else f"<a name of {len(name)} characters>"
+
+
+def _flatten(r: int, label: str, value, source, depth: int = 0) -> list[int]:
     if isinstance(value, list):
-        return [x for i, item in enumerate(value) for x in _flatten(r, f"{label}[{i}]", item, source)]
-    if isinstance(value, str) and _INTEGER.fullmatch(value):
-        number = int(value, 0) if value[:2] in ("0x", "0X") else int(value)
-    elif isinstance(value, int) and not isinstance(value, bool):
-        number = value
-    elif isinstance(value, float) and value.is_integer():  # what JSON parsing makes of 1e3
-        number = int(value)
-    else:
-        raise InputRejected(source, f"{label} = {value!r} is not an integer (a decimal or 0x string, a JSON number, "
-                                    "or a nested array of them)")
+        if depth == bounded_json.MAX_DEPTH:
+            raise InputRejected(source, f"input signal {label!r}: arrays nested more than {depth} deep")
+        return [x for i, item in enumerate(value) for x in _flatten(r, f"{label}[{i}]", item, source, depth + 1)]
+    number = _integer(value)
+    if number is None:
+        raise InputRejected(source, f"input signal {label!r}: expected an integer (a decimal or 0x string of at most "
+                                    f"{bounded_json.MAX_DIGITS} digits, a JSON number, or a nested array of them), "
+                                    f"got {bounded_json.describe(value)}")
     if not -r < number < r:
-        raise InputRejected(source, f"{label} = {number} is not below the field's prime r = {r} (inputs are "
-                                    "not reduced)")
+        raise InputRejected(source, f"input signal {label!r}: an integer of {number.bit_length()} bits is not below "
+                                    f"the field's prime r ({r.bit_length()} bits) in absolute value (inputs are not "
+                                    "reduced)")
     return [number % r]
+
+
+def _integer(value) -> int | None:
+    """An input value as an integer, or None when it is not one."""
+    if isinstance(value, str) and _INTEGER.fullmatch(value):
+        return int(value, 0) if value[:2] in ("0x", "0X") else int(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, float) and value.is_integer():  # what JSON parsing makes of 1e3
+        return int(value)
+    return None
 
 
 def _fnv1a_64(name: str) -> int:
@@ -186,9 +207,9 @@ class _Generator:
             high, low = h >> 32, h & 0xFFFFFFFF
             size = self._call("getInputSignalSize", _i32(high), _i32(low))
             if size <= 0:  # circom 2.2 answers 0 for a name it lacks, the JS glue checks for < 0
-                raise InputRejected(source, f"{name!r} is not an input signal of {self.path.name}")
+                raise InputRejected(source, f"{_signal(name)!r} is not an input signal of {self.path.name}")
             if len(flat) != size:
-                raise InputRejected(source, f"input signal {name!r} takes {size} value{'s' * (size != 1)}, "
+                raise InputRejected(source, f"input signal {_signal(name)!r} takes {size} value{'s' * (size != 1)}, "
                                             f"got {len(flat)}")
             for i, value in enumerate(flat):
                 self.memory.write(self.store, value.to_bytes(self.n8, "little"), self.shared)
