@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from proofflow.prover.groth16 import verifier
-from proofflow.prover import files
+from proofflow import settings
+from proofflow.prover import bounded_json, files
 from proofflow.prover.groth16.data_structures import KeyFormatError, Proof, VerifyingKey, file_curve
 
 MANIFEST = "manifest.json"
@@ -113,13 +114,17 @@ def _read(path: Path, what: str, limit: int | None = None) -> bytes:
     return data
 
 
+def _read_json(path: Path, what: str):
+    return bounded_json.loads(_read(path, what, settings.current().json_max_bytes))
+
+
 def read_manifest(directory) -> dict:
     directory = Path(directory)
     path = directory / MANIFEST
     if not os.path.lexists(path):
         raise BundleError(f"{path} not found: not a proof bundle (or an unfinished one)")
     try:
-        manifest = json.loads(_read(_inside(directory, MANIFEST, MANIFEST), str(path)))
+        manifest = _read_json(_inside(directory, MANIFEST, MANIFEST), str(path))
     except BundleError:
         raise
     except ValueError as exc:
@@ -141,7 +146,7 @@ def verify_bundle(directory) -> list[PartitionResult]:
     curve = file_curve(manifest, "proof manifest")
     vk_path = _inside(directory, "vk.json", "vk.json")
     try:
-        vk = VerifyingKey.from_json(json.loads(_read(vk_path, str(vk_path))))
+        vk = VerifyingKey.from_json(_read_json(vk_path, str(vk_path)))
     except BundleError:
         raise
     except KeyFormatError as exc:

@@ -111,3 +111,11 @@ def test_the_bundles_own_files_must_be_regular_files_inside_it(name, why, bundle
         (bundle / "manifest.json").unlink()
         (bundle / "manifest.json").symlink_to(tmp_path / "manifest.json")
     _malformed(bundle, name, why)
+
+
+@pytest.mark.parametrize("name", ["manifest.json", "vk.json"])
+def test_the_bundles_own_json_is_read_within_bounds(name, bundle):
+    """A manifest or verifying key nested 100,000 deep: refused by the bounded JSON reader
+    (docs/security.md), not a RecursionError."""
+    (bundle / name).write_text("[" * 100_000 + "]" * 100_000)
+    _malformed(bundle, name, "deep")
