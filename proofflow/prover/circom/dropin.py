@@ -24,7 +24,7 @@ from proofflow import settings
 from proofflow.prover import bounded_json, files
 from proofflow.prover.backend.by_name import get_backend
 from proofflow.prover.circom import snarkjs_json
-from proofflow.prover.circom.errors import CorruptFile
+from proofflow.prover.circom.errors import CorruptFile, KeyMismatch
 from proofflow.prover.circom.prover import prove, public_signals
 from proofflow.prover.circom.wtns import read_wtns
 from proofflow.prover.circom.zkey import ZKey, read_zkey
@@ -92,12 +92,12 @@ def _from_cache(path: Path, where: Path) -> ZKey | None:
 
 
 def prove_files(zkey_path, witness: Callable, proof_path, public_path, backend: str = "auto") -> Proved:
-    """``snarkjs groth16 prove``: ``witness(curve)`` gives the witness's Fr vector (a .wtns
-    read, or one computed from input.json); proof.json and public.json are written in
-    snarkjs's layout. ValueErrors name the file or value at fault."""
+    """``snarkjs groth16 prove``: ``witness(zkey)`` gives the witness's Fr vector, of the
+    zkey's size (``wtns_witness``, ``wasm_witness``); proof.json and public.json are written
+    in snarkjs's layout. ValueErrors name the file or value at fault."""
     zkey, cached, where = load_zkey(zkey_path)
     engine = get_backend(backend)
-    w = witness(zkey.curve)
+    w = witness(zkey)
     proof = prove(zkey, w, engine)
     # both files or neither: each renamed into place only once both are written
     with files.atomic_path(proof_path) as proof_tmp, files.atomic_path(public_path) as public_tmp:
@@ -106,14 +106,21 @@ def prove_files(zkey_path, witness: Callable, proof_path, public_path, backend: 
     return Proved(engine.name, cached, where)
 
 
+def _sized(zkey: ZKey, w: np.ndarray, source: str) -> np.ndarray:
+    if w.shape[0] != zkey.n_vars:
+        raise KeyMismatch("the number of signals", f"zkey {zkey.n_vars}, witness {w.shape[0]}", source)
+    return w
+
+
 def wtns_witness(path) -> Callable:
-    return lambda curve: read_wtns(path, curve)
+    return lambda zkey: _sized(zkey, read_wtns(path, zkey.curve), f"the witness {path}")
 
 
 def wasm_witness(input_path, wasm_path) -> Callable:
     """input.json through the circuit's wasm (``witness.calculate_witness``: bounded JSON,
     the inputs checked against the circuit's signals)."""
-    def compute(curve):
+    def compute(zkey: ZKey) -> np.ndarray:
         from proofflow.prover.circom.witness import calculate_witness  # wasmtime: only when asked for
-        return calculate_witness(Path(wasm_path), Path(input_path), curve)
+        w = calculate_witness(Path(wasm_path), Path(input_path), zkey.curve)
+        return _sized(zkey, w, f"the witness of {wasm_path}")
     return compute
