@@ -65,7 +65,7 @@ def test_prove_writes_what_snarkjs_writes_and_caches_the_zkey(chain):
     assert public.read_bytes() == (d / "snarkjs_public.json").read_bytes()
     theirs = json.loads((d / "snarkjs_proof.json").read_text())
     assert list(json.loads(proof.read_text())) == list(theirs)  # the same fields, in snarkjs's order
-    cached = list((chain["home"] / "params" / "zkeys").iterdir())
+    cached = [d for d in (chain["home"] / "params" / "zkeys").iterdir() if d.name != "by-stat"]
     assert len(cached) == 1 and (cached[0] / "zkey.json").exists() and (cached[0] / "key" / "params.json").exists()
 
     # the second call takes the parse from the cache (snarkjs's alias g16p)
@@ -114,3 +114,15 @@ def test_refusals_are_one_line_exit_2_and_write_nothing(chain, ceremony, tmp_pat
     bad_input.write_text('{"x": "3", "nosuch": "1", "c": "5"}')
     _refused(_proofflow(home, "groth16", "fullprove", bad_input, c.wasm, c.zkey, proof, public), "nosuch")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.json", "bn128.zkey"]  # no output, no temporary
+
+
+def test_a_zkey_rewritten_in_place_is_not_served_from_the_cache(chain, tmp_path):
+    """The cache is keyed by the zkey's bytes: the same path with other bytes is read again
+    (here refused), not answered from the entry its old bytes made."""
+    c, home = chain["circuit"], tmp_path / "home"
+    zkey = tmp_path / "c.zkey"
+    zkey.write_bytes(c.zkey.read_bytes())
+    first = _proofflow(home, "g16p", zkey, chain["wtns"], tmp_path / "p.json", tmp_path / "q.json", "-v")
+    assert first.returncode == 0 and "parsed into the key cache" in first.stderr, first.stderr
+    zkey.write_bytes(circom_files.zkey_head(r=circom_files.BN128_R, q=circom_files.BN128_Q))
+    _refused(_proofflow(home, "g16p", zkey, chain["wtns"], tmp_path / "p2.json", tmp_path / "q2.json"), "bn128")

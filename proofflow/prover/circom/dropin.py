@@ -7,13 +7,16 @@ checked on the curve, the A and B coefficients as sparse matrices) is kept in th
       key/         the proving key (ProvingKey.save: tables memory-mapped on load)
       a/, b/       section 4's matrices (indptr, indices, coeffs .npy)
       zkey.json    sizes and curve, written last: its presence marks the entry usable
+    $PROOFFLOW_PARAMS_CACHE/zkeys/by-stat/<digest of the file's stat>   its SHA-256
 
-written whole by ``files.atomic_dir``, so later calls with the same zkey bytes skip the
-parse. Outputs are written atomically, only once the proof has verified against the
+each entry written whole by ``files.atomic_dir``, so later calls with the same zkey bytes
+skip the parse, and those with the same unchanged file skip the hash too. Outputs are written atomically, only once the proof has verified against the
 zkey's own verifying key.
 """
 from __future__ import annotations
 
+import hashlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -34,6 +37,7 @@ from proofflow.prover.r1cs import SparseMatrix
 
 FORMAT = "proofflow-zkey-cache/1"
 _CSR = ("indptr", "indices", "coeffs")
+_HEX64 = re.compile("[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -53,7 +57,7 @@ def load_zkey(path) -> tuple[ZKey, bool, Path]:
     ``True``), else parsed (every check of ``read_zkey``) and put in the cache."""
     path = Path(path)
     try:
-        digest = files.sha256_file(path)
+        digest = _digest(path)
     except OSError as exc:
         raise CorruptFile(path, f"cannot read: {exc.strerror or exc}") from None
     where = cache_dir(digest)
@@ -62,6 +66,8 @@ def load_zkey(path) -> tuple[ZKey, bool, Path]:
     if cached is not None:
         return cached, True, where
     zkey = read_zkey(path)
+    if (where / "zkey.json").exists():  # a concurrent first call cached it meanwhile
+        return zkey, False, where
     with files.atomic_dir(where) as tmp:
         zkey.pk.save(tmp / "key")
         for name, matrix in (("a", zkey.a), ("b", zkey.b)):
@@ -70,6 +76,24 @@ def load_zkey(path) -> tuple[ZKey, bool, Path]:
         files.write_json(tmp / "zkey.json", {"format": FORMAT, "curve": zkey.curve.name, "n_vars": zkey.n_vars,
                                              "n_public": zkey.n_public, "domain_size": zkey.domain_size})
     return zkey, False, where
+
+
+def _digest(path: Path) -> str:
+    """The zkey's SHA-256, remembered by the file's identity and stat (device, inode, size,
+    mtime and ctime: any write changes the ctime), so a multi-GB zkey is hashed once, as
+    the key tables' digests are trusted by their stat (``ProvingKey.load``)."""
+    st = path.stat()
+    ident = hashlib.sha256(f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}".encode())
+    memo = settings.current().params_cache / "zkeys" / "by-stat" / ident.hexdigest()
+    try:
+        digest = memo.read_text()
+        if _HEX64.fullmatch(digest):
+            return digest
+    except OSError:
+        pass
+    digest = files.sha256_file(path)
+    files.write_bytes(memo, digest.encode())
+    return digest
 
 
 def _from_cache(path: Path, where: Path) -> ZKey | None:
