@@ -380,10 +380,12 @@ def parser() -> argparse.ArgumentParser:
     st.add_argument("--listen", help="HOST:PORT (default $PROOFFLOW_STAGING_LISTEN, 127.0.0.1:7017)")
     st.set_defaults(func=cmd_staging_receiver)
     from proofflow.prover.circom import cli as circuit_cli
+    from proofflow.prover.circom import groth16_cli
     from proofflow.timing import calibrate, report
     calibrate.add_parser(sub)
     report.add_parser(sub)
     circuit_cli.add_parser(sub)
+    groth16_cli.add_parser(sub)
     for command in sub.choices.values():  # --home before or after the command
         command.add_argument("--home", default=argparse.SUPPRESS, help=HOME_HELP)
     return p

@@ -132,12 +132,22 @@ def proof_to_json(proof: Proof) -> dict:
             "pi_c": point_to_json(c, proof.c, "g1"), "protocol": PROTOCOL, "curve": c.snarkjs_name}
 
 
+def proof_bytes(proof: Proof) -> bytes:
+    """proof.json as ``snarkjs groth16 prove`` writes it."""
+    return json.dumps(proof_to_json(proof), indent=1).encode()
+
+
+def public_bytes(public: list[int]) -> bytes:
+    """public.json as ``snarkjs groth16 prove`` writes it."""
+    return json.dumps([str(x) for x in public], indent=1).encode()
+
+
 def write_proof(path, proof: Proof) -> None:
-    files.write_bytes(path, json.dumps(proof_to_json(proof), indent=1).encode())
+    files.write_bytes(path, proof_bytes(proof))
 
 
 def write_public(path, public: list[int]) -> None:
-    files.write_bytes(path, json.dumps([str(x) for x in public], indent=1).encode())
+    files.write_bytes(path, public_bytes(public))
 
 
 def write_verification_key(path, vk: VerifyingKey) -> None:
