@@ -1,6 +1,7 @@
 """A registered circom circuit as a proof run's circuit: its constraint system from the
 registered r1cs, a partition's witness from the partition's input (a .wtns, or an
-input.json / input object run through the registered .wasm), over the curve its files are
+input.json / input object run through the registered C++ witness generator where there is
+one, else the registered .wasm), over the curve its files are
 for (circuit.json's ``curve``; circuits registered before it was recorded: the default)."""
 from __future__ import annotations
 
@@ -37,7 +38,12 @@ class RegisteredCircuit(Circuit):
             input = real
         if not self.info.get("wasm"):
             raise ValueError(f"circuit {self.name!r} was registered without its .wasm: give .wtns witnesses")
-        from proofflow.prover.circom.witness import calculate_witness
+        from proofflow.prover.circom.witness import calculate_witness, read_inputs
+        if self.info.get("witness_generator"):
+            from proofflow.prover.circom.native_witness import run_generator
+            values, _ = read_inputs(input, self.curve)
+            return run_generator(self.dir / circuits.GENERATOR, self.name, values, self.curve,
+                                 self.constraint_system.num_variables)
         return calculate_witness(self.dir / "circuit.wasm", input, self.curve)
 
     def instance(self, seed: int, partition: int, input=None) -> Instance:

@@ -5,6 +5,8 @@ checked once and kept under the proofflow home, so proof runs name the circuit a
       circuit.json             what it is: curve, size, signals, and each file's SHA-256
       circuit.r1cs             the constraints (witness checks, a/b/c)
       circuit.wasm             the witness generator, when registered (inputs as input.json)
+      witness-generator[.dat]  circom's C++ witness generator (circom --c, built), when
+                               registered with the wasm: used instead of it
       verification_key.json    snarkjs's form, for `snarkjs groth16 verify`
       key/                     the zkey as a proofflow proving key (tables memory-mapped,
                                H in snarkjs's odd-coset basis), so runs never parse the zkey
@@ -23,13 +25,14 @@ from pathlib import Path
 
 from proofflow import settings, spec
 from proofflow.prover import files
-from proofflow.prover.circom import snarkjs_json
+from proofflow.prover.circom import native_witness, snarkjs_json
 from proofflow.prover.circom.errors import CorruptFile
 from proofflow.prover.circom.r1cs import read_r1cs
 from proofflow.prover.circom.zkey import read_zkey
 
 FORMAT = "proofflow-circuit/1"
 WASM_MAGIC = b"\0asm"
+GENERATOR = "witness-generator"  # the program reads its constants from the same path + ".dat"
 
 
 class RegistrationError(ValueError):
@@ -45,9 +48,11 @@ def _recover() -> None:
     files.recover_dirs(settings.current().circuits_dir)
 
 
-def add(name: str, r1cs_path, zkey_path, wasm_path=None, replace: bool = False, progress=None) -> dict:
+def add(name: str, r1cs_path, zkey_path, wasm_path=None, replace: bool = False, progress=None,
+        generator_path=None) -> dict:
     """Register ``name``: the r1cs and zkey read and checked against each other (CorruptFile,
-    WrongField, KeyMismatch name what is wrong), the wasm checked to be WebAssembly, then the
+    WrongField, KeyMismatch name what is wrong), the wasm checked to be WebAssembly, the C++
+    witness generator (with the wasm only) to be a program with its .dat beside it, then the
     circuit's directory written. Returns its circuit.json."""
     say = progress or (lambda msg: None)
     if not spec.CIRCUIT_NAME.fullmatch(name or ""):
@@ -70,11 +75,17 @@ def add(name: str, r1cs_path, zkey_path, wasm_path=None, replace: bool = False, 
         with open(wasm_path, "rb") as f:
             if f.read(4) != WASM_MAGIC:
                 raise CorruptFile(wasm_path, "is not WebAssembly (no \\0asm header)")
+    if generator_path is not None:
+        if wasm_path is None:
+            raise RegistrationError("a C++ witness generator is registered with the circuit's .wasm (--wasm), "
+                                    "which checks the inputs")
+        generator_path = native_witness.check_program(Path(generator_path))
     pk = zkey.pk
     pk.circuit = name
     info = {"format": FORMAT, "name": name, "curve": pk.curve.name, "log2": pk.log2,
             "constraints": r1cs.cs.num_constraints,
             "signals": zkey.n_vars, "public": zkey.n_public, "wasm": wasm_path is not None,
+            "witness_generator": generator_path is not None,
             "files": {"r1cs": {"source": str(r1cs_path.resolve()), "sha256": files.sha256_file(r1cs_path)},
                       "zkey": {"source": str(zkey_path.resolve()), "sha256": files.sha256_file(zkey_path)}},
             "registered_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
@@ -83,6 +94,12 @@ def add(name: str, r1cs_path, zkey_path, wasm_path=None, replace: bool = False, 
         if wasm_path is not None:
             shutil.copyfile(wasm_path, tmp / "circuit.wasm")
             info["files"]["wasm"] = {"source": str(wasm_path.resolve()), "sha256": files.sha256_file(wasm_path)}
+        if generator_path is not None:
+            for suffix in ("", ".dat"):  # the program, and its constants
+                src = Path(f"{generator_path}{suffix}")
+                shutil.copyfile(src, f"{tmp / GENERATOR}{suffix}")
+                info["files"][GENERATOR + suffix] = {"source": str(src.resolve()), "sha256": files.sha256_file(src)}
+            (tmp / GENERATOR).chmod(0o755)
         say(f"writing the proving key ({zkey.n_vars} signals, domain 2^{pk.log2})")
         pk.save(tmp / "key")
         snarkjs_json.write_verification_key(tmp / "verification_key.json", zkey.vk)

@@ -14,17 +14,28 @@ The generator speaks the protocol of circom's JS glue (witness_calculator.js):
 The generator reports through the runtime imports: printErrorMessage (a message, read
 with getMessageChar) before exceptionHandler(code) when it fails; log() output through
 writeBufferMessage and showSharedRWMemory.
+
+Compiling a generator to native code takes most of a small witness's time, so each compiled
+module is kept (``MODULES``): in the process, by the file's identity (path, inode, size,
+mtime), and on disk, serialized under the cache root by the wasm's SHA-256, for the next
+process. Every call gets a Store and an instance of its own, so witnesses of concurrent
+threads run in parallel (wasmtime's calls release the GIL).
 """
 from __future__ import annotations
 
+import importlib.metadata
 import logging
+import os
 import re
+import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import wasmtime
 
-from proofflow.prover import bounded_json
+from proofflow import settings
+from proofflow.prover import bounded_json, files, private_dir
 from proofflow.prover.circom.errors import CorruptFile, InputRejected, WrongField
 from proofflow.prover.curves.descriptor import Curve
 from proofflow.prover.field.fr import Fr
@@ -65,6 +76,14 @@ def calculate_witness(wasm, inputs, curve: Curve) -> np.ndarray:
     the circuit does not take (naming the signal, and a value only by its type and length),
     WrongField for a generator of another prime, CorruptFile for a file that is not a
     circom 2 witness generator."""
+    values, source = read_inputs(inputs, curve)
+    return _Generator(Path(wasm), Fr.of(curve)).run(values, source)
+
+
+def read_inputs(inputs, curve: Curve) -> tuple[dict[str, list[int]], Path | None]:
+    """``inputs`` (input.json's content, or its path) checked as ``calculate_witness`` says:
+    each signal's values flattened and reduced into ``curve``'s scalar field, and the file
+    read (None for an object)."""
     source = None
     if isinstance(inputs, (str, Path)):
         source = Path(inputs)
@@ -76,8 +95,73 @@ def calculate_witness(wasm, inputs, curve: Curve) -> np.ndarray:
             raise InputRejected(source, f"cannot read: {exc.strerror or exc}") from None
     if not isinstance(inputs, dict):
         raise InputRejected(source, "the inputs are not a JSON object of input signals")
-    values = {name: _flatten(curve.fr.modulus, _signal(name), value, source) for name, value in inputs.items()}
-    return _Generator(Path(wasm), Fr.of(curve)).run(values, source)
+    return {name: _flatten(curve.fr.modulus, _signal(name), value, source) for name, value in inputs.items()}, source
+
+
+@dataclass
+class CacheCounts:
+    """What ``MODULES`` did so far in this process: modules compiled from a wasm, loaded
+    from the disk cache, and found in memory."""
+    compiled: int = 0
+    loaded: int = 0
+    reused: int = 0
+
+
+class ModuleCache:
+    """Compiled generators of one wasmtime Engine, made again in a forked child (an engine's
+    compiler threads do not survive a fork)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()  # held only while a module is looked up or compiled
+        self._pid = None
+        self.counts = CacheCounts()
+
+    def _fresh(self) -> None:
+        if self._pid != os.getpid():
+            self._pid, self.engine, self._modules = os.getpid(), wasmtime.Engine(), {}
+            self.copier = wasmtime.Module(self.engine, _COPIER)
+
+    def module(self, path: Path) -> wasmtime.Module:
+        """The compiled module of the generator at ``path``: CorruptFile for an unreadable
+        file or one that is not WebAssembly."""
+        try:
+            st = os.stat(path)
+        except OSError as exc:
+            raise CorruptFile(path, f"cannot read: {exc.strerror or exc}") from exc
+        key = (os.path.abspath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        with self._lock:
+            self._fresh()
+            if (module := self._modules.get(key)) is not None:
+                self.counts.reused += 1
+                return module
+            module = self._modules[key] = self._load_or_compile(path)
+            return module
+
+    def _load_or_compile(self, path: Path) -> wasmtime.Module:
+        try:
+            digest = files.sha256_file(path)
+        except OSError as exc:
+            raise CorruptFile(path, f"cannot read: {exc.strerror or exc}") from exc
+        stored = private_dir.ensure(settings.current().cache_root / "wasm") / f"{digest}-wasmtime{_WASMTIME}.cwasm"
+        if stored.is_file():
+            try:
+                module = wasmtime.Module.deserialize_file(self.engine, str(stored))
+                self.counts.loaded += 1
+                return module
+            except wasmtime.WasmtimeError as exc:  # of another build of wasmtime, or damaged: compiled again
+                log.info("%s: compiling again (%s)", stored, exc)
+        try:
+            module = wasmtime.Module.from_file(self.engine, str(path))
+        except wasmtime.WasmtimeError as exc:
+            raise CorruptFile(path, f"is not a WebAssembly module: {exc}") from exc
+        self.counts.compiled += 1
+        with files.atomic_path(stored) as tmp:
+            tmp.write_bytes(module.serialize())
+        return module
+
+
+_WASMTIME = importlib.metadata.version("wasmtime")
+MODULES = ModuleCache()
 
 
 def _signal(name: str) -> str:
@@ -129,18 +213,13 @@ class _Failed(Exception):
 
 
 class _Generator:
-    """One fresh instance of a circuit's witness generator, with the runtime imports it calls."""
+    """One fresh instance of a circuit's witness generator (its module compiled once,
+    ``MODULES``), with the runtime imports it calls."""
 
     def __init__(self, path: Path, fr: Fr):
         self.path, self.fr = path, fr
-        engine = wasmtime.Engine()
-        try:
-            module = wasmtime.Module.from_file(engine, str(path))
-        except OSError as exc:
-            raise CorruptFile(path, f"cannot read: {exc.strerror or exc}") from exc
-        except wasmtime.WasmtimeError as exc:
-            raise CorruptFile(path, f"is not a WebAssembly module: {exc}") from exc
-        self.store = wasmtime.Store(engine)
+        module = MODULES.module(path)
+        self.store = wasmtime.Store(MODULES.engine)
         handlers = {"exceptionHandler": self._fail, "printErrorMessage": self._error_message,
                     "writeBufferMessage": self._log_message, "showSharedRWMemory": self._log_value}
         funcs = []
@@ -228,8 +307,7 @@ class _Generator:
         size = n * self.n8
         end = self.memory.size(self.store) * _PAGE
         self.memory.grow(self.store, -(-size // _PAGE))
-        copier = wasmtime.Module(self.store.engine, _COPIER)
-        copy = wasmtime.Instance(self.store, copier, [self._export("getWitness"), self.memory]).exports(self.store)
+        copy = wasmtime.Instance(self.store, MODULES.copier, [self._export("getWitness"), self.memory]).exports(self.store)
         copy["copy"](self.store, n, self.shared, _i32(end), self.n8)
         return self.memory.read(self.store, end, end + size)
 
