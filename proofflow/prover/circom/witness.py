@@ -80,6 +80,14 @@ def calculate_witness(wasm, inputs, curve: Curve) -> np.ndarray:
     return _Generator(Path(wasm), Fr.of(curve)).run(values, source)
 
 
+def generator_sizes(wasm, curve: Curve) -> tuple[int, int]:
+    """(signals of its witness, input values it takes) of a witness generator of ``curve``'s
+    field, without running it: what ``circuit add`` checks against the r1cs. Raises
+    WrongField for a generator of another prime, CorruptFile for one that is not circom 2's."""
+    generator = _Generator(Path(wasm), Fr.of(curve))
+    return generator.witness_size(), generator.input_size()
+
+
 def _signal(name: str) -> str:
     """An input's name as errors show it: itself where it can be a circom signal's name, else
     (a key of some other JSON file) only its length."""
@@ -170,6 +178,12 @@ class _Generator:
 
     def _call(self, name: str, *args):
         return self._export(name)(self.store, *args)
+
+    def witness_size(self) -> int:
+        return self._call("getWitnessSize")
+
+    def input_size(self) -> int:
+        return self._call("getInputSize")
 
     def _shared_value(self) -> int:
         return int.from_bytes(self.memory.read(self.store, self.shared, self.shared + self.n8), "little")
