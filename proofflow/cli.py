@@ -253,6 +253,9 @@ def _test_zkey(args) -> int:
     if Path(args.out).suffix != ".zkey":
         _say(f"error: --out {args.out}: name the zkey X.zkey")
         return EXIT_BAD_INPUT
+    if os.path.lexists(args.out) and not args.force:  # it may be a real ceremony's key
+        _say(f"error: --out {args.out} exists; pass --force to replace it with a test-only zkey")
+        return EXIT_BAD_INPUT
     from proofflow.prover.backend.by_name import get_backend
     from proofflow.prover.circom import read_r1cs, setup
     r1cs = read_r1cs(args.r1cs)
@@ -330,6 +333,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--r1cs", help="a circom .r1cs (of a registered curve: BLS12-381) to write a test-only zkey for")
     s.add_argument("--out", help="the .zkey to write (with --r1cs)")
     s.add_argument("--seed", type=_int_in(0, MAX_SEED, "seed"), default=0, help="the toxic waste's seed (with --r1cs)")
+    s.add_argument("--force", action="store_true", help="replace an existing --out (with --r1cs; without it an "
+                                                         "existing file, perhaps a real ceremony's key, is refused)")
     s.add_argument("--backend", choices=BACKENDS, default="auto", help="where the key's points are computed "
                                                                         "(with --r1cs; default auto)")
     s.add_argument("--gpu-slots", type=_int_in(1, None, "gpu-slots"), help="pool slots (default: GPUs visible x PROOFFLOW_GPU_DEPTH, or x 1 with PROOFFLOW_GPU_SERVICE=0)")
