@@ -31,6 +31,7 @@ from proofflow.spec import (BACKENDS, CIRCUITS, CURVES, DEFAULTS, INPUT_SUFFIXES
                             MIN_LOG2, MIN_PARTITIONS, STAGING, InvalidParams)
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_BROKEN_PIPE = 128 + 13  # what a shell reports for a command SIGPIPE ended, as head's writers usually end
 
 
 def _say(msg: str) -> None:
@@ -369,8 +370,6 @@ def parser() -> argparse.ArgumentParser:
                                         "damaged (rebuilt on next use).")
     kl.add_argument("--json", action="store_true")
     kl.set_defaults(func=cmd_kernels_list)
-    for action in actions.choices.values():
-        action.add_argument("--home", default=argparse.SUPPRESS, help=HOME_HELP)
     m = sub.add_parser("summary", help="print a run's summary from the timing tables")
     m.add_argument("run_id")
     m.add_argument("--dag-id", default="proof_run")
@@ -389,9 +388,18 @@ def parser() -> argparse.ArgumentParser:
     calibrate.add_parser(sub)
     report.add_parser(sub)
     circuit_cli.add_parser(sub)
-    for command in sub.choices.values():  # --home before or after the command
-        command.add_argument("--home", default=argparse.SUPPRESS, help=HOME_HELP)
+    _accept_home(sub)
     return p
+
+
+def _accept_home(sub: argparse._SubParsersAction) -> None:
+    """--home after any command or action too (`proofflow circuit add NAME --home H`): each
+    subparser gets it, suppressed when absent so the top-level one's value stands."""
+    for command in sub.choices.values():
+        command.add_argument("--home", default=argparse.SUPPRESS, help=HOME_HELP)
+        for action in command._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                _accept_home(action)
 
 
 HOME_HELP = ("the proofflow home: timing store, keys, bundles, and the embedded Airflow of `run` in its "
@@ -403,7 +411,12 @@ def main(argv=None) -> int:
     if args.home:
         settings.set_home(Path(args.home).resolve())
     try:
-        return args.func(args)
+        status = args.func(args)
+        sys.stdout.flush()  # here, where a closed pipe is caught, not at exit
+        return status
+    except BrokenPipeError:  # `proofflow report ... | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush at exit
+        return EXIT_BROKEN_PIPE
     except (ValueError, OSError) as exc:  # bad input, an unusable file or store: a message, not a traceback
         _say(f"error: {exc}")
         return EXIT_BAD_INPUT
