@@ -38,14 +38,13 @@ class RegisteredCircuit(Circuit):
         if not self.info.get("wasm"):
             raise ValueError(f"circuit {self.name!r} was registered without its .wasm: give .wtns witnesses")
         from proofflow.prover.circom.witness import calculate_witness
-        return calculate_witness(self.dir / "circuit.wasm", input, self.curve)
+        return calculate_witness(self.dir / "circuit.wasm", input, self.curve, f"circuit {self.name!r}")
 
     def instance(self, seed: int, partition: int, input=None) -> Instance:
         if input is None:
             raise ValueError(f"circuit {self.name!r} needs an input for partition {partition}")
         w = self.witness(input)
         n = self.constraint_system.num_variables
-        if w.shape[0] != n:
-            where = input if isinstance(input, (str, Path)) else "the input object"
-            raise ValueError(f"the witness of {where} has {w.shape[0]} signals, circuit {self.name!r} {n}")
+        if w.shape[0] != n:  # the caller names the input
+            raise ValueError(f"its witness has {w.shape[0]} signals, circuit {self.name!r} has {n}")
         return Instance(partition, self.fr.to_ints(w[1:1 + int(self.info["public"])]), w)

@@ -56,7 +56,7 @@ _COPIER = """
 """
 
 
-def calculate_witness(wasm, inputs, curve: Curve) -> np.ndarray:
+def calculate_witness(wasm, inputs, curve: Curve, circuit: str | None = None) -> np.ndarray:
     """The witness of ``inputs`` (input.json's content, or its path) as an Fr vector of
     ``curve``, like ``wtns.read_wtns`` returns. Values are decimal strings, 0x hex strings or
     JSON numbers, or nested arrays of them (flattened in circom's order); a negative value -v
@@ -64,7 +64,8 @@ def calculate_witness(wasm, inputs, curve: Curve) -> np.ndarray:
     the inputs are checked before the generator is loaded. Raises InputRejected for inputs
     the circuit does not take (naming the signal, and a value only by its type and length),
     WrongField for a generator of another prime, CorruptFile for a file that is not a
-    circom 2 witness generator."""
+    circom 2 witness generator. Errors name the generator as ``circuit`` (a registered
+    circuit's name), else by its file's name."""
     source = None
     if isinstance(inputs, (str, Path)):
         source = Path(inputs)
@@ -77,7 +78,7 @@ def calculate_witness(wasm, inputs, curve: Curve) -> np.ndarray:
     if not isinstance(inputs, dict):
         raise InputRejected(source, "the inputs are not a JSON object of input signals")
     values = {name: _flatten(curve.fr.modulus, _signal(name), value, source) for name, value in inputs.items()}
-    return _Generator(Path(wasm), Fr.of(curve)).run(values, source)
+    return _Generator(Path(wasm), Fr.of(curve)).run(values, source, circuit or Path(wasm).name)
 
 
 def generator_sizes(wasm, curve: Curve) -> tuple[int, int]:
@@ -213,7 +214,9 @@ class _Generator:
         self.line.append(str(self._shared_value()))
 
     # ---- the computation ----
-    def run(self, values: dict[str, list[int]], source) -> np.ndarray:
+    def run(self, values: dict[str, list[int]], source, label: str) -> np.ndarray:
+        """The witness of ``values``; errors name the circuit as ``label``."""
+        self.label = label
         self._call("init", 0)
         given = 0
         for name, flat in values.items():
@@ -221,7 +224,7 @@ class _Generator:
             high, low = h >> 32, h & 0xFFFFFFFF
             size = self._call("getInputSignalSize", _i32(high), _i32(low))
             if size <= 0:  # circom 2.2 answers 0 for a name it lacks, the JS glue checks for < 0
-                raise InputRejected(source, f"{_signal(name)!r} is not an input signal of {self.path.name}")
+                raise InputRejected(source, f"{_signal(name)!r} is not an input signal of {label}")
             if len(flat) != size:
                 raise InputRejected(source, f"input signal {_signal(name)!r} takes {size} value{'s' * (size != 1)}, "
                                             f"got {len(flat)}")
@@ -230,7 +233,7 @@ class _Generator:
                 self._set(source, _i32(high), _i32(low), i)
             given += size
         if given < (total := self._call("getInputSize")):
-            raise InputRejected(source, f"sets {given} of the {total} input values of {self.path.name}")
+            raise InputRejected(source, f"sets {given} of the {total} input values of {label}")
         raw = self._witness_bytes(self._call("getWitnessSize"))
         return self.fr.from_canonical(np.frombuffer(raw, dtype="<u8").reshape(-1, self.fr.LIMBS))
 
@@ -255,10 +258,10 @@ class _Generator:
         except _Failed as exc:
             said = "; ".join(m.strip() for m in self.errors if m.strip())
             what = _FAILURES.get(exc.code, f"error code {exc.code}")
-            raise InputRejected(source, f"{self.path.name} rejects the inputs ({what})"
+            raise InputRejected(source, f"{self.label} rejects the inputs ({what})"
                                         + (f": {said}" if said else "")) from None
         except wasmtime.Trap as exc:
-            raise InputRejected(source, f"{self.path.name} failed on the inputs: {exc.message}") from None
+            raise InputRejected(source, f"{self.label} failed on the inputs: {exc.message}") from None
 
 
 def _i32(word: int) -> int:
