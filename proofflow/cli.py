@@ -178,7 +178,7 @@ def cmd_setup(args) -> int:
     if args.r1cs or args.out:
         return _test_zkey(args)
     from proofflow.airflow import bootstrap
-    info = bootstrap.setup_all(slots=args.gpu_slots, migrate=not args.no_migrate)
+    info = bootstrap.setup_all(slots=args.gpu_slots, migrate=not args.no_migrate, api_connection=True)
     info["timing_url"] = _redact(info["timing_url"])
     if not args.no_kernels:
         info["kernels"] = _setup_kernels()
@@ -325,8 +325,9 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("setup", help="create pool `gpu`, connection proofflow_timing and the timing tables; or, "
                                      "with --r1cs, write a test-only zkey",
                        description="For a deployment: runs `airflow db migrate`, creates/updates pool `gpu` (one "
-                                   "slot per GPU) and the proofflow_timing connection, migrates the timing store, compiles "
-                                   "proofflow's and the DAG files' bytecode (every task process imports them) and, "
+                                   "slot per GPU), the proofflow_timing connection and, where none is defined, the "
+                                   "proofflow_airflow_api connection the run's note is written through, migrates the "
+                                   "timing store, compiles proofflow's and the DAG files' bytecode (every task process imports them) and, "
                                    "where CuPy is installed, compiles the GPU kernels into the kernel cache. "
                                    "With --r1cs X.r1cs --out X.zkey: a snarkjs Groth16 zkey for that circuit from a "
                                    "seeded toxic waste, for tests and benchmarks only (no ceremony: anyone who knows "
