@@ -31,6 +31,7 @@ from proofflow.spec import (BACKENDS, CIRCUITS, CURVES, DEFAULTS, INPUT_SUFFIXES
                             MIN_LOG2, MIN_PARTITIONS, STAGING, InvalidParams)
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_BROKEN_PIPE = 128 + 13  # what a shell reports for a command SIGPIPE ended, as head's writers usually end
 
 
 def _say(msg: str) -> None:
@@ -177,7 +178,7 @@ def cmd_setup(args) -> int:
     if args.r1cs or args.out:
         return _test_zkey(args)
     from proofflow.airflow import bootstrap
-    info = bootstrap.setup_all(slots=args.gpu_slots, migrate=not args.no_migrate)
+    info = bootstrap.setup_all(slots=args.gpu_slots, migrate=not args.no_migrate, api_connection=True)
     info["timing_url"] = _redact(info["timing_url"])
     if not args.no_kernels:
         info["kernels"] = _setup_kernels()
@@ -253,6 +254,9 @@ def _test_zkey(args) -> int:
     if Path(args.out).suffix != ".zkey":
         _say(f"error: --out {args.out}: name the zkey X.zkey")
         return EXIT_BAD_INPUT
+    if os.path.lexists(args.out) and not args.force:  # it may be a real ceremony's key
+        _say(f"error: --out {args.out} exists; pass --force to replace it with a test-only zkey")
+        return EXIT_BAD_INPUT
     from proofflow.prover.backend.by_name import get_backend
     from proofflow.prover.circom import read_r1cs, setup
     r1cs = read_r1cs(args.r1cs)
@@ -321,8 +325,9 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("setup", help="create pool `gpu`, connection proofflow_timing and the timing tables; or, "
                                      "with --r1cs, write a test-only zkey",
                        description="For a deployment: runs `airflow db migrate`, creates/updates pool `gpu` (one "
-                                   "slot per GPU) and the proofflow_timing connection, migrates the timing store, compiles "
-                                   "proofflow's and the DAG files' bytecode (every task process imports them) and, "
+                                   "slot per GPU), the proofflow_timing connection and, where none is defined, the "
+                                   "proofflow_airflow_api connection the run's note is written through, migrates the "
+                                   "timing store, compiles proofflow's and the DAG files' bytecode (every task process imports them) and, "
                                    "where CuPy is installed, compiles the GPU kernels into the kernel cache. "
                                    "With --r1cs X.r1cs --out X.zkey: a snarkjs Groth16 zkey for that circuit from a "
                                    "seeded toxic waste, for tests and benchmarks only (no ceremony: anyone who knows "
@@ -330,6 +335,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--r1cs", help="a circom .r1cs (of a registered curve: BLS12-381) to write a test-only zkey for")
     s.add_argument("--out", help="the .zkey to write (with --r1cs)")
     s.add_argument("--seed", type=_int_in(0, MAX_SEED, "seed"), default=0, help="the toxic waste's seed (with --r1cs)")
+    s.add_argument("--force", action="store_true", help="replace an existing --out (with --r1cs; without it an "
+                                                         "existing file, perhaps a real ceremony's key, is refused)")
     s.add_argument("--backend", choices=BACKENDS, default="auto", help="where the key's points are computed "
                                                                         "(with --r1cs; default auto)")
     s.add_argument("--gpu-slots", type=_int_in(1, None, "gpu-slots"), help="pool slots (default: GPUs visible x PROOFFLOW_GPU_DEPTH, or x 1 with PROOFFLOW_GPU_SERVICE=0)")
@@ -364,8 +371,6 @@ def parser() -> argparse.ArgumentParser:
                                         "damaged (rebuilt on next use).")
     kl.add_argument("--json", action="store_true")
     kl.set_defaults(func=cmd_kernels_list)
-    for action in actions.choices.values():
-        action.add_argument("--home", default=argparse.SUPPRESS, help=HOME_HELP)
     m = sub.add_parser("summary", help="print a run's summary from the timing tables")
     m.add_argument("run_id")
     m.add_argument("--dag-id", default="proof_run")
@@ -386,9 +391,18 @@ def parser() -> argparse.ArgumentParser:
     report.add_parser(sub)
     circuit_cli.add_parser(sub)
     groth16_cli.add_parser(sub)
-    for command in sub.choices.values():  # --home before or after the command
-        command.add_argument("--home", default=argparse.SUPPRESS, help=HOME_HELP)
+    _accept_home(sub)
     return p
+
+
+def _accept_home(sub: argparse._SubParsersAction) -> None:
+    """--home after any command or action too (`proofflow circuit add NAME --home H`): each
+    subparser gets it, suppressed when absent so the top-level one's value stands."""
+    for command in sub.choices.values():
+        command.add_argument("--home", default=argparse.SUPPRESS, help=HOME_HELP)
+        for action in command._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                _accept_home(action)
 
 
 HOME_HELP = ("the proofflow home: timing store, keys, bundles, and the embedded Airflow of `run` in its "
@@ -400,7 +414,12 @@ def main(argv=None) -> int:
     if args.home:
         settings.set_home(Path(args.home).resolve())
     try:
-        return args.func(args)
+        status = args.func(args)
+        sys.stdout.flush()  # here, where a closed pipe is caught, not at exit
+        return status
+    except BrokenPipeError:  # `proofflow report ... | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush at exit
+        return EXIT_BROKEN_PIPE
     except (ValueError, OSError) as exc:  # bad input, an unusable file or store: a message, not a traceback
         _say(f"error: {exc}")
         return EXIT_BAD_INPUT

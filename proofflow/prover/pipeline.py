@@ -18,6 +18,7 @@ recorder)."""
 from __future__ import annotations
 
 import logging
+import os
 import time
 from pathlib import Path
 from typing import Callable
@@ -52,12 +53,23 @@ def _named(input, partition: int) -> str:
     return f"input {input}" if isinstance(input, (str, Path)) else f"the input of partition {partition}"
 
 
+def _reason(exc: Exception, input) -> str:
+    """What is wrong, without the input file's path where the message starts with it (as
+    the circom readers' do): the caller names the input once."""
+    text = str(exc)
+    if isinstance(input, (str, Path)):
+        for path in dict.fromkeys((str(input), os.path.realpath(input))):
+            if text.startswith(f"{path}: "):
+                return text[len(path) + 2:]
+    return text
+
+
 def _instance(circuit: Circuit, seed: int, partition: int, input=None):
     """A partition's witness; an input the circuit refuses is an InputError naming it."""
     try:
         return circuit.instance(seed, partition, input)
     except (ValueError, OSError) as exc:
-        raise InputError(f"{_named(input, partition)}: {exc}") from None
+        raise InputError(f"{_named(input, partition)}: {_reason(exc, input)}") from None
 
 
 def _witness_map(circuit: Circuit, inst, out, input, partition: int):

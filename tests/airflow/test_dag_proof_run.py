@@ -256,7 +256,7 @@ def test_gpu_absent_fails_in_validate_before_any_work(proof_run_dag, monkeypatch
     assert states["validate"] == "failed"
     assert states["setup"] == "upstream_failed"
     tasks = {r["task_id"] for r in TimingStore(url).timings(DAG_ID, dr.run_id)}
-    assert tasks == {"validate"}, "nothing but validate ran"
+    assert tasks == {"validate", "cleanup_scratch"}, "nothing but validate and the teardowns ran"
 
 
 def test_proof_batch_claims_pending_work_once(tmp_path, monkeypatch):

@@ -44,14 +44,13 @@ class RegisteredCircuit(Circuit):
             values, _ = read_inputs(input, self.curve)
             return run_generator(self.dir / circuits.GENERATOR, self.name, values, self.curve,
                                  self.constraint_system.num_variables)
-        return calculate_witness(self.dir / "circuit.wasm", input, self.curve)
+        return calculate_witness(self.dir / "circuit.wasm", input, self.curve, f"circuit {self.name!r}")
 
     def instance(self, seed: int, partition: int, input=None) -> Instance:
         if input is None:
             raise ValueError(f"circuit {self.name!r} needs an input for partition {partition}")
         w = self.witness(input)
         n = self.constraint_system.num_variables
-        if w.shape[0] != n:
-            where = input if isinstance(input, (str, Path)) else "the input object"
-            raise ValueError(f"the witness of {where} has {w.shape[0]} signals, circuit {self.name!r} {n}")
+        if w.shape[0] != n:  # the caller names the input
+            raise ValueError(f"its witness has {w.shape[0]} signals, circuit {self.name!r} has {n}")
         return Instance(partition, self.fr.to_ints(w[1:1 + int(self.info["public"])]), w)

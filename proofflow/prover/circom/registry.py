@@ -26,7 +26,7 @@ from pathlib import Path
 from proofflow import settings, spec
 from proofflow.prover import files
 from proofflow.prover.circom import native_witness, snarkjs_json
-from proofflow.prover.circom.errors import CorruptFile
+from proofflow.prover.circom.errors import CircomFileError, CorruptFile
 from proofflow.prover.circom.r1cs import read_r1cs
 from proofflow.prover.circom.zkey import read_zkey
 
@@ -51,8 +51,9 @@ def _recover() -> None:
 def add(name: str, r1cs_path, zkey_path, wasm_path=None, replace: bool = False, progress=None,
         generator_path=None) -> dict:
     """Register ``name``: the r1cs and zkey read and checked against each other (CorruptFile,
-    WrongField, KeyMismatch name what is wrong), the wasm checked to be WebAssembly, the C++
-    witness generator (with the wasm only) to be a program with its .dat beside it, then the
+    WrongField, KeyMismatch name what is wrong), the wasm checked to be the r1cs's witness
+    generator (its prime, signals and inputs), the C++ witness generator (with the wasm
+    only) to be a program with its .dat beside it, then the
     circuit's directory written. Returns its circuit.json."""
     say = progress or (lambda msg: None)
     if not spec.CIRCUIT_NAME.fullmatch(name or ""):
@@ -72,9 +73,8 @@ def add(name: str, r1cs_path, zkey_path, wasm_path=None, replace: bool = False, 
     zkey.check_matches(r1cs)
     if wasm_path is not None:
         wasm_path = Path(wasm_path)
-        with open(wasm_path, "rb") as f:
-            if f.read(4) != WASM_MAGIC:
-                raise CorruptFile(wasm_path, "is not WebAssembly (no \\0asm header)")
+        say(f"checking {wasm_path}")
+        _check_wasm(wasm_path, r1cs_path, r1cs, zkey.pk.curve)
     if generator_path is not None:
         if wasm_path is None:
             raise RegistrationError("a C++ witness generator is registered with the circuit's .wasm (--wasm), "
@@ -105,6 +105,22 @@ def add(name: str, r1cs_path, zkey_path, wasm_path=None, replace: bool = False, 
         snarkjs_json.write_verification_key(tmp / "verification_key.json", zkey.vk)
         files.write_json(tmp / "circuit.json", info)  # last: its presence marks the circuit usable
     return info
+
+
+def _check_wasm(wasm_path: Path, r1cs_path: Path, r1cs, curve) -> None:
+    """The wasm is the r1cs's witness generator: WebAssembly of circom 2, of the r1cs's prime
+    (else WrongField), computing its wires from its inputs (a generator of another circuit
+    fails at run time otherwise, on every input)."""
+    with open(wasm_path, "rb") as f:
+        if f.read(4) != WASM_MAGIC:
+            raise CorruptFile(wasm_path, "is not WebAssembly (no \\0asm header)")
+    from proofflow.prover.circom.witness import generator_sizes  # wasmtime, only when a wasm is given
+    n_wires, n_inputs = generator_sizes(wasm_path, curve)
+    wanted = r1cs.n_pub_in + r1cs.n_prv_in
+    if (n_wires, n_inputs) != (r1cs.n_wires, wanted):
+        raise CircomFileError(wasm_path, f"is not the witness generator of {r1cs_path}: it computes {n_wires} "
+                                         f"signals from {n_inputs} input values, the r1cs has {r1cs.n_wires} "
+                                         f"signals and {wanted} inputs")
 
 
 def get(name: str) -> dict:

@@ -5,9 +5,9 @@ BLS12-381); a file of a curve not registered here is a WrongField. Numbers are d
 strings in standard form. A G1 point is [x, y, "1"], a G2 point
 [[x.c0, x.c1], [y.c0, y.c1], ["1", "0"]]; the point at infinity has z = 0 (G1 ["0", "1",
 "0"]). public.json lists the public signals, outputs first. snarkjs writes JSON with
-one-space indents, and so do the writers here. The verification key written here lacks
-snarkjs's vk_alphabeta_12 (e(α, β), a precomputation ``snarkjs groth16 verify`` does not
-read).
+one-space indents, and so do the writers here. The verification key written here has the
+fields of snarkjs's ``zkey export verificationkey``, vk_alphabeta_12 (e(α, β) as an Fq12,
+nested [c0, c1] of Fq6 [c0, c1, c2] of Fq2 [c0, c1]) included; the reader ignores it.
 """
 from __future__ import annotations
 
@@ -150,11 +150,18 @@ def write_public(path, public: list[int]) -> None:
     files.write_bytes(path, public_bytes(public))
 
 
+def fq12_to_json(coefficients: list[int]) -> list:
+    """An Fq12's 12 coefficients (tower order) in snarkjs's nested form: 2 Fq6 of 3 Fq2 of 2 Fq."""
+    text = [str(x) for x in coefficients]
+    return [[text[i:i + 2] for i in range(half, half + 6, 2)] for half in (0, 6)]
+
+
 def write_verification_key(path, vk: VerifyingKey) -> None:
     """verification_key.json for ``snarkjs groth16 verify`` (and read_verification_key)."""
     c = vk.curve
     d = {"protocol": PROTOCOL, "curve": c.snarkjs_name, "nPublic": vk.num_public,
          "vk_alpha_1": point_to_json(c, vk.alpha_g1, "g1"), "vk_beta_2": point_to_json(c, vk.beta_g2, "g2"),
          "vk_gamma_2": point_to_json(c, vk.gamma_g2, "g2"), "vk_delta_2": point_to_json(c, vk.delta_g2, "g2"),
+         "vk_alphabeta_12": fq12_to_json(c.pairing(vk.alpha_g1, vk.beta_g2)),
          "IC": [point_to_json(c, p, "g1") for p in vk.gamma_abc_g1]}
     files.write_bytes(path, json.dumps(d, indent=1).encode())

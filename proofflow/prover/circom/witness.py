@@ -67,7 +67,7 @@ _COPIER = """
 """
 
 
-def calculate_witness(wasm, inputs, curve: Curve) -> np.ndarray:
+def calculate_witness(wasm, inputs, curve: Curve, circuit: str | None = None) -> np.ndarray:
     """The witness of ``inputs`` (input.json's content, or its path) as an Fr vector of
     ``curve``, like ``wtns.read_wtns`` returns. Values are decimal strings, 0x hex strings or
     JSON numbers, or nested arrays of them (flattened in circom's order); a negative value -v
@@ -75,9 +75,18 @@ def calculate_witness(wasm, inputs, curve: Curve) -> np.ndarray:
     the inputs are checked before the generator is loaded. Raises InputRejected for inputs
     the circuit does not take (naming the signal, and a value only by its type and length),
     WrongField for a generator of another prime, CorruptFile for a file that is not a
-    circom 2 witness generator."""
+    circom 2 witness generator. Errors name the generator as ``circuit`` (a registered
+    circuit's name), else by its file's name."""
     values, source = read_inputs(inputs, curve)
-    return _Generator(Path(wasm), Fr.of(curve)).run(values, source)
+    return _Generator(Path(wasm), Fr.of(curve)).run(values, source, circuit or Path(wasm).name)
+
+
+def generator_sizes(wasm, curve: Curve) -> tuple[int, int]:
+    """(signals of its witness, input values it takes) of a witness generator of ``curve``'s
+    field, without running it: what ``circuit add`` checks against the r1cs. Raises
+    WrongField for a generator of another prime, CorruptFile for one that is not circom 2's."""
+    generator = _Generator(Path(wasm), Fr.of(curve))
+    return generator.witness_size(), generator.input_size()
 
 
 def read_inputs(inputs, curve: Curve) -> tuple[dict[str, list[int]], Path | None]:
@@ -250,6 +259,12 @@ class _Generator:
     def _call(self, name: str, *args):
         return self._export(name)(self.store, *args)
 
+    def witness_size(self) -> int:
+        return self._call("getWitnessSize")
+
+    def input_size(self) -> int:
+        return self._call("getInputSize")
+
     def _shared_value(self) -> int:
         return int.from_bytes(self.memory.read(self.store, self.shared, self.shared + self.n8), "little")
 
@@ -278,7 +293,9 @@ class _Generator:
         self.line.append(str(self._shared_value()))
 
     # ---- the computation ----
-    def run(self, values: dict[str, list[int]], source) -> np.ndarray:
+    def run(self, values: dict[str, list[int]], source, label: str) -> np.ndarray:
+        """The witness of ``values``; errors name the circuit as ``label``."""
+        self.label = label
         self._call("init", 0)
         given = 0
         for name, flat in values.items():
@@ -286,7 +303,7 @@ class _Generator:
             high, low = h >> 32, h & 0xFFFFFFFF
             size = self._call("getInputSignalSize", _i32(high), _i32(low))
             if size <= 0:  # circom 2.2 answers 0 for a name it lacks, the JS glue checks for < 0
-                raise InputRejected(source, f"{_signal(name)!r} is not an input signal of {self.path.name}")
+                raise InputRejected(source, f"{_signal(name)!r} is not an input signal of {label}")
             if len(flat) != size:
                 raise InputRejected(source, f"input signal {_signal(name)!r} takes {size} value{'s' * (size != 1)}, "
                                             f"got {len(flat)}")
@@ -295,7 +312,7 @@ class _Generator:
                 self._set(source, _i32(high), _i32(low), i)
             given += size
         if given < (total := self._call("getInputSize")):
-            raise InputRejected(source, f"sets {given} of the {total} input values of {self.path.name}")
+            raise InputRejected(source, f"sets {given} of the {total} input values of {label}")
         raw = self._witness_bytes(self._call("getWitnessSize"))
         return self.fr.from_canonical(np.frombuffer(raw, dtype="<u8").reshape(-1, self.fr.LIMBS))
 
@@ -319,10 +336,10 @@ class _Generator:
         except _Failed as exc:
             said = "; ".join(m.strip() for m in self.errors if m.strip())
             what = _FAILURES.get(exc.code, f"error code {exc.code}")
-            raise InputRejected(source, f"{self.path.name} rejects the inputs ({what})"
+            raise InputRejected(source, f"{self.label} rejects the inputs ({what})"
                                         + (f": {said}" if said else "")) from None
         except wasmtime.Trap as exc:
-            raise InputRejected(source, f"{self.path.name} failed on the inputs: {exc.message}") from None
+            raise InputRejected(source, f"{self.label} failed on the inputs: {exc.message}") from None
 
 
 def _i32(word: int) -> int:
