@@ -398,7 +398,7 @@ def parser() -> argparse.ArgumentParser:
 def _accept_home(sub: argparse._SubParsersAction) -> None:
     """--home after any command or action too (`proofflow circuit add NAME --home H`): each
     subparser gets it, suppressed when absent so the top-level one's value stands."""
-    for command in sub.choices.values():
+    for command in {id(c): c for c in sub.choices.values()}.values():  # an alias names the same parser
         command.add_argument("--home", default=argparse.SUPPRESS, help=HOME_HELP)
         for action in command._actions:
             if isinstance(action, argparse._SubParsersAction):
