@@ -397,6 +397,7 @@ def main(argv=None) -> dict:
         work = (args.work or Path(tmp)).resolve()
         work.mkdir(parents=True, exist_ok=True)
         os.environ.setdefault("PROOFFLOW_HOME", str(work / "home"))  # the registry of this run
+        os.environ.setdefault("PROOFFLOW_INPUT_ROOTS", str(work))  # the witnesses it proves
         settings.reload()
         if args.k:
             plan = [(FAMILIES[name], k, None) for name, k in args.k]

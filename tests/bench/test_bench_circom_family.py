@@ -76,6 +76,7 @@ def merkle_run(toolchain, tmp_path_factory):
     root = tmp_path_factory.mktemp("circom-family")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("PROOFFLOW_HOME", str(root / "home"))
+        mp.setenv("PROOFFLOW_INPUT_ROOTS", str(root / "work"))
         argv = ["--k", "merkle=2", "--depth", "3", "--repeats", "1", "--snarkjs-repeats", "1", "--witness-repeats", "1",
                 "--work", str(root / "work"), "--out", str(root / "out.json")]
         try:
