@@ -18,6 +18,7 @@ recorder)."""
 from __future__ import annotations
 
 import logging
+import os
 import time
 from pathlib import Path
 from typing import Callable
@@ -52,12 +53,23 @@ def _named(input, partition: int) -> str:
     return f"input {input}" if isinstance(input, (str, Path)) else f"the input of partition {partition}"
 
 
+def _reason(exc: Exception, input) -> str:
+    """What is wrong, without the input file's path where the message starts with it (as
+    the circom readers' do): the caller names the input once."""
+    text = str(exc)
+    if isinstance(input, (str, Path)):
+        for path in dict.fromkeys((str(input), os.path.realpath(input))):
+            if text.startswith(f"{path}: "):
+                return text[len(path) + 2:]
+    return text
+
+
 def _instance(circuit: Circuit, seed: int, partition: int, input=None):
     """A partition's witness; an input the circuit refuses is an InputError naming it."""
     try:
         return circuit.instance(seed, partition, input)
     except (ValueError, OSError) as exc:
-        raise InputError(f"{_named(input, partition)}: {exc}") from None
+        raise InputError(f"{_named(input, partition)}: {_reason(exc, input)}") from None
 
 
 def _witness_map(circuit: Circuit, inst, out, input, partition: int):
@@ -128,17 +140,20 @@ def synthesize_remote(circuit: Circuit, seed: int, partition: int, endpoint: str
                       timer=None, timeout: float | None = None, input=None) -> dict:
     """``synthesize_shared`` for a host without the GPU: the partition is synthesized into
     this process's staging pool and streamed from there into a segment of the GPU host's
-    shared staging (``staging.receiver``; phase ``stream``). Returns the same as
-    ``synthesize_shared``, plus the stream's bytes and seconds."""
-    from proofflow.prover.staging.receiver import StreamError, send
+    shared staging (``staging.receiver``; phase ``stream``; over TLS when
+    PROOFFLOW_STAGING_TLS_CA names the CA to verify the receiver against). Returns the same
+    as ``synthesize_shared``, plus the stream's bytes and seconds."""
+    from proofflow.prover.staging.receiver import StreamError, client_tls, send
     timer = timing.ensure(timer)
-    timeout = settings.current().staging_timeout_s if timeout is None else timeout
+    config = settings.current()
+    timeout = config.staging_timeout_s if timeout is None else timeout
+    tls = client_tls(config.staging_tls_ca) if config.staging_tls_ca else None
     with synthesize(circuit, seed, partition, staging_pool(pinned=False), timer, timeout, input) as staged:
         block = staged.buffer.view(np.uint64, (3, circuit.domain_size, 4))
         t0 = time.time()
         with timer.phase(Phase.STREAM):
             try:
-                reply = send(endpoint, token, holder, block, staged.witness, timeout)
+                reply = send(endpoint, token, holder, block, staged.witness, timeout, tls)
             except StreamError as exc:
                 if exc.error_type is ErrorType.REFUSED:  # malformed or over the budget: no retry helps
                     raise InputError(str(exc)) from None
