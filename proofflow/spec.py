@@ -58,10 +58,10 @@ class InvalidParams(ValueError):
 
 class InvalidInput(InvalidParams):
     """A run's input whose content the circuit cannot take (``validate``'s check, before any
-    work): ``input`` names it (a file's path, or None for an input object), ``partition`` its
-    place in the run."""
+    work): ``input`` is it (a file's path, or an input object), ``partition`` its place in
+    the run."""
 
-    def __init__(self, message: str, partition: int, input: str | None):
+    def __init__(self, message: str, partition: int, input):
         super().__init__(message)
         self.partition, self.input = partition, input
 
@@ -277,12 +277,15 @@ class RunConfig:
 
 def validate_params(params: dict, gpu_available: Callable[[], bool],
                     fit_check: Callable[[RunConfig], str | None] | None = None,
+                    input_check: Callable[[RunConfig], None] | None = None,
                     input_roots: Sequence[Path] | None = None) -> RunConfig:
     """The run a proof_run's params ask for, checked once; raises InvalidParams with one
     message naming every problem. ``gpu_available``: asked only when the GPU is asked for or
     'auto' must choose. ``fit_check``: takes the config and says why the run cannot fit the
     machine (one message naming each number that fails), or None; asked last (the engine's:
-    ``proofflow.prover.resources.fit_check``); None: no resource check. ``input_roots``: the
+    ``proofflow.prover.resources.fit_check``); None: no resource check. ``input_check``: raises
+    InvalidInput for inputs the circuit refuses (the engine's:
+    ``proofflow.prover.circom.inputs.check_run_inputs``); None: none. ``input_roots``: the
     directories input files must lie in; None: the settings' (``Settings.run_input_roots``)."""
     params = dict(params)
     p = {**DEFAULTS, **{k: v for k, v in params.items() if k in DEFAULTS}}
@@ -322,6 +325,8 @@ def validate_params(params: dict, gpu_available: Callable[[], bool],
     config = RunConfig(p["circuit"], p["log2"], p["partitions"], backend, resolve_staging(p["staging"], backend),
                        p["seed"], p["inputs"] if info is not None else None, info is not None, p["backend"],
                        MemoryKind(p["staging"]), p["curve"])
+    if input_check is not None:
+        input_check(config)
     if fit_check is not None and (refusal := fit_check(config)):
         raise InvalidParams(refusal)
     return config
