@@ -3,11 +3,11 @@ import time
 
 from sqlalchemy import inspect, text
 
-from proofflow.spec import RunFailure
 from proofflow.timing import TimingStore
 from proofflow.timing.store import alembic_config
 
-CAUSE = RunFailure("partition.synthesize", "circuit rejects the inputs (an assert failed)", 1, "run-x/0001-bad.json")
+CAUSE = dict(task_id="partition.synthesize", message="circuit rejects the inputs (an assert failed)", map_index=1,
+             input="run-x/0001-bad.json")
 
 
 def _to(store, revision, step):
@@ -18,13 +18,15 @@ def _to(store, revision, step):
 
 
 def test_a_runs_row_keeps_the_cause(store_url):
+    from proofflow.spec import RunFailure
+    cause = RunFailure(**CAUSE)
     store = TimingStore(store_url)
     rid = f"failed-{time.time_ns()}"
-    store.upsert_run("proof_run", rid, state="failed", **CAUSE.columns())
+    store.upsert_run("proof_run", rid, state="failed", **cause.columns())
     row = store.run("proof_run", rid)
-    assert RunFailure.from_row(row) == CAUSE
-    assert row["error"] == CAUSE.message and row["failed_map_index"] == 1
-    assert CAUSE.line() == ("partition 1 (run-x/0001-bad.json) failed in partition.synthesize: "
+    assert RunFailure.from_row(row) == cause
+    assert row["error"] == cause.message and row["failed_map_index"] == 1
+    assert cause.line() == ("partition 1 (run-x/0001-bad.json) failed in partition.synthesize: "
                             "circuit rejects the inputs (an assert failed)")
     store.dispose()
 
@@ -40,7 +42,7 @@ def test_migration_0008_adds_the_cause_and_keeps_the_rows(store_url):
                           "'failed')"), {"r": rid})
     _to(store, "0008", command.upgrade)
     row = store.run("proof_run", rid)
-    assert row["circuit"] == "mimc" and RunFailure.from_row(row) is None
+    assert row["circuit"] == "mimc" and row["failed_task"] is None and row["error"] is None
     _to(store, "0007", command.downgrade)
     assert not {"failed_task", "error"} & {c["name"] for c in inspect(store.engine).get_columns("runs")}
     _to(store, "head", command.upgrade)
