@@ -105,14 +105,14 @@ class ProofflowOperator(BaseOperator):
         there before it: the first failure is the cause."""
         if not final:
             return
-        part = self.partition if isinstance(self.partition, int) else None
-        cfg = RunConfig.from_dict(self.config) if isinstance(self.config, dict) else None
-        input = cfg.inputs[part] if cfg and cfg.inputs and part is not None else None
-        if isinstance(exc, spec.InvalidInput):  # validate names the partition whose input it refuses
-            part, input = exc.partition, exc.input
-        cause = spec.RunFailure(self.task_id, getattr(exc, "detail", None) or str(exc), part,
-                                spec.input_label(input, settings.current().run_input_roots))
         try:
+            part = self.partition if isinstance(self.partition, int) else None
+            cfg = RunConfig.from_dict(self.config) if isinstance(self.config, dict) else None
+            input = cfg.inputs[part] if cfg and cfg.inputs and part is not None else None
+            if isinstance(exc, spec.InvalidInput):  # validate names the partition whose input it refuses
+                part, input = exc.partition, exc.input
+            cause = spec.RunFailure(self.task_id, getattr(exc, "detail", None) or str(exc), part,
+                                    spec.input_label(input, settings.current().run_input_roots))
             store = _store()
             row = store.run(rec.dag_id, rec.run_id) or {}
             if row.get("state") != "success" and spec.RunFailure.from_row(row) is None:
