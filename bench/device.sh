@@ -184,14 +184,15 @@ PY
 
 # == plan: snarkjs-pack
 # .snarkjs/ (~40 MB): node, the circom toolchain of tests/circom (npm ci there first: circom2,
-# snarkjs, circomlib), arkworks's wheel (from .whl/) and wasmtime's (proofflow's witnesses from a
+# snarkjs, circomlib), arkworks's and SQLAlchemy's wheels (from .whl/) and wasmtime's (proofflow's witnesses from a
 # circuit's .wasm), for the snarkjs and circom-family plans
 plan_snarkjs_pack() {
     set -e
     ls .whl/py_arkworks_bls12381-*.whl > /dev/null || { echo "run the wheels plan first"; exit 1; }
     rm -rf .snarkjs && mkdir -p .snarkjs/whl
     xz -T0 -c "$(command -v node)" > .snarkjs/node.xz
-    cp .whl/py_arkworks_bls12381-*.whl .snarkjs/whl/
+    # SQLAlchemy too: the proofflow CLI (setup, circuit add) builds its parser with the timing store's
+    cp .whl/py_arkworks_bls12381-*.whl .whl/sqlalchemy-*.whl .whl/greenlet-*.whl .snarkjs/whl/
     "${PY:-python3}" -m pip download -q --only-binary=:all: --no-deps --python-version 3.12 --implementation cp \
         --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
         --platform manylinux1_x86_64 -d .snarkjs/whl "wasmtime==$(sed -n 's/.*"wasmtime==\([^"]*\)".*/\1/p' pyproject.toml)"
