@@ -92,7 +92,7 @@ def test_a_synthesis_failure_is_told_by_the_cli_json_store_and_report(gadgets, p
     assert cli.main(["run", "--circuit", "gadgets", "--backend", "cpu", "--json", "--inputs", *map(str, given)]) == 1
     out, err = capfd.readouterr()
     s = json.loads(out.strip().splitlines()[-1])
-    expected = (rf"partition 1 \({given[1]}\) failed in partition\.synthesize: \S+ rejects the inputs "
+    expected = (rf"partition 1 \({given[1]}\) failed in partition\.synthesize: circuit '\w+' rejects the inputs "
                 r"\(an assert failed\): Error in template Num2Bits_\d+ line: \d+")
     assert s["error"] and re.match(expected, s["error"]), s["error"]
     assert f"error: {s['error']}\n" in err and f"see {s['log']}" in err
