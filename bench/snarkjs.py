@@ -208,6 +208,8 @@ def main(argv=None) -> dict:
     if backend.name == "gpu":
         from proofflow.prover import device
         result["device"] = device.name()
+    else:
+        result["cpu_threads"] = backend.threads  # PROOFFLOW_CPU_THREADS: the MSMs' threads
     with tempfile.TemporaryDirectory(prefix="proofflow-bench-snarkjs-") as tmp:
         os.environ.setdefault("PROOFFLOW_HOME", str(Path(tmp) / "home"))  # the registry of this run
         os.environ.setdefault("PROOFFLOW_INPUT_ROOTS", tmp)  # the witnesses it writes

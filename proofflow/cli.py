@@ -74,9 +74,9 @@ def _output_to(path: Path | None):
 
 
 def print_summary(s: dict) -> None:
-    from proofflow.timing.report import run_setup
+    from proofflow.timing.report import run_heading
     print(f"proof_run {s['run_id']}: {s['state']}")
-    print(f"  {s['circuit']} 2^{s['log2']}, {s['partitions']} partition(s), {run_setup(s)}, seed {s['seed']}")
+    print(f"  {run_heading(s, partitions=True)}" + (f", seed {s['seed']}" if s["seed"] is not None else ""))
     print(f"  {'task':<30}{'phase':<14}{'count':>6}{'total s':>10}{'mean s':>10}{'max s':>10}")
     for p in s["phases"]:
         if p["phase"] == "task":
@@ -86,15 +86,17 @@ def print_summary(s: dict) -> None:
     for direction, t in sorted(s["transfers"].items()):
         print(f"  transfer {direction:<5} {t['count']}x {t['bytes'] / 1e6:.2f} MB {t['memory_kind']}, "
               f"{t['seconds']:.4f} s" + (f", {t['gbps']} GB/s" if t["gbps"] else ""))
-    print(f"  {s['proofs_verified']}/{s['partitions']} proofs verify, wall {s['wall_s']} s")
+    print(f"  {s['proofs_verified']}/{'-' if s['partitions'] is None else s['partitions']} proofs verify, wall "
+          f"{'-' if s['wall_s'] is None else s['wall_s']} s")
     if s.get("bundle_dir"):
         print(f"  bundle: {s['bundle_dir']}")
 
 
-def stage_inputs(paths: list[Path]) -> Path:
+def stage_inputs(paths: list[Path]) -> tuple[Path, list[Path]]:
     """``run --inputs``: the input files given, or one directory's (in name order),
     hard-linked (else copied) into a fresh directory under the first input root, where a run
-    may read them, numbered in their order. The caller removes the directory after the run."""
+    may read them, numbered in their order. Returns the directory and the files it holds, in
+    order; the caller removes the directory after the run."""
     given = paths[0] if len(paths) == 1 and paths[0].is_dir() else None
     sources = sorted(p for p in given.iterdir() if p.suffix in INPUT_SUFFIXES) if given else paths
     if not sources:
@@ -114,29 +116,40 @@ def stage_inputs(paths: list[Path]) -> Path:
     except BaseException:
         shutil.rmtree(staged, ignore_errors=True)
         raise
-    return staged
+    return staged, sources
+
+
+def _as_given(text: str, staged: Path, sources: list[Path]) -> str:
+    """A run's message with its staged input files (``stage_inputs``) named as the user gave them."""
+    for i, source in enumerate(sources):
+        name = f"{i:04d}-{source.name}"
+        for staged_as in (str(staged / name), os.path.realpath(staged / name), f"{staged.name}/{name}"):
+            text = text.replace(staged_as, str(source))
+    return text
 
 
 def cmd_run(args) -> int:
     conf = {"circuit": args.circuit, "log2": args.log2, "curve": args.curve, "partitions": args.partitions,
             "backend": args.backend, "staging": args.staging, "seed": args.seed}
-    staged = stage_inputs([Path(p) for p in args.inputs]) if args.inputs else None
-    if staged is not None:
-        conf["inputs"] = str(staged)
-    try:
+    if not args.inputs:
         return _run(conf, args)
+    staged, sources = stage_inputs([Path(p) for p in args.inputs])
+    conf["inputs"] = str(staged)
+    try:
+        return _run(conf, args, lambda text: _as_given(text, staged, sources))
     finally:
-        if staged is not None:
-            shutil.rmtree(staged, ignore_errors=True)
+        shutil.rmtree(staged, ignore_errors=True)
 
 
-def _run(conf: dict, args) -> int:
+def _run(conf: dict, args, as_given=lambda text: text) -> int:
     from proofflow import spec
     from proofflow.prover import device, resources
+    from proofflow.prover.circom.inputs import check_run_inputs
     try:  # the DAG's validate task checks again; this gives the message without a run
-        spec.validate_params(conf, gpu_available=device.available, fit_check=resources.fit_check)
+        spec.validate_params(conf, gpu_available=device.available, fit_check=resources.fit_check,
+                             input_check=check_run_inputs)
     except spec.InvalidParams as exc:
-        _say(f"error: {exc}")
+        _say(f"error: {as_given(str(exc))}")
         return EXIT_BAD_INPUT
     from proofflow.airflow import local
     home = local.configure()
@@ -157,6 +170,8 @@ def _run(conf: dict, args) -> int:
     summary["airflow_state"] = run.state
     summary["command_s"] = round(time.time() - t0, 3)
     summary["timing_db"] = _redact(run.timing_url)
+    if summary["error"]:
+        summary["error"] = as_given(summary["error"])
     if log_path:
         summary["log"] = str(log_path)
     if args.json:
@@ -165,6 +180,8 @@ def _run(conf: dict, args) -> int:
         print_summary(summary)
     ok = summary["airflow_state"] == "success" and summary["proofs_verified"] == summary["partitions"]
     if not ok:
+        if summary["error"]:
+            _say(f"error: {summary['error']}")
         _say(f"proofflow: run {run.run_id} {summary['airflow_state']}" + (f"; see {log_path}" if log_path else ""))
     return EXIT_OK if ok else EXIT_FAILED
 

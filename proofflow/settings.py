@@ -319,6 +319,11 @@ class Settings:
         "backend); least recently used keys are evicted to fit a new one", SERVICE)
     setup_workers: int = _opt("PROOFFLOW_SETUP_WORKERS", INT, Derived("the CPU count", lambda v: os.cpu_count() or 1),
                               "processes of the CPU setup's fixed-base multiplications", SERVICE)
+    cpu_threads: int = _opt(
+        "PROOFFLOW_CPU_THREADS", _at_least(1), Derived("the CPU count", lambda v: os.cpu_count() or 1),
+        "threads of the CPU backend's MSMs: a proof's independent MSMs run at once and large ones are split "
+        "across them (1: one after another, on one core); lower it where several CPU provers share a host",
+        SERVICE)
     setup_lock_path: Path = _opt(
         "PROOFFLOW_SETUP_LOCK", PATH, Derived("`/tmp/proofflow-<uid>/gpu-setup.lock`",
                                               lambda v: Path(f"/tmp/proofflow-{os.getuid()}/gpu-setup.lock")),

@@ -56,6 +56,59 @@ class InvalidParams(ValueError):
     pass
 
 
+class InvalidInput(InvalidParams):
+    """A run's input whose content the circuit cannot take (``validate``'s check, before any
+    work): ``input`` is it (a file's path, or an input object), ``partition`` its place in
+    the run."""
+
+    def __init__(self, message: str, partition: int, input):
+        super().__init__(message)
+        self.partition, self.input = partition, input
+
+
+@dataclass(frozen=True)
+class RunFailure:
+    """Why a proof run failed, as its failing task saw it: recorded in the timing store's
+    ``runs`` row (columns failed_task, failed_map_index, failed_input, error), printed by
+    ``proofflow run``, shown by the report. ``map_index``: the partition (None: a task of the
+    whole run); ``input``: the partition's input file relative to its input root, or
+    "inline" for an input object (None: a built-in circuit's, or none)."""
+    task_id: str
+    message: str
+    map_index: int | None = None
+    input: str | None = None
+
+    def line(self) -> str:
+        """The one line a user reads: where it failed, then why."""
+        where = "" if self.map_index is None else f"partition {self.map_index} "
+        where += f"({self.input}) " if self.input else ""
+        return f"{where}failed in {self.task_id}: {self.message}"
+
+    def columns(self) -> dict:
+        return {"failed_task": self.task_id, "failed_map_index": self.map_index, "failed_input": self.input,
+                "error": self.message}
+
+    @classmethod
+    def from_row(cls, row: dict) -> "RunFailure | None":
+        if not row or not row.get("failed_task"):
+            return None
+        return cls(row["failed_task"], row.get("error") or "", row.get("failed_map_index"), row.get("failed_input"))
+
+
+def input_label(input, roots: Sequence[Path]) -> str | None:
+    """How a failure and the manifest name a partition's input: a file by its path relative
+    to the input root it lies in (else its name), an input object as "inline"."""
+    if input is None:
+        return None
+    if not isinstance(input, (str, Path)):
+        return "inline"
+    path = Path(os.path.realpath(input))
+    for root in map(os.path.realpath, roots):
+        if path.is_relative_to(root):
+            return str(path.relative_to(root))
+    return path.name
+
+
 def check_int(name: str, value, lo: int | None = None, hi: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidParams(f"{name} must be an integer, got {value!r}")
@@ -224,12 +277,15 @@ class RunConfig:
 
 def validate_params(params: dict, gpu_available: Callable[[], bool],
                     fit_check: Callable[[RunConfig], str | None] | None = None,
+                    input_check: Callable[[RunConfig], None] | None = None,
                     input_roots: Sequence[Path] | None = None) -> RunConfig:
     """The run a proof_run's params ask for, checked once; raises InvalidParams with one
     message naming every problem. ``gpu_available``: asked only when the GPU is asked for or
     'auto' must choose. ``fit_check``: takes the config and says why the run cannot fit the
     machine (one message naming each number that fails), or None; asked last (the engine's:
-    ``proofflow.prover.resources.fit_check``); None: no resource check. ``input_roots``: the
+    ``proofflow.prover.resources.fit_check``); None: no resource check. ``input_check``: raises
+    InvalidInput for inputs the circuit refuses (the engine's:
+    ``proofflow.prover.circom.inputs.check_run_inputs``); None: none. ``input_roots``: the
     directories input files must lie in; None: the settings' (``Settings.run_input_roots``)."""
     params = dict(params)
     p = {**DEFAULTS, **{k: v for k, v in params.items() if k in DEFAULTS}}
@@ -269,6 +325,8 @@ def validate_params(params: dict, gpu_available: Callable[[], bool],
     config = RunConfig(p["circuit"], p["log2"], p["partitions"], backend, resolve_staging(p["staging"], backend),
                        p["seed"], p["inputs"] if info is not None else None, info is not None, p["backend"],
                        MemoryKind(p["staging"]), p["curve"])
+    if input_check is not None:
+        input_check(config)
     if fit_check is not None and (refusal := fit_check(config)):
         raise InvalidParams(refusal)
     return config

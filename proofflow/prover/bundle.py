@@ -4,7 +4,9 @@ verifying key, self-contained so ``python -m proofflow.prover verify DIR`` needs
     DIR/vk.json                 the verifying key
     DIR/partition-0000.proof    a compressed proof per partition (192 bytes on BLS12-381)
     DIR/manifest.json           curve, circuit, log2, and per partition its public inputs
-                                (hex) and proof file; written last, so its presence means
+                                (hex), proof file and the input it proved (a file relative
+                                to its input root, "inline", or null for a built-in
+                                circuit's); written last, so its presence means
                                 the bundle is complete (a manifest naming no curve is the
                                 default curve's, as written before curves were recorded)
 
@@ -60,16 +62,18 @@ def write_proof(directory, partition: int, proof: Proof, snarkjs_public: list[in
 
 
 def write_manifest(directory, circuit: str, log2: int, vk: VerifyingKey, entries: list[tuple[int, list[int]]],
-                   snarkjs: bool = False) -> Path:
-    """``entries``: (partition, public inputs) for every proof already written."""
+                   snarkjs: bool = False, inputs: list[str | None] | None = None) -> Path:
+    """``entries``: (partition, public inputs) for every proof already written; ``inputs``:
+    the input each partition proved, by partition (a file relative to its input root, or
+    "inline"; None: a built-in circuit's own)."""
     directory = Path(directory)
     vk.save(directory / "vk.json")
     if snarkjs:
         from proofflow.prover.circom import snarkjs_json
         snarkjs_json.write_verification_key(directory / "verification_key.json", vk)
     manifest = {"format": vk.curve.key_format, "curve": vk.curve.name, "circuit": circuit, "log2": log2,
-                "partitions": [{"partition": p, "public_inputs": [hex(x) for x in inputs], "proof": proof_name(p)}
-                               for p, inputs in sorted(entries)]}
+                "partitions": [{"partition": p, "public_inputs": [hex(x) for x in public], "proof": proof_name(p),
+                                "input": inputs[p] if inputs else None} for p, public in sorted(entries)]}
     path = directory / MANIFEST
     files.write_bytes(path, json.dumps(manifest, indent=1).encode())
     return path

@@ -61,29 +61,39 @@ class PointTable:
         return self._points
 
 
-def msm(table: PointTable, values: np.ndarray):
-    """sum_i values[i] * table[i] on the CPU through the library's multiexp."""
+def _rows(table: PointTable, values: np.ndarray, lo: int, hi: int | None) -> int:
     if len(table) != values.shape[0]:
         raise ValueError(f"{len(table)} points but {values.shape[0]} scalars")
+    hi = len(table) if hi is None else hi
+    if not 0 <= lo <= hi <= len(table):
+        raise ValueError(f"rows {lo}..{hi} are not within the table's {len(table)}")
+    return hi
+
+
+def msm(table: PointTable, values: np.ndarray, lo: int = 0, hi: int | None = None):
+    """sum_i values[i] * table[i] over rows lo..hi (all by default) on the CPU through the
+    library's multiexp."""
+    hi = _rows(table, values, lo, hi)
     cls = table.curve.point_class(table.group)
-    if len(table) == 0:
+    if hi == lo:
         return cls.identity()
-    return cls.multiexp_unchecked(table.points(), scalars(table.curve, values))
+    return cls.multiexp_unchecked(table.points()[lo:hi], scalars(table.curve, values[lo:hi]))
 
 
-def msm_split(table: PointTable, values: np.ndarray):
+def msm_split(table: PointTable, values: np.ndarray, lo: int = 0, hi: int | None = None):
     """``msm`` with the scalars split by value, as the GPU splits a witness MSM
     (``proofflow.prover.device.sparse``): zeros skipped, the points of ones added up, the
     rest through the library's multiexp."""
-    if len(table) != values.shape[0]:
-        raise ValueError(f"{len(table)} points but {values.shape[0]} scalars")
-    ones = (values == Fr.of(table.curve).one()).all(axis=1)
-    other = np.flatnonzero(values.any(axis=1) & ~ones)
+    hi = _rows(table, values, lo, hi)
+    part = values[lo:hi]
+    ones = (part == Fr.of(table.curve).one()).all(axis=1)
+    other = np.flatnonzero(part.any(axis=1) & ~ones)
     pts = table.points()
     cls = table.curve.point_class(table.group)
     total = cls.identity()
-    for i in np.flatnonzero(ones).tolist():
+    for i in (np.flatnonzero(ones) + lo).tolist():
         total = total + pts[i]
     if other.size:
-        total = total + cls.multiexp_unchecked([pts[i] for i in other.tolist()], scalars(table.curve, values[other]))
+        total = total + cls.multiexp_unchecked([pts[i] for i in (other + lo).tolist()],
+                                               scalars(table.curve, part[other]))
     return total

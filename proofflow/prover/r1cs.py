@@ -40,9 +40,13 @@ class SparseMatrix:
         """Build from COO triplets (duplicates are kept and summed by the product)."""
         r = np.asarray(r, dtype=np.int64)
         c = np.asarray(c, dtype=np.int64)
+        if rows * cols > 1 << 64:
+            raise ValueError(f"a {rows} x {cols} matrix is beyond the engine's sizes")
         if r.size and (r.min() < 0 or r.max() >= rows or c.min() < 0 or c.max() >= cols):
             raise ValueError("triplet index out of range")
-        order = np.lexsort((c, r))
+        # By row, then column: one stable sort of row * cols + column orders as a sort by
+        # both would, in a fraction of the time when the rows come in order (as a file's do).
+        order = np.argsort(r.astype(np.uint64) * np.uint64(cols) + c.astype(np.uint64), kind="stable")
         indptr = np.zeros(rows + 1, dtype=np.int64)
         np.cumsum(np.bincount(r, minlength=rows), out=indptr[1:])
         return cls(curve, rows, cols, indptr, np.ascontiguousarray(c[order]), np.ascontiguousarray(coeffs[order]))

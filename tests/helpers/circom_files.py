@@ -1,8 +1,11 @@
-"""Small iden3 binary files (.r1cs, .wtns, zkey headers) written from Python values, for
-testing the readers in proofflow.prover.circom without the node toolchain."""
+"""Small iden3 binary files (.r1cs, .wtns, zkey headers) written from Python values, and
+random r1cs files of any size, for testing (and timing) the readers in
+proofflow.prover.circom without the node toolchain."""
 from __future__ import annotations
 
 import struct
+
+import numpy as np
 
 from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
 from proofflow.prover.field.fr import Fr
@@ -49,3 +52,27 @@ def zkey_head(protocol: int = 1, r: int = fr.MODULUS, q: int | None = None) -> b
     n8q = 48 if q.bit_length() > 256 else 32
     header = field(q, n8q) + field(r) + struct.pack("<III", 3, 1, 4)
     return container(b"zkey", 1, [(1, struct.pack("<I", protocol)), (2, header)])
+
+
+def random_r1cs(n_constraints: int, n_wires: int, rng, max_terms: int = 3, n8: int = 32,
+                prime: int = fr.MODULUS) -> bytes:
+    """An r1cs of random constraints, built with numpy (millions in seconds): each linear
+    combination 0..``max_terms`` terms of random wires (repeats possible) and random
+    coefficients below 2^254, written as ``n8``-byte integers; one output, one public and
+    one private input; sections in circom's order."""
+    term = 4 + n8
+    counts = rng.integers(0, max_terms + 1, size=3 * n_constraints)
+    sizes = 4 + term * counts
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    body = np.zeros(int(sizes.sum()), dtype=np.uint8)
+    body.view("<u4")[starts // 4] = counts
+    lc = np.repeat(np.arange(counts.size), counts)
+    first = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+    at = starts[lc] + 4 + term * (np.arange(lc.size) - first[lc])  # each term's offset
+    body.view("<u4")[at // 4] = rng.integers(0, n_wires, size=lc.size)
+    coeffs = rng.integers(0, 256, size=(lc.size, 32), dtype=np.uint8)
+    coeffs[:, 31] &= 0x3F
+    body[(at + 4)[:, None] + np.arange(32)] = coeffs
+    header = field(prime, n8) + struct.pack("<IIIIQI", n_wires, 1, 1, 1, n_wires, n_constraints)
+    labels = np.arange(n_wires, dtype="<u8").tobytes()
+    return container(b"r1cs", 1, [(2, body.tobytes()), (1, header), (3, labels)])

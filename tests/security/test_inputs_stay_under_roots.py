@@ -135,7 +135,7 @@ def test_run_inputs_are_linked_into_the_first_root_for_the_run(home, secret, mon
         (mine / name).write_text('{"x": "1"}')
     seen = []
 
-    def run(conf, args):  # the embedded Airflow run, replaced: the staged inputs as it gets them
+    def run(conf, args, as_given=None):  # the embedded Airflow run, replaced: the staged inputs as it gets them
         from proofflow.spec import validate_params
         config = validate_params(conf, gpu_available=lambda: False)
         seen.append([(path, open(path).read()) for path in config.inputs])

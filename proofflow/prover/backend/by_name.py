@@ -1,6 +1,6 @@
 """The backend a name asks for (``spec.BACKENDS``): ``auto`` picks the GPU when CuPy is
 installed and sees a device, else the CPU; ``device_options`` gives the GPU code its
-settings."""
+settings, and the CPU backend gets its thread count (``PROOFFLOW_CPU_THREADS``) here."""
 from __future__ import annotations
 
 from proofflow import settings, spec
@@ -20,7 +20,8 @@ def device_options(s: settings.Settings) -> DeviceOptions:
 
 
 def get_backend(name: str = "auto", options: DeviceOptions | None = None) -> Backend:
-    """Backend ``name``; a GPU one with ``options`` (default: this process's settings')."""
+    """Backend ``name``; a GPU one with ``options`` (default: this process's settings'), a
+    CPU one with this process's ``cpu_threads``."""
     if name not in spec.BACKENDS:
         raise ValueError(f"unknown backend {name!r}: choose one of {', '.join(spec.BACKENDS)}")
     try:
@@ -31,4 +32,4 @@ def get_backend(name: str = "auto", options: DeviceOptions | None = None) -> Bac
         from proofflow.prover.device.backend import GpuBackend
         return GpuBackend(options or device_options(settings.current()))
     from proofflow.prover.backend.cpu import CpuBackend
-    return CpuBackend()
+    return CpuBackend(settings.current().cpu_threads)

@@ -1,4 +1,5 @@
-"""The CPU backend: C field kernels for the NTTs, the curve's point library (arkworks) for the MSMs."""
+"""The CPU backend: C field kernels for the NTTs, the curve's point library (arkworks) for the
+MSMs, on ``threads`` threads (``cpu_threads``: a proof's MSMs at once, large ones split)."""
 from __future__ import annotations
 
 import time
@@ -6,12 +7,18 @@ import time
 import numpy as np
 
 from proofflow.prover import points
-from proofflow.prover.backend.base import Backend, Transfer
+from proofflow.prover.backend import cpu_threads
+from proofflow.prover.backend.base import Backend, MsmJob, Transfer
 from proofflow.prover.polynomial.domain import Radix2Domain
 
 
 class CpuBackend(Backend):
     name = "cpu"
+
+    def __init__(self, threads: int = 1):
+        if threads < 1:
+            raise ValueError(f"the CPU backend needs at least one thread, got {threads}")
+        self.threads = threads
 
     def ntt(self, domain, x, inverse=False):
         x = x.copy()
@@ -45,10 +52,18 @@ class CpuBackend(Backend):
         return out, Transfer(out.nbytes, (time.thread_time() - t0) * 1e3, kind or "pageable")
 
     def msm_g1(self, table, scalars: np.ndarray):
-        return points.msm(table, scalars)
+        return self.msms([MsmJob(table, scalars, witness=False)])[0]
 
     def msm_g2(self, table, scalars: np.ndarray):
-        return points.msm(table, scalars)
+        return self.msms([MsmJob(table, scalars, witness=False)])[0]
 
     def msm_witness(self, table, scalars: np.ndarray):
-        return points.msm_split(table, scalars)
+        return self.msms([MsmJob(table, scalars)])[0]
+
+    def msm_job(self, job: MsmJob):
+        return (points.msm_split if job.witness else points.msm)(job.table, job.scalars)
+
+    def msms(self, jobs: list[MsmJob]) -> list:
+        if self.threads == 1:
+            return [self.msm_job(job) for job in jobs]
+        return cpu_threads.msms(jobs, self.threads)

@@ -32,7 +32,7 @@ class CircomFileError(ValueError):
     """Base of the file errors: ``path`` names the file."""
 
     def __init__(self, path, message: str):
-        self.path = str(path)
+        self.path, self.detail = str(path), message  # detail: what is wrong, without the file's name
         super().__init__(f"{self.path}: {message}")
 
 

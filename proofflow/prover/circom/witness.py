@@ -89,6 +89,21 @@ def generator_sizes(wasm, curve: Curve) -> tuple[int, int]:
     return generator.witness_size(), generator.input_size()
 
 
+def check_inputs(wasm, inputs: list, curve: Curve, circuit: str | None = None):
+    """Each of ``inputs`` (input.json paths or input objects) checked as ``calculate_witness``
+    checks it, the circuit not run: JSON within bounds, integers in the field, every signal
+    one of the generator's inputs with its number of values, and every input set. Yields
+    (index, InputRejected) for each input refused; the generator is loaded once."""
+    generator = None
+    for i, item in enumerate(inputs):
+        try:
+            values, source = read_inputs(item, curve)
+            generator = generator or _Generator(Path(wasm), Fr.of(curve))
+            generator.check(values, source, circuit or Path(wasm).name)
+        except InputRejected as exc:
+            yield i, exc
+
+
 def read_inputs(inputs, curve: Curve) -> tuple[dict[str, list[int]], Path | None]:
     """``inputs`` (input.json's content, or its path) checked as ``calculate_witness`` says:
     each signal's values flattened and reduced into ``curve``'s scalar field, and the file
@@ -293,26 +308,31 @@ class _Generator:
         self.line.append(str(self._shared_value()))
 
     # ---- the computation ----
-    def run(self, values: dict[str, list[int]], source, label: str) -> np.ndarray:
-        """The witness of ``values``; errors name the circuit as ``label``."""
+    def check(self, values: dict[str, list[int]], source, label: str) -> None:
+        """Every name one of the generator's input signals, with as many values as it takes,
+        and every input value given; the generator initialized, nothing set yet. Errors name
+        the circuit as ``label``."""
         self.label = label
         self._call("init", 0)
         given = 0
         for name, flat in values.items():
-            h = _fnv1a_64(name)
-            high, low = h >> 32, h & 0xFFFFFFFF
-            size = self._call("getInputSignalSize", _i32(high), _i32(low))
+            size = self._call("getInputSignalSize", *_hash_words(name))
             if size <= 0:  # circom 2.2 answers 0 for a name it lacks, the JS glue checks for < 0
                 raise InputRejected(source, f"{_signal(name)!r} is not an input signal of {label}")
             if len(flat) != size:
                 raise InputRejected(source, f"input signal {_signal(name)!r} takes {size} value{'s' * (size != 1)}, "
                                             f"got {len(flat)}")
-            for i, value in enumerate(flat):
-                self.memory.write(self.store, value.to_bytes(self.n8, "little"), self.shared)
-                self._set(source, _i32(high), _i32(low), i)
             given += size
         if given < (total := self._call("getInputSize")):
             raise InputRejected(source, f"sets {given} of the {total} input values of {label}")
+
+    def run(self, values: dict[str, list[int]], source, label: str) -> np.ndarray:
+        """The witness of ``values``; errors name the circuit as ``label``."""
+        self.check(values, source, label)
+        for name, flat in values.items():
+            for i, value in enumerate(flat):
+                self.memory.write(self.store, value.to_bytes(self.n8, "little"), self.shared)
+                self._set(source, *_hash_words(name), i)
         raw = self._witness_bytes(self._call("getWitnessSize"))
         return self.fr.from_canonical(np.frombuffer(raw, dtype="<u8").reshape(-1, self.fr.LIMBS))
 
@@ -340,6 +360,12 @@ class _Generator:
                                         + (f": {said}" if said else "")) from None
         except wasmtime.Trap as exc:
             raise InputRejected(source, f"{self.label} failed on the inputs: {exc.message}") from None
+
+
+def _hash_words(name: str) -> tuple[int, int]:
+    """A signal name's FNV-1a hash as the generator takes it: high and low words, as i32."""
+    h = _fnv1a_64(name)
+    return _i32(h >> 32), _i32(h & 0xFFFFFFFF)
 
 
 def _i32(word: int) -> int:
