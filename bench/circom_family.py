@@ -216,8 +216,8 @@ class CircuitRun:
         if "proofflow_s" in out and out.get("snarkjs_s"):
             pf, sj = out["proofflow_s"]["median"], out["snarkjs_s"]["median"]
             out["ratio"] = round(sj / pf, 2)
-            w = out["witness_s"]
-            out["end_to_end_ratio"] = round((sj + w["snarkjs"]["median"]) / (pf + w["proofflow"]["median"]), 2)
+            if w := out.get("witness_s"):
+                out["end_to_end_ratio"] = round((sj + w["snarkjs"]["median"]) / (pf + w["proofflow"]["median"]), 2)
         return out
 
     def run(self, backend, write: Callable[[dict], None]) -> dict:
