@@ -169,7 +169,8 @@ class ModuleCache:
         stored = private_dir.ensure(settings.current().cache_root / "wasm") / f"{digest}-wasmtime{_WASMTIME}.cwasm"
         if stored.is_file():
             try:
-                module = wasmtime.Module.deserialize_file(self.engine, str(stored))
+                # read, not mapped: a cache file damaged or rewritten later cannot fault (SIGBUS) this process
+                module = wasmtime.Module.deserialize(self.engine, stored.read_bytes())
                 self.counts.loaded += 1
                 return module
             except wasmtime.WasmtimeError as exc:  # of another build of wasmtime, or damaged: compiled again
