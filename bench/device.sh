@@ -5,7 +5,8 @@
 # index and only the git-ignored paths it carries. So prepare here first (needs PyPI):
 #   bash bench/device.sh wheels         .whl/: Airflow, Great Expectations, arkworks, ... (carry it)
 #   bash bench/device.sh kernels        .kernels.tar.xz: every cubin for sm_90, NVRTC 13.0 (optional)
-#   bash bench/device.sh snarkjs-pack   .snarkjs/: node, snarkjs and arkworks (for `snarkjs` only)
+#   bash bench/device.sh snarkjs-pack   .snarkjs/: node, circom2, snarkjs, circomlib, arkworks, wasmtime
+#                                       (for `snarkjs` and `circom-family`)
 # Device plans (carry .whl and .kernels.tar.xz unless noted; results and logs go to $OUT):
 #   session                      GPU tests, bench.gpu, an Nsight Compute profile (STEPS, TESTS, BENCH_ONLY)
 #   partition [LOG2 ...]         bench.partition at 2^22 and 2^24: plain, precomputed copies, MSMs overlapped (VARIANTS)
@@ -16,6 +17,8 @@
 #   2p26 setup|run               a 2^26 proof_run through Airflow, pinned vs pageable (two calls)
 #   2p27 MODE CIRCUIT ...        2^27 partitions with the key resident (several calls; modes cs setup run clean)
 #   snarkjs [SIZES ...]          bench.snarkjs on the GPU against snarkjs on the host (carry .snarkjs only)
+#   circom-family [SIZES ...]    bench.circom_family: circomlib circuits on the GPU against snarkjs on the host
+#                                (carry .snarkjs, and .kernels.tar.xz if made; resumes in a call that follows)
 #   staging                      kernel build, service start, staging GPU tests, bench.staging
 # bench/README.md says what each measures and where its current figures are.
 # Each plan keeps its work within CALL_S seconds (default 570: a call's 600 less the transfers).
@@ -180,16 +183,20 @@ PY
 }
 
 # == plan: snarkjs-pack
-# .snarkjs/: node, the snarkjs toolchain of tests/circom (npm ci there first) and arkworks's wheel
-# (from .whl/), for the snarkjs plan
+# .snarkjs/ (~40 MB): node, the circom toolchain of tests/circom (npm ci there first: circom2,
+# snarkjs, circomlib), arkworks's and SQLAlchemy's wheels (from .whl/) and wasmtime's (proofflow's witnesses from a
+# circuit's .wasm), for the snarkjs and circom-family plans
 plan_snarkjs_pack() {
     set -e
     ls .whl/py_arkworks_bls12381-*.whl > /dev/null || { echo "run the wheels plan first"; exit 1; }
     rm -rf .snarkjs && mkdir -p .snarkjs/whl
-    xz -c "$(command -v node)" > .snarkjs/node.xz
-    cp .whl/py_arkworks_bls12381-*.whl .snarkjs/whl/
-    tar -cJf .snarkjs/node_modules.tar.xz -C tests/circom --exclude=circom2 --exclude=circomlib \
-        --exclude=@wasmer --exclude=wasmcurves/test node_modules
+    xz -T0 -c "$(command -v node)" > .snarkjs/node.xz
+    # SQLAlchemy too: the proofflow CLI (setup, circuit add) builds its parser with the timing store's
+    cp .whl/py_arkworks_bls12381-*.whl .whl/sqlalchemy-*.whl .whl/greenlet-*.whl .snarkjs/whl/
+    "${PY:-python3}" -m pip download -q --only-binary=:all: --no-deps --python-version 3.12 --implementation cp \
+        --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+        --platform manylinux1_x86_64 -d .snarkjs/whl "wasmtime==$(sed -n 's/.*"wasmtime==\([^"]*\)".*/\1/p' pyproject.toml)"
+    tar -cJf .snarkjs/node_modules.tar.xz -C tests/circom --exclude=wasmcurves/test node_modules
     du -sh .snarkjs
 }
 
@@ -600,14 +607,13 @@ get_circuit(sys.argv[1], 27).constraint_system" "$c"
     return $rc
 }
 
-# == plan: snarkjs
-# The GPU tests of snarkjs keys, then bench.snarkjs --backend gpu at SIZES (default "16 18 20 22";
-# snarkjs itself up to SNARKJS_MAX, 20) -> snarkjs-h200.json. Carry .snarkjs (the snarkjs-pack plan).
-plan_snarkjs() {
-    local sizes=${*:-16 18 20 22}
+# use_snarkjs_pack: the carried .snarkjs/ (the snarkjs-pack plan) in place: its wheels installed,
+# node on the PATH, the circom toolchain in tests/circom/node_modules
+use_snarkjs_pack() {
+    [ -f .snarkjs/node.xz ] || { echo "no .snarkjs/ carried (bash bench/device.sh snarkjs-pack)"; exit 1; }
     use_wheels .snarkjs/whl /tmp/site
     mkdir -p /tmp/nodebin
-    python3 - <<'PY' || return 1
+    python3 - <<'PY' || exit 1
 import lzma, os, shutil, tarfile
 with lzma.open(".snarkjs/node.xz") as src, open("/tmp/nodebin/node", "wb") as dst:
     shutil.copyfileobj(src, dst)
@@ -617,12 +623,50 @@ with tarfile.open(".snarkjs/node_modules.tar.xz") as tf:
 PY
     export PATH=/tmp/nodebin:$PATH
     node --version && tests/circom/node_modules/.bin/snarkjs --version | head -1
+}
+
+# == plan: snarkjs
+# The GPU tests of snarkjs keys, then bench.snarkjs --backend gpu at SIZES (default "16 18 20 22";
+# snarkjs itself up to SNARKJS_MAX, 20) -> snarkjs-h200.json. Carry .snarkjs (the snarkjs-pack plan).
+plan_snarkjs() {
+    local sizes=${*:-16 18 20 22}
+    use_snarkjs_pack
     device_info
     timeout -k 10 120 python3 -m pytest -q -p no:cacheprovider -m gpu tests/device/test_gpu_circom.py 2>&1 \
         | tee "$OUT/pytest-circom.log"
     # shellcheck disable=SC2086
     python3 -m bench.snarkjs --backend gpu --sizes $sizes --snarkjs-max "${SNARKJS_MAX:-20}" --repeats 5 \
         --out "$OUT/snarkjs-h200.json" 2>&1 | tee "$OUT/bench-snarkjs.log"
+}
+
+# == plan: circom-family
+# bench.circom_family --backend gpu at SIZES (default "20 22") for FAMILIES ("merkle sha256 chain"):
+# each circuit compiled by circom2 here, its witness by snarkjs and by proofflow, a test-only zkey
+# made on the GPU, REPEATS (5) proofflow proofs after a cold one, SNARKJS_REPEATS (1) snarkjs proofs
+# on the host's cores up to 2^SNARKJS_MAX (22), each side's proof verified by the other. Every step
+# is recorded in /root/pf-family as it ends (a circuit's large files go once it is done), so a call
+# cut at CALL_S resumes at the step it lost in the next call on the same warm machine: call again
+# until it says "complete". sha256 stops at 2^20 (circom2, wasm32, runs out of memory past it).
+# Expect ~10 min for the three at 2^20 and ~9 min a family at 2^22, 4 of them snarkjs's proof
+# (SNARKJS_MAX=20 leaves those out). Carry .snarkjs (snarkjs-pack) and .kernels.tar.xz if made.
+# Results: circom-family-LABEL.json (every circuit done so far) and circom-family.log.
+plan_circom_family() {
+    local sizes=${*:-20 22} work=/root/pf-family label rc
+    use_snarkjs_pack
+    unpack_kernels
+    device_info
+    label=$(card_label)
+    mkdir -p "$work"
+    # shellcheck disable=SC2086
+    timeout -k 10 "$(left)" python3 -m bench.circom_family --backend gpu --sizes $sizes \
+        --families ${FAMILIES:-merkle sha256 chain} --repeats "${REPEATS:-5}" --snarkjs-repeats "${SNARKJS_REPEATS:-1}" \
+        --witness-repeats "${WITNESS_REPEATS:-2}" --snarkjs-max "${SNARKJS_MAX:-22}" --work "$work" \
+        --out "$work/circom-family-$label.json" 2>&1 | tee -a "$work/circom-family.log"
+    rc=${PIPESTATUS[0]}
+    cp "$work/circom-family-$label.json" "$work/circom-family.log" "$OUT"/ 2> /dev/null
+    df -h /root | tail -1
+    if [ "$rc" = 0 ]; then echo "complete at $(since) s"; else echo "stopped at $(since) s (rc $rc): see the log; call again to resume"; fi
+    return "$rc"
 }
 
 # == plan: staging
@@ -668,7 +712,8 @@ EOF
 PLAN=${1:-}
 case $PLAN in
     wheels | kernels | snarkjs-pack) ;;
-    session | partition | stream | msm-sweep | pipeline | pipeline-x2 | 2p26 | 2p27 | snarkjs | staging) mkdir -p "$OUT" ;;
+    session | partition | stream | msm-sweep | pipeline | pipeline-x2 | 2p26 | 2p27 | snarkjs | circom-family | staging)
+        mkdir -p "$OUT" ;;
     *) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2 ;;
 esac
 shift

@@ -76,7 +76,8 @@ def timed_msms(backend, pk, into: dict):
     """Each MSM's seconds into ``into`` (by ``MSMS`` name): the prover times the MSMs as one
     phase, so each of the backend's MSM calls is timed around; a call returns its point on
     the host, so its kernels have ended. With PROOFFLOW_MSM_OVERLAP the MSMs run at once
-    and these spans overlap."""
+    and these spans overlap; the CPU backend on several threads (PROOFFLOW_CPU_THREADS)
+    computes them all in one call, and there are none."""
     names = {id(getattr(pk, table)): name for table, name in MSMS.items()}
     inner = backend.msm_job
 

@@ -212,6 +212,7 @@ def main(argv=None) -> dict:
         result["cpu_threads"] = backend.threads  # PROOFFLOW_CPU_THREADS: the MSMs' threads
     with tempfile.TemporaryDirectory(prefix="proofflow-bench-snarkjs-") as tmp:
         os.environ.setdefault("PROOFFLOW_HOME", str(Path(tmp) / "home"))  # the registry of this run
+        os.environ.setdefault("PROOFFLOW_INPUT_ROOTS", tmp)  # the witnesses it writes
         settings.reload()
         for log2 in args.sizes:
             result["sizes"][str(log2)] = bench_size(log2, backend, Path(tmp), args.repeats,

@@ -2,7 +2,8 @@
 
     validate -> setup -> prepare_scratch -> partition[i]: synthesize -> stage -> prove_gpu
     -> finalize_partition (mapped per partition) -> finalize_run -> check_h2d
-    -> cleanup_scratch -> publish_summary (both teardowns: they run whatever happened)
+    -> cleanup_scratch -> publish_summary (both teardowns: they run whatever happened, a
+    failed validate included)
 
 Params are JSON-schema validated (they build the UI's trigger form); ``validate`` repeats
 the checks and adds the ones a schema cannot make (a GPU asked for but absent) before any
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from airflow.sdk import DAG, task_group
+from airflow.sdk import DAG, TriggerRule, task_group
 
 from proofflow import settings
 from proofflow.airflow.notifications.run_state import RunStateNotifier
@@ -69,10 +70,13 @@ with DAG(
     # After finalize_run (the proofs are verified and published): a failed check fails this
     # task and alerts (email/webhook notifiers), it never loses a proof.
     check = CheckH2DOperator(task_id="check_h2d")
-    cleanup = CleanupScratchOperator(task_id="cleanup_scratch", config=config)
+    cleanup = CleanupScratchOperator(task_id="cleanup_scratch")
     # A teardown too: it runs after the cleanup has recorded the run's final state, and a
     # teardown does not count for the run's state (check_h2d's outcome still does).
     summary = PublishSummaryOperator(task_id="publish_summary")
 
     validate >> setup >> prepare
     finalize >> check >> cleanup.as_teardown(setups=prepare) >> summary.as_teardown(setups=prepare)
+    # whatever failed, validate or prepare_scratch included: a teardown's own rule would mark
+    # them upstream_failed when its setup did not succeed, and the run would get no summary
+    cleanup.trigger_rule = summary.trigger_rule = TriggerRule.ALL_DONE

@@ -20,15 +20,18 @@ import argparse
 import contextlib
 import json
 import os
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 from proofflow import settings
-from proofflow.spec import (BACKENDS, CIRCUITS, CURVES, DEFAULTS, MAX_LOG2, MAX_PARTITIONS, MAX_SEED, MIN_LOG2,
-                            MIN_PARTITIONS, STAGING)
+from proofflow.spec import (BACKENDS, CIRCUITS, CURVES, DEFAULTS, INPUT_SUFFIXES, MAX_LOG2, MAX_PARTITIONS, MAX_SEED,
+                            MIN_LOG2, MIN_PARTITIONS, STAGING, InvalidParams)
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_BROKEN_PIPE = 128 + 13  # what a shell reports for a command SIGPIPE ended, as head's writers usually end
 
 
 def _say(msg: str) -> None:
@@ -71,9 +74,9 @@ def _output_to(path: Path | None):
 
 
 def print_summary(s: dict) -> None:
-    from proofflow.timing.report import run_setup
+    from proofflow.timing.report import run_heading
     print(f"proof_run {s['run_id']}: {s['state']}")
-    print(f"  {s['circuit']} 2^{s['log2']}, {s['partitions']} partition(s), {run_setup(s)}, seed {s['seed']}")
+    print(f"  {run_heading(s, partitions=True)}" + (f", seed {s['seed']}" if s["seed"] is not None else ""))
     print(f"  {'task':<30}{'phase':<14}{'count':>6}{'total s':>10}{'mean s':>10}{'max s':>10}")
     for p in s["phases"]:
         if p["phase"] == "task":
@@ -83,23 +86,70 @@ def print_summary(s: dict) -> None:
     for direction, t in sorted(s["transfers"].items()):
         print(f"  transfer {direction:<5} {t['count']}x {t['bytes'] / 1e6:.2f} MB {t['memory_kind']}, "
               f"{t['seconds']:.4f} s" + (f", {t['gbps']} GB/s" if t["gbps"] else ""))
-    print(f"  {s['proofs_verified']}/{s['partitions']} proofs verify, wall {s['wall_s']} s")
+    print(f"  {s['proofs_verified']}/{'-' if s['partitions'] is None else s['partitions']} proofs verify, wall "
+          f"{'-' if s['wall_s'] is None else s['wall_s']} s")
     if s.get("bundle_dir"):
         print(f"  bundle: {s['bundle_dir']}")
 
 
+def stage_inputs(paths: list[Path]) -> tuple[Path, list[Path]]:
+    """``run --inputs``: the input files given, or one directory's (in name order),
+    hard-linked (else copied) into a fresh directory under the first input root, where a run
+    may read them, numbered in their order. Returns the directory and the files it holds, in
+    order; the caller removes the directory after the run."""
+    given = paths[0] if len(paths) == 1 and paths[0].is_dir() else None
+    sources = sorted(p for p in given.iterdir() if p.suffix in INPUT_SUFFIXES) if given else paths
+    if not sources:
+        raise InvalidParams(f"--inputs {given}: no input files ({', '.join(INPUT_SUFFIXES)}) in it")
+    for p in sources:
+        if not p.is_file() or p.suffix not in INPUT_SUFFIXES:
+            raise InvalidParams(f"--inputs {p}: not an existing {' or '.join(INPUT_SUFFIXES)} file")
+    root = settings.current().input_roots[0]
+    root.mkdir(parents=True, exist_ok=True)
+    staged = Path(tempfile.mkdtemp(prefix="run-", dir=root))
+    try:
+        for i, source in enumerate(sources):
+            try:
+                os.link(source, staged / f"{i:04d}-{source.name}")
+            except OSError:  # another filesystem, or a file of another owner
+                shutil.copyfile(source, staged / f"{i:04d}-{source.name}")
+    except BaseException:
+        shutil.rmtree(staged, ignore_errors=True)
+        raise
+    return staged, sources
+
+
+def _as_given(text: str, staged: Path, sources: list[Path]) -> str:
+    """A run's message with its staged input files (``stage_inputs``) named as the user gave them."""
+    for i, source in enumerate(sources):
+        name = f"{i:04d}-{source.name}"
+        for staged_as in (str(staged / name), os.path.realpath(staged / name), f"{staged.name}/{name}"):
+            text = text.replace(staged_as, str(source))
+    return text
+
+
 def cmd_run(args) -> int:
-    from proofflow import spec
-    from proofflow.prover import device, resources
     conf = {"circuit": args.circuit, "log2": args.log2, "curve": args.curve, "partitions": args.partitions,
             "backend": args.backend, "staging": args.staging, "seed": args.seed}
-    if args.inputs:
-        paths = [str(Path(p).resolve()) for p in args.inputs]
-        conf["inputs"] = paths[0] if len(paths) == 1 and Path(paths[0]).is_dir() else paths
+    if not args.inputs:
+        return _run(conf, args)
+    staged, sources = stage_inputs([Path(p) for p in args.inputs])
+    conf["inputs"] = str(staged)
+    try:
+        return _run(conf, args, lambda text: _as_given(text, staged, sources))
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)
+
+
+def _run(conf: dict, args, as_given=lambda text: text) -> int:
+    from proofflow import spec
+    from proofflow.prover import device, resources
+    from proofflow.prover.circom.inputs import check_run_inputs
     try:  # the DAG's validate task checks again; this gives the message without a run
-        spec.validate_params(conf, gpu_available=device.available, fit_check=resources.fit_check)
+        spec.validate_params(conf, gpu_available=device.available, fit_check=resources.fit_check,
+                             input_check=check_run_inputs)
     except spec.InvalidParams as exc:
-        _say(f"error: {exc}")
+        _say(f"error: {as_given(str(exc))}")
         return EXIT_BAD_INPUT
     from proofflow.airflow import local
     home = local.configure()
@@ -120,6 +170,8 @@ def cmd_run(args) -> int:
     summary["airflow_state"] = run.state
     summary["command_s"] = round(time.time() - t0, 3)
     summary["timing_db"] = _redact(run.timing_url)
+    if summary["error"]:
+        summary["error"] = as_given(summary["error"])
     if log_path:
         summary["log"] = str(log_path)
     if args.json:
@@ -128,6 +180,8 @@ def cmd_run(args) -> int:
         print_summary(summary)
     ok = summary["airflow_state"] == "success" and summary["proofs_verified"] == summary["partitions"]
     if not ok:
+        if summary["error"]:
+            _say(f"error: {summary['error']}")
         _say(f"proofflow: run {run.run_id} {summary['airflow_state']}" + (f"; see {log_path}" if log_path else ""))
     return EXIT_OK if ok else EXIT_FAILED
 
@@ -141,7 +195,7 @@ def cmd_setup(args) -> int:
     if args.r1cs or args.out:
         return _test_zkey(args)
     from proofflow.airflow import bootstrap
-    info = bootstrap.setup_all(slots=args.gpu_slots, migrate=not args.no_migrate)
+    info = bootstrap.setup_all(slots=args.gpu_slots, migrate=not args.no_migrate, api_connection=True)
     info["timing_url"] = _redact(info["timing_url"])
     if not args.no_kernels:
         info["kernels"] = _setup_kernels()
@@ -217,6 +271,9 @@ def _test_zkey(args) -> int:
     if Path(args.out).suffix != ".zkey":
         _say(f"error: --out {args.out}: name the zkey X.zkey")
         return EXIT_BAD_INPUT
+    if os.path.lexists(args.out) and not args.force:  # it may be a real ceremony's key
+        _say(f"error: --out {args.out} exists; pass --force to replace it with a test-only zkey")
+        return EXIT_BAD_INPUT
     from proofflow.prover.backend.by_name import get_backend
     from proofflow.prover.circom import read_r1cs, setup
     r1cs = read_r1cs(args.r1cs)
@@ -266,7 +323,8 @@ def parser() -> argparse.ArgumentParser:
                         "registered with `proofflow circuit add`")
     r.add_argument("--inputs", nargs="+", metavar="PATH",
                    help="a registered circuit's inputs, one per partition: input.json files or .wtns witnesses, or "
-                        "one directory of them (its size and the inputs replace --log2 and --partitions)")
+                        "one directory of them (its size and the inputs replace --log2 and --partitions); linked or "
+                        "copied for the run into the first input root (PROOFFLOW_INPUT_ROOTS, $PROOFFLOW_HOME/inputs)")
     r.add_argument("--log2", type=_int_in(MIN_LOG2, MAX_LOG2, "log2"), default=DEFAULTS["log2"],
                    help=f"log2 of the constraint count ({MIN_LOG2}..{MAX_LOG2}; default {DEFAULTS['log2']})")
     r.add_argument("--curve", choices=CURVES, default=DEFAULTS["curve"],
@@ -284,8 +342,9 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("setup", help="create pool `gpu`, connection proofflow_timing and the timing tables; or, "
                                      "with --r1cs, write a test-only zkey",
                        description="For a deployment: runs `airflow db migrate`, creates/updates pool `gpu` (one "
-                                   "slot per GPU) and the proofflow_timing connection, migrates the timing store, compiles "
-                                   "proofflow's and the DAG files' bytecode (every task process imports them) and, "
+                                   "slot per GPU), the proofflow_timing connection and, where none is defined, the "
+                                   "proofflow_airflow_api connection the run's note is written through, migrates the "
+                                   "timing store, compiles proofflow's and the DAG files' bytecode (every task process imports them) and, "
                                    "where CuPy is installed, compiles the GPU kernels into the kernel cache. "
                                    "With --r1cs X.r1cs --out X.zkey: a snarkjs Groth16 zkey for that circuit from a "
                                    "seeded toxic waste, for tests and benchmarks only (no ceremony: anyone who knows "
@@ -293,6 +352,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--r1cs", help="a circom .r1cs (of a registered curve: BLS12-381) to write a test-only zkey for")
     s.add_argument("--out", help="the .zkey to write (with --r1cs)")
     s.add_argument("--seed", type=_int_in(0, MAX_SEED, "seed"), default=0, help="the toxic waste's seed (with --r1cs)")
+    s.add_argument("--force", action="store_true", help="replace an existing --out (with --r1cs; without it an "
+                                                         "existing file, perhaps a real ceremony's key, is refused)")
     s.add_argument("--backend", choices=BACKENDS, default="auto", help="where the key's points are computed "
                                                                         "(with --r1cs; default auto)")
     s.add_argument("--gpu-slots", type=_int_in(1, None, "gpu-slots"), help="pool slots (default: GPUs visible x PROOFFLOW_GPU_DEPTH, or x 1 with PROOFFLOW_GPU_SERVICE=0)")
@@ -327,8 +388,6 @@ def parser() -> argparse.ArgumentParser:
                                         "damaged (rebuilt on next use).")
     kl.add_argument("--json", action="store_true")
     kl.set_defaults(func=cmd_kernels_list)
-    for action in actions.choices.values():
-        action.add_argument("--home", default=argparse.SUPPRESS, help=HOME_HELP)
     m = sub.add_parser("summary", help="print a run's summary from the timing tables")
     m.add_argument("run_id")
     m.add_argument("--dag-id", default="proof_run")
@@ -343,13 +402,24 @@ def parser() -> argparse.ArgumentParser:
     st.add_argument("--listen", help="HOST:PORT (default $PROOFFLOW_STAGING_LISTEN, 127.0.0.1:7017)")
     st.set_defaults(func=cmd_staging_receiver)
     from proofflow.prover.circom import cli as circuit_cli
+    from proofflow.prover.circom import groth16_cli
     from proofflow.timing import calibrate, report
     calibrate.add_parser(sub)
     report.add_parser(sub)
     circuit_cli.add_parser(sub)
-    for command in sub.choices.values():  # --home before or after the command
-        command.add_argument("--home", default=argparse.SUPPRESS, help=HOME_HELP)
+    groth16_cli.add_parser(sub)
+    _accept_home(sub)
     return p
+
+
+def _accept_home(sub: argparse._SubParsersAction) -> None:
+    """--home after any command or action too (`proofflow circuit add NAME --home H`): each
+    subparser gets it, suppressed when absent so the top-level one's value stands."""
+    for command in {id(c): c for c in sub.choices.values()}.values():  # an alias names the same parser
+        command.add_argument("--home", default=argparse.SUPPRESS, help=HOME_HELP)
+        for action in command._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                _accept_home(action)
 
 
 HOME_HELP = ("the proofflow home: timing store, keys, bundles, and the embedded Airflow of `run` in its "
@@ -361,7 +431,12 @@ def main(argv=None) -> int:
     if args.home:
         settings.set_home(Path(args.home).resolve())
     try:
-        return args.func(args)
+        status = args.func(args)
+        sys.stdout.flush()  # here, where a closed pipe is caught, not at exit
+        return status
+    except BrokenPipeError:  # `proofflow report ... | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush at exit
+        return EXIT_BROKEN_PIPE
     except (ValueError, OSError) as exc:  # bad input, an unusable file or store: a message, not a traceback
         _say(f"error: {exc}")
         return EXIT_BAD_INPUT

@@ -49,12 +49,27 @@ def _whole(raw: str) -> int:
     return int(raw) if raw.strip().isdigit() else int(value)  # digits: exact beyond 2^53
 
 
+def _directories(raw: str) -> tuple[Path, ...]:
+    """One or more absolute paths, separated by ``os.pathsep`` as in PATH."""
+    paths = tuple(Path(p.strip()) for p in raw.split(os.pathsep) if p.strip())
+    if not paths or not all(p.is_absolute() for p in paths):
+        raise ValueError(raw)
+    return paths
+
+
 def _at_least(low: int) -> Kind:
     def parse(raw: str) -> int:
         if (value := int(raw)) < low:
             raise ValueError(raw)
         return value
     return Kind(f"integer >= {low}", f"an integer >= {low}", parse)
+
+
+def _finite_seconds(raw: str) -> float:
+    """A positive, finite number of seconds (a timeout that must end)."""
+    if not 0 < (value := float(raw)) < math.inf:  # NaN fails too
+        raise ValueError(raw)
+    return value
 
 
 def _choice(*names: str) -> Kind:
@@ -90,6 +105,7 @@ PATH = Kind("path", "a path", Path)
 INT = Kind("integer", "an integer", int)
 NUMBER = Kind("number", "a number", float)
 SECONDS = Kind("seconds", "a number of seconds", float)
+FINITE_SECONDS = Kind("seconds > 0", "a positive, finite number of seconds", _finite_seconds)
 BYTES = Kind("bytes", "a number of bytes", _whole)
 SWITCH = Kind("switch", "0 or 1", _switch)
 KEY_BUDGET = Kind("bytes or fraction", "a number of bytes or a fraction in (0, 1]", KeyBudget.parse)
@@ -101,6 +117,7 @@ DEVICES = Kind("integers, comma-separated", "device indices separated by commas"
                lambda raw: tuple(int(x) for x in raw.split(",") if x.strip()))
 ARCHS = Kind("list, comma- or space-separated", "compute capabilities separated by commas or spaces",
              lambda raw: tuple(raw.replace(",", " ").split()))
+DIRECTORIES = Kind("absolute paths, separated by :", "absolute paths separated by :", _directories)
 CURVE_VARIANTS = ("mul32", "wide", "call")  # proofflow/prover/device/source.py's CURVE_VARIANTS
 
 
@@ -225,6 +242,15 @@ class Settings:
                               WHERE)
     pending_dir: Path = _opt("PROOFFLOW_PENDING", PATH, _under_home("pending"), "proof_batch's pending work "
                              "files", WHERE)
+    input_roots: tuple[Path, ...] = _opt(
+        "PROOFFLOW_INPUT_ROOTS", DIRECTORIES, Derived("`$PROOFFLOW_HOME/inputs`", lambda v: (v.home / "inputs",)),
+        "the directories a run's input files (.json inputs, .wtns witnesses) must lie in, symlinks and .. "
+        "resolved; proof_batch's pending directory counts too, for the work it claims. `proofflow run --inputs` "
+        "links or copies its files into the first for the run", WHERE)
+    json_max_bytes: int = _opt(
+        "PROOFFLOW_JSON_MAX_BYTES", BYTES, "16777216", "the largest JSON file (16 MiB by default) read from a "
+        "user (an input.json, a pending work file, snarkjs's public.json, proof.json or verification key, a key's "
+        "params.json): a larger one is refused unread; raise it for circuits whose input.json is larger", WHERE)
     reports_root: Path = _opt("PROOFFLOW_REPORTS", PATH, _under_home("reports"), "check_h2d's results and "
                               "data docs", WHERE)
     local_airflow_home: Path = _opt("PROOFFLOW_AIRFLOW_HOME", PATH, _under_home("airflow"), "the embedded "
@@ -307,7 +333,8 @@ class Settings:
         "PROOFFLOW_STAGING_BUDGET", BYTES, "8589934592", "bytes (8 GiB by default) of the shared staging "
         "(the partitions' a/b/c segments on a host) and of a process's own staging pool", STAGING)
     staging_timeout_s: float = _opt("PROOFFLOW_STAGING_TIMEOUT", SECONDS, "600", "how long a staging request "
-                                    "waits for room before failing", STAGING)
+                                    "waits for room before failing (on a GPU host: the longest the staging "
+                                    "receiver lets a sender wait)", STAGING)
     shared_staging_dir: Path = _opt(
         "PROOFFLOW_SHARED_STAGING", PATH, Derived(
             "`/dev/shm/proofflow-<uid>-<digest of the home>` (`$PROOFFLOW_HOME/staging` without /dev/shm)",
@@ -327,6 +354,30 @@ class Settings:
     staging_token: str | None = _opt("PROOFFLOW_STAGING_TOKEN", TEXT, None, "the secret the staging receiver "
                                      "and its senders share (needed to listen beyond loopback)", STAGING,
                                      secret=True)
+    # the staging receiver's limits (proofflow/prover/staging/receiver.py's ReceiverLimits) and TLS
+    staging_header_timeout_s: float = _opt(
+        "PROOFFLOW_STAGING_HEADER_TIMEOUT", FINITE_SECONDS, "10", "how long the staging receiver gives a "
+        "connection to send its header (TLS handshake included) before closing it", STAGING)
+    staging_idle_timeout_s: float = _opt(
+        "PROOFFLOW_STAGING_IDLE_TIMEOUT", FINITE_SECONDS, "60", "how long a stream into the staging receiver may "
+        "stay silent before its lease is cancelled", STAGING)
+    staging_stream_timeout_s: float = _opt(
+        "PROOFFLOW_STAGING_STREAM_TIMEOUT", FINITE_SECONDS, "3600", "how long a stream into the staging receiver "
+        "may take in all before its lease is cancelled", STAGING)
+    staging_max_pending: int = _opt(
+        "PROOFFLOW_STAGING_MAX_PENDING", _at_least(1), "64", "connections the staging receiver lets wait for "
+        "their header (before the token is checked); one more closes the oldest", STAGING)
+    staging_max_streams: int = _opt(
+        "PROOFFLOW_STAGING_MAX_STREAMS", _at_least(1), "64", "streams (senders with the token) the staging "
+        "receiver takes at once, waiting for room included; more are refused", STAGING)
+    staging_tls_cert: Path | None = _opt(
+        "PROOFFLOW_STAGING_TLS_CERT", PATH, None, "the staging receiver's TLS certificate (PEM, with its chain); "
+        "set with PROOFFLOW_STAGING_TLS_KEY, the receiver takes TLS 1.2 or later only", STAGING)
+    staging_tls_key: Path | None = _opt("PROOFFLOW_STAGING_TLS_KEY", PATH, None, "the private key (PEM) of "
+                                        "PROOFFLOW_STAGING_TLS_CERT", STAGING)
+    staging_tls_ca: Path | None = _opt(
+        "PROOFFLOW_STAGING_TLS_CA", PATH, None, "set on senders: the CA certificates (PEM) the receiver's "
+        "certificate must verify against, for its host name; set, syntheses stream over TLS", STAGING)
     runtime_dir: Path = _opt(
         "PROOFFLOW_RUNTIME", PATH, Derived("`/tmp/proofflow-<uid>/<digest of the home and shared staging>`",
                                            _runtime),
@@ -372,6 +423,12 @@ class Settings:
                                    "Airflow Variable proofflow_alert_email", CHECKS)
     fault_specs: str | None = _opt("PROOFFLOW_FAULT", TEXT, None, "fault injection for the reliability tests "
                                    "(proofflow/prover/faults.py); unset in operation", CHECKS)
+
+    @property
+    def run_input_roots(self) -> tuple[Path, ...]:
+        """Where a run's input files may lie: the input roots, and proof_batch's pending
+        directory, whose claimed work names its inputs there (proof_run validates it again)."""
+        return (*self.input_roots, self.pending_dir)
 
     @property
     def default_db_url(self) -> str:

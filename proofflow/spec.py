@@ -5,11 +5,12 @@ resources are callables passed in; registered circuits are read from their circu
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from proofflow import settings
 
@@ -55,6 +56,59 @@ class InvalidParams(ValueError):
     pass
 
 
+class InvalidInput(InvalidParams):
+    """A run's input whose content the circuit cannot take (``validate``'s check, before any
+    work): ``input`` is it (a file's path, or an input object), ``partition`` its place in
+    the run."""
+
+    def __init__(self, message: str, partition: int, input):
+        super().__init__(message)
+        self.partition, self.input = partition, input
+
+
+@dataclass(frozen=True)
+class RunFailure:
+    """Why a proof run failed, as its failing task saw it: recorded in the timing store's
+    ``runs`` row (columns failed_task, failed_map_index, failed_input, error), printed by
+    ``proofflow run``, shown by the report. ``map_index``: the partition (None: a task of the
+    whole run); ``input``: the partition's input file relative to its input root, or
+    "inline" for an input object (None: a built-in circuit's, or none)."""
+    task_id: str
+    message: str
+    map_index: int | None = None
+    input: str | None = None
+
+    def line(self) -> str:
+        """The one line a user reads: where it failed, then why."""
+        where = "" if self.map_index is None else f"partition {self.map_index} "
+        where += f"({self.input}) " if self.input else ""
+        return f"{where}failed in {self.task_id}: {self.message}"
+
+    def columns(self) -> dict:
+        return {"failed_task": self.task_id, "failed_map_index": self.map_index, "failed_input": self.input,
+                "error": self.message}
+
+    @classmethod
+    def from_row(cls, row: dict) -> "RunFailure | None":
+        if not row or not row.get("failed_task"):
+            return None
+        return cls(row["failed_task"], row.get("error") or "", row.get("failed_map_index"), row.get("failed_input"))
+
+
+def input_label(input, roots: Sequence[Path]) -> str | None:
+    """How a failure and the manifest name a partition's input: a file by its path relative
+    to the input root it lies in (else its name), an input object as "inline"."""
+    if input is None:
+        return None
+    if not isinstance(input, (str, Path)):
+        return "inline"
+    path = Path(os.path.realpath(input))
+    for root in map(os.path.realpath, roots):
+        if path.is_relative_to(root):
+            return str(path.relative_to(root))
+    return path.name
+
+
 def check_int(name: str, value, lo: int | None = None, hi: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidParams(f"{name} must be an integer, got {value!r}")
@@ -71,9 +125,11 @@ def check_choice(name: str, value, options) -> str:
 
 
 def registered_circuits() -> list[str]:
-    """Names of the circom circuits registered in this proofflow home."""
+    """Names of the circom circuits registered in this proofflow home (a writer's dot-named
+    work directory is never one: no circuit name starts with a dot)."""
     root = settings.current().circuits_dir
-    return sorted(p.parent.name for p in root.glob("*/circuit.json")) if root.is_dir() else []
+    names = (p.parent.name for p in root.glob("*/circuit.json")) if root.is_dir() else ()
+    return sorted(n for n in names if CIRCUIT_NAME.fullmatch(n) and n not in CIRCUITS)
 
 
 def circuit_info(name: str) -> dict | None:
@@ -94,13 +150,24 @@ def check_circuit(name) -> str:
     return name
 
 
-def resolve_inputs(inputs, info: dict) -> list:
+def inside_input_roots(path, roots, what: str) -> Path:
+    """``path``'s real path (symlinks and .. resolved), which must lie in one of ``roots``
+    (theirs resolved too): a run reads input files there and nowhere else, so a run cannot
+    name another file the worker may read. InvalidParams names ``what`` and the roots."""
+    real = Path(os.path.realpath(path))
+    if not any(real.is_relative_to(os.path.realpath(root)) for root in roots):
+        raise InvalidParams(f"{what} lies outside the input roots ({', '.join(map(str, roots))}; symlinks and .. "
+                            "resolved): put the input files there, or name their directory in PROOFFLOW_INPUT_ROOTS")
+    return real
+
+
+def resolve_inputs(inputs, info: dict, roots) -> list:
     """A registered circuit's inputs, one per partition: inline input objects, or paths of
     input files (.json for the circuit's .wasm, .wtns witnesses); a directory stands for its
-    input files in name order. Paths must be absolute and exist."""
+    input files in name order. Paths must be absolute, lie in one of ``roots`` and exist."""
     if isinstance(inputs, str):
         d = Path(inputs)
-        if not d.is_absolute() or not d.is_dir():
+        if not (d.is_absolute() and inside_input_roots(d, roots, f"inputs {inputs}").is_dir()):
             raise InvalidParams(f"inputs {inputs!r} must be an absolute path of a directory of input files, or a list")
         inputs = [str(p) for p in sorted(d.iterdir()) if p.suffix in INPUT_SUFFIXES]
         if not inputs:
@@ -115,9 +182,10 @@ def resolve_inputs(inputs, info: dict) -> list:
                                     "without its .wasm: give .wtns witnesses, or register the .wasm")
             continue
         if not isinstance(item, str):
-            raise InvalidParams(f"input {i} must be an input object or a file path, got {item!r}")
+            raise InvalidParams(f"input {i} must be an input object or a file path, got {type(item).__name__}")
         p = Path(item)
-        if not p.is_absolute() or not p.is_file() or p.suffix not in INPUT_SUFFIXES:
+        if not (p.is_absolute() and inside_input_roots(p, roots, f"input {i} ({item})").is_file()) \
+                or p.suffix not in INPUT_SUFFIXES:
             raise InvalidParams(f"input {i} ({item}) must be an absolute path of an existing {' or '.join(INPUT_SUFFIXES)}"
                                 " file")
         if p.suffix == ".json" and not info.get("wasm"):
@@ -208,12 +276,17 @@ class RunConfig:
 
 
 def validate_params(params: dict, gpu_available: Callable[[], bool],
-                    fit_check: Callable[[RunConfig], str | None] | None = None) -> RunConfig:
+                    fit_check: Callable[[RunConfig], str | None] | None = None,
+                    input_check: Callable[[RunConfig], None] | None = None,
+                    input_roots: Sequence[Path] | None = None) -> RunConfig:
     """The run a proof_run's params ask for, checked once; raises InvalidParams with one
     message naming every problem. ``gpu_available``: asked only when the GPU is asked for or
     'auto' must choose. ``fit_check``: takes the config and says why the run cannot fit the
     machine (one message naming each number that fails), or None; asked last (the engine's:
-    ``proofflow.prover.resources.fit_check``); None: no resource check."""
+    ``proofflow.prover.resources.fit_check``); None: no resource check. ``input_check``: raises
+    InvalidInput for inputs the circuit refuses (the engine's:
+    ``proofflow.prover.circom.inputs.check_run_inputs``); None: none. ``input_roots``: the
+    directories input files must lie in; None: the settings' (``Settings.run_input_roots``)."""
     params = dict(params)
     p = {**DEFAULTS, **{k: v for k, v in params.items() if k in DEFAULTS}}
     problems = []
@@ -237,7 +310,8 @@ def validate_params(params: dict, gpu_available: Callable[[], bool],
     info = circuit_info(p["circuit"])
     if info is not None:  # a registered circuit: its size and the inputs decide log2 and partitions
         try:
-            p["inputs"] = resolve_inputs(p["inputs"], info)
+            roots = settings.current().run_input_roots if input_roots is None else input_roots
+            p["inputs"] = resolve_inputs(p["inputs"], info, roots)
             p["log2"], p["partitions"] = int(info["log2"]), len(p["inputs"])
         except InvalidParams as exc:
             problems.append(str(exc))
@@ -251,6 +325,8 @@ def validate_params(params: dict, gpu_available: Callable[[], bool],
     config = RunConfig(p["circuit"], p["log2"], p["partitions"], backend, resolve_staging(p["staging"], backend),
                        p["seed"], p["inputs"] if info is not None else None, info is not None, p["backend"],
                        MemoryKind(p["staging"]), p["curve"])
+    if input_check is not None:
+        input_check(config)
     if fit_check is not None and (refusal := fit_check(config)):
         raise InvalidParams(refusal)
     return config

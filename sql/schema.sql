@@ -80,6 +80,10 @@ CREATE TABLE runs (
 	bundle_dir TEXT,
 	host VARCHAR(255),
 	curve VARCHAR(32),
+	failed_task VARCHAR(250),
+	failed_map_index INTEGER,
+	failed_input TEXT,
+	error TEXT,
 	CONSTRAINT pk_runs PRIMARY KEY (dag_id, run_id)
 );
 

@@ -123,6 +123,82 @@ def ensure_connection(url: str) -> None:
             conn.set_extra(json.dumps({"url": url}))
 
 
+def ensure_api_connection() -> str | None:
+    """Connection ``proofflow_airflow_api`` (the run's note goes through it), created when
+    no secret or row defines it, with credentials the configured auth manager takes: under
+    the simple auth manager (Airflow's default) its first admin user and that user's password
+    in the manager's passwords file (generated there now when the API server has not yet,
+    as the server would: it keeps passwords it finds), no login in its all-admins mode; under
+    FAB the login ``proofflow`` with a new random password, made a user by
+    ``ensure_api_user``. The host is ``[api] base_url``, else this host's API port. Returns
+    the login it created the connection with ("" for none), None when it created nothing."""
+    from airflow.exceptions import AirflowNotFoundException
+    from airflow.models.connection import Connection
+    try:
+        Connection.get_connection_from_secrets(settings.API_CONN_ID)
+        return None  # defined already (compose: from .env), and kept
+    except AirflowNotFoundException:
+        pass
+    credentials = _api_credentials()
+    if credentials is None:
+        return None
+    from airflow.configuration import conf
+    from airflow.utils.session import create_session
+    host = conf.get("api", "base_url", fallback="") or f"http://127.0.0.1:{conf.getint('api', 'port', fallback=8080)}"
+    login, password = credentials
+    with create_session() as session:
+        session.add(Connection(conn_id=settings.API_CONN_ID, conn_type="http", host=host, login=login or None,
+                               password=password or None,
+                               description="proofflow: the REST API the run's note is written through"))
+    return login
+
+
+def _api_credentials() -> tuple[str, str] | None:
+    """(login, password) for the connection under the configured auth manager; None under one
+    whose users proofflow cannot know."""
+    from airflow.api_fastapi.app import get_auth_manager_cls
+    from airflow.api_fastapi.auth.managers.simple.simple_auth_manager import SimpleAuthManager
+    from airflow.configuration import conf
+    manager = get_auth_manager_cls()
+    if issubclass(manager, SimpleAuthManager):
+        if conf.getboolean("core", "simple_auth_manager_all_admins"):
+            return "", ""
+        admin = next((u.username for u in SimpleAuthManager.get_users() if u.role.lower() == "admin"), None)
+        return None if admin is None else (admin, _simple_auth_password(admin))
+    try:
+        from airflow.providers.fab.auth_manager.fab_auth_manager import FabAuthManager
+    except ImportError:
+        return None
+    if issubclass(manager, FabAuthManager):
+        import secrets
+        return "proofflow", secrets.token_urlsafe(24)
+    return None
+
+
+def _simple_auth_password(user: str) -> str:
+    """``user``'s password in the simple auth manager's passwords file, generated there (under
+    the lock the API server takes to do the same) when missing."""
+    import fcntl
+    import json
+    import secrets
+    from airflow.api_fastapi.auth.managers.simple.simple_auth_manager import SimpleAuthManager
+    path = Path(SimpleAuthManager.get_generated_password_file())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            f.seek(0)
+            passwords = json.loads(f.read().strip() or "{}")
+            if user not in passwords:
+                passwords[user] = secrets.token_urlsafe(16)
+                f.seek(0)
+                f.truncate()
+                f.write(json.dumps(passwords) + "\n")
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+    return passwords[user]
+
+
 def ensure_api_user() -> str | None:
     """Under the FAB auth manager: the login of connection ``proofflow_airflow_api`` made a
     user with that connection's password (created with role Admin when missing, its password
@@ -176,7 +252,10 @@ def compile_bytecode() -> list[str]:
     return [str(d) for d in dirs if d.is_dir() and compileall.compile_dir(d, quiet=2, workers=0)]
 
 
-def setup_all(slots: int | None = None, migrate: bool = True, log_path: Path | None = None) -> dict:
+def setup_all(slots: int | None = None, migrate: bool = True, log_path: Path | None = None,
+              api_connection: bool = False) -> dict:
+    """The project's Airflow setup; ``api_connection``: also the REST API's connection, for a
+    deployment whose API server the tasks reach (``proofflow run`` has none)."""
     if migrate:
         migrate_metadata_db(log_path)
     compiled = compile_bytecode()
@@ -185,5 +264,7 @@ def setup_all(slots: int | None = None, migrate: bool = True, log_path: Path | N
     url = resolve_url()  # what the connection will name: PROOFFLOW_DB_URL or the default
     ensure_connection(url)
     TimingStore(url).dispose()  # timing tables at Alembic head
+    created = ensure_api_connection() if api_connection else None
     return {"pool": settings.GPU_POOL, "slots": slots, "timing_url": url, "bytecode": compiled,
+            "api_connection": "kept" if created is None else f"created (login {created or 'none'})",
             "api_user": ensure_api_user()}

@@ -17,13 +17,23 @@ def _range(lo: int, hi: int | None = None) -> dict:
 
 
 def schema() -> dict:
-    """The Params' schemas; the circuits offered are the built-in families and the circom
-    circuits registered when the DAG file is parsed (validate checks the name again)."""
-    return {"circuit": dict(type="string", pattern=f"^{CIRCUIT_NAME.pattern}$",
-                            examples=[*CIRCUITS, *registered_circuits()], title="Circuit",
+    """The Params' schemas. *Circuit* stays free text, so a circuit registered after the DAG
+    file was parsed can be triggered at once (an enum would refuse it until the next parse);
+    the form lists the circuits registered at parse time (a directory listing) in the field's
+    description, always shown under it, and as its suggestions (``examples``, which Airflow
+    3.3 shows only where they match what the field holds: the default hides them)."""
+    registered = registered_circuits()
+    listed = ", ".join(registered[:_LISTED]) + (f" and {len(registered) - _LISTED} more"
+                                                 if len(registered) > _LISTED else "")
+    return {"circuit": dict(type="string", pattern=f"^{CIRCUIT_NAME.pattern}$", examples=[*CIRCUITS, *registered],
+                            title="Circuit",
                             description="A built-in family (mimc: a MiMC-5 encryption chain; bits: a chain of "
                                         "SHA-256-like bit gadgets, its witness mostly 0 or 1) or a circom circuit "
-                                        "registered with `proofflow circuit add`."), **SCHEMA}
+                                        "registered with `proofflow circuit add`. Registered: "
+                                        f"{listed or 'none'}."), **SCHEMA}
+
+
+_LISTED = 50  # circuits named in the description; the suggestions hold them all
 
 
 SCHEMA = {
@@ -49,8 +59,9 @@ SCHEMA = {
     "inputs": dict(type=["null", "array", "string"], title="Inputs (circom circuits)",
                    description="For a registered circom circuit, one input per partition: a list of input objects "
                                "(input.json contents) or absolute paths of .json inputs or .wtns witnesses, or the "
-                               "absolute path of a directory of them. Its size and the number of inputs replace log2 "
-                               "and partitions. Empty for the built-in families."),
+                               "absolute path of a directory of them, in the workers' input roots "
+                               "(PROOFFLOW_INPUT_ROOTS). Its size and the number of inputs replace log2 and "
+                               "partitions. Empty for the built-in families."),
 }
 
 

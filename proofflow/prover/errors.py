@@ -8,7 +8,12 @@ from enum import StrEnum
 
 class InputError(ValueError):
     """A partition's inputs are unusable (missing, truncated, of another shape or key):
-    proving them again cannot help."""
+    proving them again cannot help. ``detail``: what is wrong without naming the input,
+    where a run's failure names the input apart (``spec.RunFailure``)."""
+
+    def __init__(self, message: str, detail: str | None = None):
+        super().__init__(message)
+        self.detail = detail
 
 
 class ProofCheckFailed(ValueError):

@@ -25,6 +25,8 @@ Points (WHERE for kill and oom):
                          marked ready (a killed writer's lease is reclaimed)
     service.prefetch     the prover service about to map a job's segment
     service.device       the service's device thread starting a job's device part
+    dir.swap.<name>      ``files.atomic_dir`` replacing directory <name> (a key's, a registered
+                         circuit's): the old one renamed aside, the new one not yet renamed in
 
 <task> is the task id without its group (synthesize, not partition.synthesize).
 """

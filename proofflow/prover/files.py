@@ -2,10 +2,14 @@
 bundles, reports, compiled kernels) goes to a temporary name next to its final one, is
 fsynced, then renamed into place, so a writer killed mid-write leaves at most a ``.*.tmp``
 file, never a half-written artifact under the real name; readers only look at real names.
-(``save_npy``'s kill_mid_write fault hook, for the reliability tests: ``faults.py``.)
+A directory (``atomic_dir``) is written whole under a dot-name and swapped in by renames, so
+the old one or the new one is there at every instant, and a killed writer's leftovers are
+undone or removed by ``recover_dirs``. (The fault hooks for the reliability tests:
+``faults.py``.)
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import io
 import json
@@ -13,6 +17,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -37,21 +42,84 @@ def atomic_path(path):
             os.unlink(tmp)
 
 
+# A writer's work directory: ``.<name>.<8 random characters>`` beside ``<name>`` (mkdtemp's
+# names), holding its lock and the new directory, and the old one while they are swapped.
+_WORK = re.compile(r"\.(?P<name>.+)\.[a-z0-9_]{8}")
+_LOCKLESS_GRACE_S = 3600  # a work directory with no lock yet: its writer is starting, or died
+
+
 @contextmanager
 def atomic_dir(path):
     """Yields a temporary directory next to ``path``; it replaces ``path`` (a directory)
-    only if the block completes. Left-overs of killed writers: ``stale_dirs``."""
+    only if the block completes: the old one is renamed aside, the new one renamed in, then
+    the old one removed, so a kill at any point leaves one of them under ``path`` or aside
+    for ``recover_dirs`` to restore. The writer holds a lock in its work directory for its
+    life, so whoever can take that lock knows the writer is gone."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+    work = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+    lock = os.open(work / "lock.tmp", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
-        yield tmp
-        if path.exists():
-            shutil.rmtree(path)
-        os.replace(tmp, path)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        os.rename(work / "lock.tmp", work / "lock")  # appears locked: no one sees it free while we live
+        new, old = work / "new", work / "old"
+        new.mkdir(mode=0o700)
+        yield new
+        if os.path.lexists(path):
+            os.rename(path, old)
+            faults.point(f"dir.swap.{path.name}")
+        os.rename(new, path)
     finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+        if _old_left(work, path):  # the block or the swap failed: the old one goes back
+            os.rename(work / "old", path)
+        shutil.rmtree(work, ignore_errors=True)
+        os.close(lock)
+
+
+def _old_left(work: Path, path: Path) -> bool:
+    return (work / "old").is_dir() and not os.path.lexists(path)
+
+
+def recover_dirs(parent, name: str | None = None) -> None:
+    """Undo what ``atomic_dir`` writers killed in ``parent`` left (those of ``name`` only,
+    when given): a writer killed between its renames gets its old directory restored, and a
+    dead writer's work directory is removed. A writer is dead when its lock can be taken (the
+    kernel drops it with the process), or, where it never got one, after an hour. A live
+    writer's directory and anything this cannot remove (another user's) are left alone."""
+    parent = Path(parent)
+    try:
+        entries = list(os.scandir(parent))
+    except FileNotFoundError:
+        return
+    for entry in entries:
+        m = _WORK.fullmatch(entry.name)
+        if m is None or (name is not None and m["name"] != name) or not entry.is_dir(follow_symlinks=False):
+            continue
+        try:
+            _recover(Path(entry.path), parent / m["name"])
+        except OSError:
+            pass
+
+
+def _recover(work: Path, path: Path) -> None:
+    try:
+        lock = os.open(work / "lock", os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        if time.time() - work.stat().st_mtime < _LOCKLESS_GRACE_S:
+            return
+        lock = None
+    try:
+        if lock is not None:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return  # its writer is alive
+        if _old_left(work, path):
+            os.rename(work / "old", path)
+        shutil.rmtree(work)
+    finally:
+        if lock is not None:
+            os.close(lock)
 
 
 def write_bytes(path, data: bytes) -> Path:
@@ -122,9 +190,3 @@ def remove_tree(path) -> bool:
 def stale_temporaries(root) -> list[Path]:
     """Temporary files left by killed writers (harmless; listed for tests and cleanup)."""
     return sorted(Path(root).rglob(".*.tmp"))
-
-
-def stale_dirs(path) -> list[Path]:
-    """Temporary directories left next to ``path`` by ``atomic_dir`` writers that were killed."""
-    path = Path(path)
-    return sorted(p for p in path.parent.glob(f".{path.name}.*") if p.is_dir()) if path.parent.exists() else []

@@ -17,7 +17,7 @@ from typing import Callable
 
 from proofflow import settings, spec
 from proofflow.phases import Phase
-from proofflow.prover import files
+from proofflow.prover import files, private_dir
 from proofflow.prover.circuits.by_name import get_circuit
 from proofflow.prover.curves import registry
 from proofflow.prover.device import pippenger
@@ -75,8 +75,7 @@ def ensure_key(directory: Path, circuit: str, log2: int, seed: int, backend="aut
     with timer.phase(Phase.LOCK_WAIT):
         lock = _flock(directory.parent / f".{directory.name}.lock")
     try:
-        for stale in files.stale_dirs(directory):  # left by a setup killed mid-save (we hold the lock)
-            files.remove_tree(stale)
+        files.recover_dirs(directory.parent, directory.name)  # what a setup killed mid-save left
         if (directory / "params.json").exists():
             with timer.phase(Phase.LOAD_CACHED):
                 try:
@@ -89,9 +88,9 @@ def ensure_key(directory: Path, circuit: str, log2: int, seed: int, backend="aut
         device_lock = None
         if _uses_gpu(backend):
             path = settings.current().setup_lock_path
-            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            private_dir.ensure(path.parent)  # /tmp/proofflow-<uid>: checked, never trusted because it exists
             with timer.phase(Phase.SETUP_LOCK_WAIT):
-                device_lock = _flock(path)
+                device_lock = private_dir.lock(path)
         try:
             with files.atomic_dir(directory) as tmp:
                 with timer.phase(Phase.SETUP):  # each table written straight into its file as it is computed

@@ -7,7 +7,8 @@ the Airflow tasks (``proofflow.airflow.operators.proof``) and the prover service
                 or another host's segment (``synthesize_remote``)
     prove       the device part (uploads, H, MSMs) and the host part (assembly, a check
                 that the proof verifies), apart so a service can hand the device on between
-    finalize    a proof checked and published into the run's bundle; the bundle completed
+    finalize    a proof checked and written into the run's bundle in its scratch; the bundle
+                completed, then published whole
 
 The keys they prove with are ``keys``'; where a partition waits for the device, ``staging``.
 
@@ -18,13 +19,15 @@ recorder)."""
 from __future__ import annotations
 
 import logging
+import os
+import shutil
 import time
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
-from proofflow import settings
+from proofflow import settings, spec
 from proofflow.phases import Phase
 from proofflow.prover import bundle, faults, files
 from proofflow.prover.backend.base import Backend
@@ -52,12 +55,24 @@ def _named(input, partition: int) -> str:
     return f"input {input}" if isinstance(input, (str, Path)) else f"the input of partition {partition}"
 
 
+def _reason(exc: Exception, input) -> str:
+    """What is wrong, without the input file's path where the message starts with it (as
+    the circom readers' do): the caller names the input once."""
+    text = str(exc)
+    if isinstance(input, (str, Path)):
+        for path in dict.fromkeys((str(input), os.path.realpath(input))):
+            if text.startswith(f"{path}: "):
+                return text[len(path) + 2:]
+    return text
+
+
 def _instance(circuit: Circuit, seed: int, partition: int, input=None):
     """A partition's witness; an input the circuit refuses is an InputError naming it."""
     try:
         return circuit.instance(seed, partition, input)
     except (ValueError, OSError) as exc:
-        raise InputError(f"{_named(input, partition)}: {exc}") from None
+        raise InputError(f"{_named(input, partition)}: {_reason(exc, input)}",
+                         getattr(exc, "detail", None) or str(exc)) from None
 
 
 def _witness_map(circuit: Circuit, inst, out, input, partition: int):
@@ -65,7 +80,8 @@ def _witness_map(circuit: Circuit, inst, out, input, partition: int):
     try:
         return circuit.witness_map(inst.witness, out=out)
     except UnsatisfiedConstraint as exc:
-        raise InputError(f"{_named(input, partition)}: the witness does not satisfy the circuit: {exc}") from None
+        detail = f"the witness does not satisfy the circuit: {exc}"
+        raise InputError(f"{_named(input, partition)}: {detail}", detail) from None
 
 
 def synthesize(circuit: Circuit, seed: int, partition: int, pool: StagingPool, timer=None,
@@ -128,17 +144,20 @@ def synthesize_remote(circuit: Circuit, seed: int, partition: int, endpoint: str
                       timer=None, timeout: float | None = None, input=None) -> dict:
     """``synthesize_shared`` for a host without the GPU: the partition is synthesized into
     this process's staging pool and streamed from there into a segment of the GPU host's
-    shared staging (``staging.receiver``; phase ``stream``). Returns the same as
-    ``synthesize_shared``, plus the stream's bytes and seconds."""
-    from proofflow.prover.staging.receiver import StreamError, send
+    shared staging (``staging.receiver``; phase ``stream``; over TLS when
+    PROOFFLOW_STAGING_TLS_CA names the CA to verify the receiver against). Returns the same
+    as ``synthesize_shared``, plus the stream's bytes and seconds."""
+    from proofflow.prover.staging.receiver import StreamError, client_tls, send
     timer = timing.ensure(timer)
-    timeout = settings.current().staging_timeout_s if timeout is None else timeout
+    config = settings.current()
+    timeout = config.staging_timeout_s if timeout is None else timeout
+    tls = client_tls(config.staging_tls_ca) if config.staging_tls_ca else None
     with synthesize(circuit, seed, partition, staging_pool(pinned=False), timer, timeout, input) as staged:
         block = staged.buffer.view(np.uint64, (3, circuit.domain_size, 4))
         t0 = time.time()
         with timer.phase(Phase.STREAM):
             try:
-                reply = send(endpoint, token, holder, block, staged.witness, timeout)
+                reply = send(endpoint, token, holder, block, staged.witness, timeout, tls)
             except StreamError as exc:
                 if exc.error_type is ErrorType.REFUSED:  # malformed or over the budget: no retry helps
                     raise InputError(str(exc)) from None
@@ -238,13 +257,37 @@ def complete_bundle(bundle_dir, config: RunConfig, vk: VerifyingKey, public_inpu
         raise ProofCheckFailed(f"expected partitions 0..{config.partitions - 1}, got {sorted(public_inputs)}")
     for tmp in files.stale_temporaries(bundle_dir):
         tmp.unlink(missing_ok=True)
+    roots = settings.current().run_input_roots
+    inputs = [spec.input_label(x, roots) for x in config.inputs] if config.inputs else None
     with timer.phase(Phase.MANIFEST):
         bundle.write_manifest(bundle_dir, config.circuit, config.log2, vk, sorted(public_inputs.items()),
-                              config.circom)
+                              config.circom, inputs)
     with timer.phase(Phase.VERIFY):
-        results = bundle.verify_bundle(bundle_dir)
+        return _all_verified(bundle.verify_bundle(bundle_dir), config)
+
+
+def _all_verified(results: list[bundle.PartitionResult], config: RunConfig) -> int:
     verified = sum(r.ok for r in results)
     if verified != config.partitions:
         bad = [r.partition for r in results if not r.ok]
         raise ProofCheckFailed(f"{verified}/{config.partitions} proofs verify; failing partitions: {bad}")
+    return verified
+
+
+def publish_bundle(work, out, config: RunConfig, vk: VerifyingKey, public_inputs: dict[int, list[int]],
+                   summary: Callable[[int], dict], timer=None) -> int:
+    """A run's bundle completed in its scratch (``work``, where finalize_partition put the
+    proofs) with ``summary(verified)`` as run-summary.json, then moved whole into ``out``
+    (``files.atomic_dir``): a run publishes nothing under the bundles until every partition
+    has verified, and then all of it at once. A retry after the move finds it published and
+    verifies it again. Returns the proofs verified."""
+    work, out = Path(work), Path(out)
+    if not work.is_dir() and (out / bundle.MANIFEST).is_file():
+        return _all_verified(bundle.verify_bundle(out), config)
+    verified = complete_bundle(work, config, vk, public_inputs, timer)
+    files.write_json(work / "run-summary.json", summary(verified))
+    with files.atomic_dir(out) as new:
+        for path in work.iterdir():
+            shutil.move(path, new / path.name)  # a rename, or a copy where the scratch is another filesystem
+    files.remove_tree(work)
     return verified

@@ -42,6 +42,12 @@ runs = Table(
     Column("bundle_dir", Text),
     Column("host", String(255)),
     Column("curve", String(32)),  # a registered curve's name (none: a run from before curves were recorded)
+    # why a failed run failed (spec.RunFailure): the task, its map index (the partition), the
+    # partition's input (relative to its input root, or "inline") and the message
+    Column("failed_task", String(ID)),
+    Column("failed_map_index", Integer),
+    Column("failed_input", Text),
+    Column("error", Text),
 )
 
 task_timings = Table(

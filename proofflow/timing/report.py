@@ -21,6 +21,7 @@ import json
 import sys
 
 from proofflow.phases import DEVICE_PHASES, Phase
+from proofflow.spec import RunFailure
 TASK_COLORS = {"synthesize": "#8ab4f8", "stage": "#fdd663", "prove_gpu": "#81c995", "finalize_partition": "#c58af9",
                "validate": "#dadce0", "setup": "#bdc1c6", "prepare_scratch": "#dadce0", "finalize_run": "#f28b82",
                "cleanup_scratch": "#e8eaed", "check_h2d": "#fcad70"}
@@ -54,6 +55,19 @@ def run_setup(run: dict, reason: bool = True) -> str:
             f"staging {_asked(run.get('staging'), run.get('staging_requested'), why)}")
 
 
+def run_heading(run: dict, partitions: bool = False) -> str:
+    """What a run proves and how, from what its row records: a run refused by validate
+    records none of it, so nothing is shown as None."""
+    parts = []
+    if run.get("circuit"):
+        parts.append(run["circuit"] + (f" 2^{run['log2']}" if run.get("log2") is not None else ""))
+    if partitions and run.get("partitions") is not None:
+        parts.append(f"{run['partitions']} partition(s)")
+    if run.get("backend"):
+        parts.append(run_setup(run))
+    return ", ".join(parts) or "its parameters were refused"
+
+
 # -- data ------------------------------------------------------------------------------------
 def _where(dag_id, run_id):
     return {"d": dag_id, "r": run_id}
@@ -85,8 +99,10 @@ def run_report(store, dag_id: str, run_id: str, warmup_partitions: float | None 
               if t["direction"] == "h2s"}
     for h in h2d:
         h["host_copy_bytes"] = copies.get(h["partition"])
+    failure = RunFailure.from_row(store.run(dag_id, run_id) or {})
     rep = {
         "summary": summary[0],
+        "error": failure.line() if failure else None,
         "steady_state": steady or {"warmup_partitions": k, "warmup_seconds": s, "partitions": 0},
         "steady_devices": per_device,
         "phases": store.query("SELECT * FROM phase_stats_run WHERE dag_id = :d AND run_id = :r "
@@ -141,8 +157,10 @@ def _table(headers: list[str], rows: list[list], out) -> None:
 def print_report(rep: dict, out=None) -> None:
     out = out or sys.stdout
     s, kind = rep["summary"], rep["device_kind"]
-    print(f"proof run {s['run_id']} ({s['dag_id']}): {s['state']}; {s['circuit']} 2^{s['log2']}, {run_setup(s)}, "
-          f"host {s['host']}", file=out)
+    print(f"proof run {s['run_id']} ({s['dag_id']}): {s['state']}; {run_heading(s)}"
+          + (f", host {s['host']}" if s.get("host") else ""), file=out)
+    if rep.get("error"):
+        print(f"error: {rep['error']}", file=out)
     print("\nrun summary (run_summary)", file=out)
     _table(["wall s", "partitions", "proofs verified", "devices", f"{kind} busy s", f"{kind} busy %", "pool slot s",
             "pool wait s", "flagged"],

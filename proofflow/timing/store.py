@@ -39,7 +39,7 @@ MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 VERSION_TABLE = "proofflow_alembic_version"
 # The newest migration's revision (a test holds it equal to Alembic's head): a store already
 # there is recognized by one SELECT, so a task process does not load Alembic and its scripts.
-SCHEMA_REVISION = "0007"
+SCHEMA_REVISION = "0008"
 _ADVISORY_LOCK_KEY = 0x70726F6F66  # "proof"
 _migrated: set[str] = set()
 TIMESTAMP_COLUMNS = {"start", "end", "started_at", "finished_at", "created_at", "ready_at", "window_start",

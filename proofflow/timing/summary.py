@@ -9,7 +9,10 @@ check_h2d's reason).
 from __future__ import annotations
 
 import html
+from dataclasses import asdict
 from urllib.parse import quote
+
+from proofflow.spec import RunFailure
 
 NOTE_MAX_CHARS = 1000  # DAGRunPatchBody.note's max_length in Airflow 3.3
 
@@ -41,6 +44,7 @@ def run_figures(store, dag_id: str, run_id: str) -> dict | None:
                  "memory_kind": h["memory_kind"], "flagged": bool(h["flagged"])} for p, h in sorted(latest.items())],
         "flagged_partitions": flagged,
         "flags": [{"partition": f["partition"], "reason": f["reason"]} for f in flags],
+        "error": rep["error"],
         "report": rep,
     }
 
@@ -61,19 +65,18 @@ def note_markdown(fig: dict, link_prefix: str = "") -> str:
     """The dag run note: markdown, at most NOTE_MAX_CHARS. Its first line carries the
     headline figures (the run page shows only that line until the note is opened). When the
     per-partition H2D list does not fit, it is cut and says how many the full report adds."""
-    from proofflow.timing.report import run_setup
+    from proofflow.timing.report import run_heading
     page = report_path(fig["dag_id"], fig["run_id"], link_prefix)
     flagged = ", ".join(map(str, fig["flagged_partitions"])) or "none"
     if any(f["partition"] is None for f in fig["flags"]):
         flagged += " (and run-level checks)"
     head = [
-        f"**Proof run {fig['state'] or 'unknown'}**: {fig['proofs_verified']}/{fig['partitions']} proofs verified"
-        f" · {fig['device_kind']} busy {_percent(fig['gpu_busy_fraction'])} · flagged partitions: {flagged}",
+        f"**Proof run {fig['state'] or 'unknown'}**: {fig['proofs_verified']}/{_num(fig['partitions'], 'd')} proofs "
+        f"verified · {fig['device_kind']} busy {_percent(fig['gpu_busy_fraction'])} · flagged partitions: {flagged}",
         "",
-        f"{fig['partitions']} partition(s) of {fig['circuit']} 2^{fig['log2']}, {run_setup(fig)}, "
-        f"wall {_num(fig['wall_s'], '.2f')} s",
+        f"{run_heading(fig, partitions=True)}, wall {_num(fig['wall_s'], '.2f')} s",
         "",
-    ]
+    ] + ([f"Error: {fig['error']}", ""] if fig.get("error") else [])
     tail = ["", f"[Full report]({page}) · [Timeline PNG]({page}/timeline.png)"]
     items = _h2d_list(fig["h2d"])
     label = "H2D GB/s per partition (* flagged): "
@@ -95,7 +98,7 @@ def note_markdown(fig: dict, link_prefix: str = "") -> str:
 def html_page(fig: dict, png_src: str) -> str:
     """The report page of a run: the figures, H2D per partition, flags and phase statistics
     as tables, and the timeline PNG (``png_src``: its URL, or a data: URL to inline it)."""
-    from proofflow.timing.report import run_setup
+    from proofflow.timing.report import run_heading
     e = html.escape
     rep, kind = fig["report"], fig["device_kind"]
     steady = rep["steady_state"]
@@ -107,7 +110,7 @@ def html_page(fig: dict, png_src: str) -> str:
 
     summary = table(["state", "partitions", "proofs verified", "wall s", f"{kind} busy s", f"{kind} busy",
                      "steady H2D GB/s", "flagged partitions"],
-                    [[fig["state"], fig["partitions"], fig["proofs_verified"], _num(fig["wall_s"], ".2f"),
+                    [[fig["state"], _num(fig["partitions"], "d"), fig["proofs_verified"], _num(fig["wall_s"], ".2f"),
                       _num(fig["gpu_busy_s"], ".3f"), _percent(fig["gpu_busy_fraction"]),
                       _num(steady.get("h2d_gbps"), ".2f"),
                       ", ".join(map(str, fig["flagged_partitions"])) or "none"]])
@@ -120,6 +123,7 @@ def html_page(fig: dict, png_src: str) -> str:
                    [[p["task_id"], p["phase"], p["count"], _num(p["total_s"], ".3f"), _num(p["p50_s"], ".3f"),
                      _num(p["max_s"], ".3f")] for p in rep["phases"]])
     title = f"Proof run {fig['run_id']}"
+    error = f'<p id="proofflow-error"><b>Error:</b> {e(fig["error"])}</p>' if fig.get("error") else ""
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{e(title)}</title>
 <style>
@@ -129,7 +133,7 @@ th, td {{ border: 1px solid #dadce0; padding: 0.2rem 0.6rem; text-align: right; 
 th {{ background: #f1f3f4; }} img {{ max-width: 100%; }}
 </style></head><body>
 <h2>{e(title)}</h2>
-<p>{e(fig['circuit'] or '')} 2^{e(str(fig['log2']))}, {e(run_setup(fig))}</p>
+<p>{e(run_heading(fig))}</p>{error}
 <section id="proofflow-summary"><h3>Summary</h3>{summary}</section>
 <section id="proofflow-h2d"><h3>H2D per partition</h3>{h2d}</section>
 <section id="proofflow-flags"><h3>Flagged by check_h2d</h3>{flags}</section>
@@ -154,16 +158,29 @@ def summarize(store, dag_id: str, run_id: str) -> dict:
     for d in by_dir.values():
         d["gbps"] = round(d["bytes"] / d["seconds"] / 1e9, 3) if d["seconds"] > 0 else None
         d["seconds"] = round(d["seconds"], 6)
+    failure = RunFailure.from_row(run)
     return {
         "dag_id": dag_id, "run_id": run_id, "state": run.get("state"),
         "circuit": run.get("circuit"), "log2": run.get("log2"), "curve": run.get("curve"),
         "partitions": run.get("partitions"),
         "backend": run.get("backend"), "backend_requested": run.get("backend_requested"),
         "staging": run.get("staging"), "staging_requested": run.get("staging_requested"), "seed": run.get("seed"),
-        "proofs_verified": run.get("proofs_verified") or 0, "wall_s": run.get("wall_s"),
+        "proofs_verified": run.get("proofs_verified") or 0, "wall_s": _wall_s(run, store.timings(dag_id, run_id)),
         "bundle_dir": run.get("bundle_dir"),
         "phases": [{"task": p["task_id"], "phase": p["phase"], "count": p["count"],
                     "total_s": round(p["total_s"], 6), "mean_s": round(p["mean_s"], 6), "max_s": round(p["max_s"], 6)}
                    for p in phases],
         "transfers": by_dir,
+        "error": failure.line() if failure else None,
+        "failure": asdict(failure) if failure else None,
     }
+
+
+def _wall_s(run: dict, timings: list[dict]) -> float | None:
+    """finalize_run's wall time; a run that did not get there: from its start (else its first
+    task's) to its end (else its last task's), as the run_summary view counts it."""
+    if run.get("wall_s") is not None:
+        return run["wall_s"]
+    start = run.get("started_at") or min((t["start"] for t in timings), default=None)
+    end = run.get("finished_at") or max((t["end"] for t in timings), default=None)
+    return None if start is None or end is None else round((end - start).total_seconds(), 3)

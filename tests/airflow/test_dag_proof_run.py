@@ -256,7 +256,7 @@ def test_gpu_absent_fails_in_validate_before_any_work(proof_run_dag, monkeypatch
     assert states["validate"] == "failed"
     assert states["setup"] == "upstream_failed"
     tasks = {r["task_id"] for r in TimingStore(url).timings(DAG_ID, dr.run_id)}
-    assert tasks == {"validate"}, "nothing but validate ran"
+    assert tasks == {"validate", "cleanup_scratch"}, "nothing but validate and the teardowns ran"
 
 
 def test_proof_batch_claims_pending_work_once(tmp_path, monkeypatch):
@@ -302,8 +302,12 @@ def test_failed_run_is_cleaned_up_and_marked_failed(proof_run_dag, monkeypatch, 
             raise OSError("disk on fire (injected)")
         return original(self, context, rec)
     monkeypatch.setattr(ops.StageOperator, "run", flaky)
+    from proofflow.airflow.notifications.run_state import RunStateNotifier
+    notified, notify = [], RunStateNotifier.notify
+    monkeypatch.setattr(RunStateNotifier, "notify", lambda self, ctx: notified.append(ctx["run_id"]) or notify(self, ctx))
     dr = proof_run_dag.test(run_conf={"log2": 10, "partitions": 2, "backend": "cpu"})
     assert str(getattr(dr.state, "value", dr.state)) == "failed"
+    assert notified == [dr.run_id], "the DAG's failure callback ran (dag.test hands it the serialized DAG)"
     states = {(ti.task_id, ti.map_index): str(getattr(ti.state, "value", ti.state)) for ti in dr.get_task_instances()}
     assert states[("partition.stage", 1)] == "failed"
     assert states[("finalize_run", -1)] == "upstream_failed"

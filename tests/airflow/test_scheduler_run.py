@@ -44,6 +44,17 @@ def _device_spans(store, run_ids):
     return list(groups.values())
 
 
+def _callback_logged(root, run_id) -> bool:
+    """RunStateNotifier's line for ``run_id`` in a log under ``root``; a failure of the
+    callback itself fails the test at once."""
+    found = False
+    for log in root.rglob("*.log"):
+        text = log.read_text(errors="replace")
+        assert "get_template_env" not in text, f"the failure callback raised: {log}"
+        found = found or f"proof run proof_run/{run_id}: failed" in text
+    return found
+
+
 def _overlap(a, b) -> bool:
     return a["start"] < b["end"] and b["start"] < a["end"]
 
@@ -102,6 +113,12 @@ def test_scheduler_rest_trigger_pool_mutex_and_sigkill_retry(tmp_path, pg_new_da
             assert launched["state"] == "success" and launched["conf"]["log2"] == 8
             assert api(base, f"/api/v2/dags/proof_batch/dagRuns/{batch}")["state"] == "success"
             assert [p.name for p in (pending / "claimed").iterdir()] == ["work-1.json"]
+
+            # A run that fails (validate refuses its circuit): the DAG's failure callback runs in
+            # the dag processor and marks the run failed in the store.
+            failing = stack.trigger(base, "proof_run", {**conf, "partitions": 1, "circuit": "no-such-circuit"})
+            assert stack.wait_for_run(base, "proof_run", failing, 300, procs)[0] == "failed"
+            stack.wait("the failure callback", lambda: _callback_logged(tmp_path, failing), 120, 2, procs=procs)
     finally:
         stop_all(tmp_path / "rt")
 
@@ -110,6 +127,7 @@ def test_scheduler_rest_trigger_pool_mutex_and_sigkill_retry(tmp_path, pg_new_da
     store = TimingStore(timing_url)
     record = store.run("proof_run", run_id)
     assert record["state"] == "success" and record["proofs_verified"] == PARTITIONS
+    assert store.run("proof_run", failing)["state"] == "failed"
     assert all(r.ok for r in verify_bundle(record["bundle_dir"]))
     rows = store.timings("proof_run", run_id)
     assert max(Counter((r["task_id"], r["map_index"], r["try_number"], r["phase"]) for r in rows).values()) == 1

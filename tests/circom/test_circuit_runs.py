@@ -1,6 +1,8 @@
 """A user's circom circuit through proofflow: registered with `proofflow circuit add`, proved
 by a proof_run (dag.test) from its inputs, every proof accepted by `snarkjs groth16 verify`."""
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -9,11 +11,18 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture
 def home(tmp_path, monkeypatch):
+    """The test's directory as the home's parts; input files anywhere in it (the input root)."""
     for var, sub in (("PROOFFLOW_CIRCUITS", "circuits"), ("PROOFFLOW_BUNDLES", "bundles"),
                      ("PROOFFLOW_SCRATCH", "scratch"), ("PROOFFLOW_PARAMS_CACHE", "params")):
         monkeypatch.setenv(var, str(tmp_path / sub))
     monkeypatch.setenv("PROOFFLOW_DB_URL", f"sqlite:///{tmp_path / 'timing.db'}")
+    monkeypatch.setenv("PROOFFLOW_INPUT_ROOTS", str(tmp_path))
     return tmp_path
+
+
+def _witness(circuit, inputs: dict, label: str, home) -> Path:
+    """A .wtns by snarkjs, copied into the input root."""
+    return Path(shutil.copy(circuit.witness(inputs, label), home / f"{label}.wtns"))
 
 
 def _cli(*args):
@@ -36,7 +45,7 @@ def test_register_then_prove_a_run_that_snarkjs_verifies(ceremony, proof_run_dag
     # the three forms of an input: an input object, an input.json file, a ready .wtns
     input_json = home / "p1.json"
     input_json.write_text(json.dumps({"x": "4", "c": "11"}))
-    inputs = [{"x": 3, "c": "11"}, str(input_json), str(chain.witness({"x": 5, "c": 11}, "run2"))]
+    inputs = [{"x": 3, "c": "11"}, str(input_json), str(_witness(chain, {"x": 5, "c": 11}, "run2", home))]
     dr = proof_run_dag.test(run_conf={"circuit": "chain", "inputs": inputs, "backend": "cpu"})
     assert str(getattr(dr.state, "value", dr.state)) == "success"
     run = TimingStore(f"sqlite:///{home / 'timing.db'}").run("proof_run", dr.run_id)
@@ -81,7 +90,7 @@ def test_bad_inputs_are_named_before_any_work(ceremony, home, tmp_path):
     from proofflow.spec import InvalidParams, validate_params
     chain = ceremony["chain"]
     registry.add("chain", chain.r1cs, chain.zkey)  # no wasm: .wtns inputs only
-    ok = chain.witness({"x": 5, "c": 1}, "ok")
+    ok = _witness(chain, {"x": 5, "c": 1}, "ok", home)
 
     def check(conf, msg):
         with pytest.raises(InvalidParams, match=msg):
@@ -113,7 +122,7 @@ def test_an_input_violating_a_constraint_fails_synthesis_naming_it(ceremony, hom
     from proofflow.prover.circuits.by_name import get_circuit
     chain = ceremony["chain"]
     registry.add("chain", chain.r1cs, chain.zkey)
-    good = chain.witness({"x": 5, "c": 1}, "good")
+    good = _witness(chain, {"x": 5, "c": 1}, "good", home)
     raw = bytearray(good.read_bytes())
     raw[-32] ^= 1  # the last signal, changed
     bad = tmp_path / "bad.wtns"

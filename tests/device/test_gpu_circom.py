@@ -70,6 +70,7 @@ def test_a_registered_circuit_through_the_prover_service_on_the_gpu(chain, tmp_p
     from proofflow.spec import MemoryKind
     for var, sub in (("PROOFFLOW_HOME", "home"), ("PROOFFLOW_RUNTIME", "rt")):
         monkeypatch.setenv(var, str(tmp_path / sub))
+    monkeypatch.setenv("PROOFFLOW_INPUT_ROOTS", str(chain))  # where its witness lies
     setup.write_test_zkey(read_r1cs(chain / "chain.r1cs"), 9, tmp_path / "chain.zkey", GpuBackend(options()))
     info = registry.add("chain", chain / "chain.r1cs", tmp_path / "chain.zkey")
     circuit = get_circuit("chain", info["log2"])

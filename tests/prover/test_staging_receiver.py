@@ -11,10 +11,11 @@ import time
 import numpy as np
 import pytest
 
+from proofflow import settings
 from proofflow.prover import pipeline
 from proofflow.prover.circuits.by_name import get_circuit
 from proofflow.prover.staging.shared import SharedStaging
-from proofflow.prover.staging.receiver import Receiver, StreamError, parse_endpoint, send
+from proofflow.prover.staging.receiver import Receiver, ReceiverLimits, StreamError, parse_endpoint, send
 
 TOKEN = "s3cret"
 
@@ -88,3 +89,7 @@ def test_a_receiver_beyond_loopback_needs_a_token(tmp_path):
         Receiver(("0.0.0.0", 0), SharedStaging(tmp_path, 1 << 20), None)
     with pytest.raises(ValueError, match="HOST:PORT"):
         parse_endpoint("gpu-host")
+
+
+def test_the_limits_default_to_the_settings_defaults():
+    assert ReceiverLimits.from_settings(settings.load({})) == ReceiverLimits()

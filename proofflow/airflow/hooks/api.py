@@ -3,9 +3,10 @@ and credentials from one Airflow connection (``proofflow_airflow_api``, type htt
 from code or other settings.
 
     airflow connections add proofflow_airflow_api --conn-type http --conn-host 127.0.0.1 \\
-        --conn-port 8080 --conn-schema http --conn-login proofflow --conn-password '...'
+        --conn-port 8080 --conn-schema http --conn-login admin --conn-password '...'
 
-(or ``--conn-host http://airflow.example.com/base``). With a login, a JWT comes from
+(or ``--conn-host http://airflow.example.com/base``); ``proofflow setup`` creates it, with a
+login the auth manager has, where none is defined (``bootstrap.ensure_api_connection``). With a login, a JWT comes from
 ``POST /auth/token`` (the FAB and the simple auth manager both take a username and password
 there); without one the requests go unauthenticated (an auth manager that lets everyone in,
 e.g. the simple auth manager's all-admins mode). ``AirflowApi`` is the

@@ -12,11 +12,16 @@ class RunStateNotifier(BaseNotifier):
     """Records a proof run's final state in the timing store's ``runs`` table and logs it;
     the DAG's failure callback, so a run that fails before its cleanup task is marked too."""
 
-    template_fields = ("state",)
+    template_fields = ()
 
     def __init__(self, state: str = "failed"):
         super().__init__()
         self.state = state
+
+    def get_template_env(self, dag=None):
+        # dag.test() (`proofflow run`) hands a DAG's callbacks the serialized DAG, which has
+        # no template environment; this notifier renders nothing with the DAG's anyway.
+        return super().get_template_env(dag=dag if hasattr(dag, "get_template_env") else None)
 
     def notify(self, context):
         import time

@@ -50,7 +50,8 @@ def _store():
 
 class ProofflowOperator(BaseOperator):
     """Base: a Recorder around ``run``; the rows are written even when ``run`` fails. Bad
-    inputs and proofs that do not check become AirflowFailException (no retry)."""
+    params or inputs and proofs that do not check become AirflowFailException (no retry). A
+    try that fails for good records the run's cause of failure (``spec.RunFailure``)."""
 
     template_fields = ("config", "partition")
     ui_color = "#e8f0fe"
@@ -81,9 +82,14 @@ class ProofflowOperator(BaseOperator):
             out = self.run(context, rec)
             failed = False
             return out
-        except (InputError, ProofCheckFailed) as exc:
+        except (InputError, ProofCheckFailed, spec.InvalidParams) as exc:
+            self._record_failure(rec, exc, final=True)
             where = f"partition {part}: " if part is not None else ""
             raise AirflowFailException(f"{where}{exc}") from None
+        except Exception as exc:
+            self._record_failure(rec, exc, final=isinstance(exc, AirflowFailException)
+                                 or rec.try_number > (self.retries or 0))
+            raise
         finally:
             rec.add(Phase.TASK, t0, time.time())
             try:
@@ -93,10 +99,35 @@ class ProofflowOperator(BaseOperator):
                     raise
                 log.exception("could not write timing rows of a failed task")
 
+    def _record_failure(self, rec: Recorder, exc: Exception, final: bool) -> None:
+        """The run's cause of failure into its runs row, when this try fails for good (no
+        retry follows) and neither another task's failure nor finalize_run's success is
+        there before it: the first failure is the cause."""
+        if not final:
+            return
+        try:
+            part = self.partition if isinstance(self.partition, int) else None
+            cfg = RunConfig.from_dict(self.config) if isinstance(self.config, dict) else None
+            input = cfg.inputs[part] if cfg and cfg.inputs and part is not None else None
+            if isinstance(exc, spec.InvalidInput):  # validate names the partition whose input it refuses
+                part, input = exc.partition, exc.input
+            cause = spec.RunFailure(self.task_id, getattr(exc, "detail", None) or str(exc), part,
+                                    spec.input_label(input, settings.current().run_input_roots))
+            store = _store()
+            row = store.run(rec.dag_id, rec.run_id) or {}
+            if row.get("state") != "success" and spec.RunFailure.from_row(row) is None:
+                store.upsert_run(rec.dag_id, rec.run_id, state="failed", **cause.columns())
+        except Exception:  # never hide the task's own error
+            log.exception("could not record the cause of the failure of %s", self.task_id)
+
     def run_scratch(self, context) -> Path:
         from proofflow.prover import layout
         ti = context["ti"]
         return layout.run_dir(ti.dag_id, ti.run_id)
+
+    def run_bundle(self, context) -> Path:
+        """The run's bundle while it is written: in its scratch, published by finalize_run."""
+        return self.run_scratch(context) / "bundle"
 
     def partition_scratch(self, context) -> Path:
         from proofflow.prover import layout
@@ -105,7 +136,8 @@ class ProofflowOperator(BaseOperator):
 
 
 class ValidateOperator(ProofflowOperator):
-    """Checks the run's params, and that the run fits this machine, before any work; fails
+    """Checks the run's params, every input's content against the circuit, and that the run
+    fits this machine, before any work; fails
     (no retry) with one clear message.
     Returns the normalized config (backend and staging as they will really be used,
     partition_ids listed)."""
@@ -114,14 +146,12 @@ class ValidateOperator(ProofflowOperator):
 
     def run(self, context, rec):
         from proofflow.prover import device, resources
+        from proofflow.prover.circom.inputs import check_run_inputs
         ti = context["ti"]
-        with rec.phase(Phase.VALIDATE):
-            try:  # the params' domains, then whether the run fits this machine (disk, memory, staging)
-                config = spec.validate_params(dict(context["params"]), gpu_available=device.available,
-                                              fit_check=resources.fit_check)
-            except spec.InvalidParams as exc:
-                log.error("%s", exc)
-                raise AirflowFailException(str(exc)) from None
+        with rec.phase(Phase.VALIDATE):  # the params' domains, every input's content, then the fit to this
+            # machine (disk, memory, staging); InvalidParams fails the task without a retry
+            config = spec.validate_params(dict(context["params"]), gpu_available=device.available,
+                                          fit_check=resources.fit_check, input_check=check_run_inputs)
         dag_run = context.get("dag_run")
         started = getattr(dag_run, "start_date", None) or dt.datetime.now(dt.timezone.utc)
         # what ran beside what was asked for: the dag run's conf keeps the request as typed
@@ -313,7 +343,7 @@ def _queued_when(ti) -> float | None:
 
 class FinalizePartitionOperator(ProofflowOperator):
     """Verifies the partition's proof against its public inputs (both in prove_gpu's result)
-    and publishes it into the run's bundle directory."""
+    and writes it into the run's bundle in the run's scratch (finalize_run publishes it)."""
 
     template_fields = ("config", "partition", "proved", "setup_result")
 
@@ -324,22 +354,21 @@ class FinalizePartitionOperator(ProofflowOperator):
     def run(self, context, rec):
         from proofflow.prover import pipeline
         from proofflow.prover.groth16.data_structures import VerifyingKey
-        ti = context["ti"]
         inputs = [int(x, 16) for x in self.proved["public_inputs"]]
         with rec.phase(Phase.VERIFY):
             proof = pipeline.read_proof(self.proved["proof"], self.run_config.curve)
             vk = VerifyingKey.load(Path(self.setup_result["params_dir"]) / "vk.json")
-        with rec.phase(Phase.PUBLISH):
-            path = pipeline.publish(proof, vk, inputs, bundle_dir(ti.dag_id, ti.run_id), self.partition,
+        with rec.phase(Phase.PUBLISH):  # into the run's bundle in its scratch: finalize_run publishes it whole
+            path = pipeline.publish(proof, vk, inputs, self.run_bundle(context), self.partition,
                                     snarkjs=self.run_config.circom)
         return {"partition": self.partition, "proof": str(path), "public_inputs": self.proved["public_inputs"],
                 "verified": True}
 
 
 class FinalizeRunOperator(ProofflowOperator):
-    """Collects the partitions' proofs, completes the bundle (its manifest written last),
-    verifies the whole bundle, writes the run summary, records the run and removes the
-    scratch directory."""
+    """Collects the partitions' proofs, completes the bundle in the run's scratch (its
+    manifest written last), verifies the whole bundle, writes the run summary, publishes the
+    bundle whole into the bundles directory, records the run and removes the scratch."""
 
     template_fields = ("config", "partitions_done", "setup_result")
 
@@ -356,26 +385,32 @@ class FinalizeRunOperator(ProofflowOperator):
         results = [self.partitions_done] if isinstance(self.partitions_done, dict) else self.partitions_done
         out = bundle_dir(ti.dag_id, ti.run_id)
         vk = VerifyingKey.load(Path(self.setup_result["params_dir"]) / "vk.json")
-        verified = pipeline.complete_bundle(out, cfg, vk, {int(x["partition"]): [int(v, 16) for v in x["public_inputs"]]
-                                                           for x in results}, rec)
         store = _store()
-        started = _epoch(getattr(context.get("dag_run"), "start_date", None))
-        if started is None:
-            started = _epoch((store.run(ti.dag_id, ti.run_id) or {}).get("started_at")) or time.time()
-        now = time.time()
-        summary = {"dag_id": ti.dag_id, "run_id": ti.run_id, "circuit": cfg.circuit, "log2": cfg.log2,
-                   "partitions": cfg.partitions, "backend": cfg.backend, "staging": cfg.staging.value,
-                   "backend_requested": cfg.backend_requested, "staging_requested": cfg.staging_requested.value,
-                   "seed": cfg.seed, "curve": cfg.curve, "proofs_verified": verified, "bundle_dir": str(out),
-                   "wall_s": round(now - started, 3)}
+        summary, started = self._summary(context, store, out)
+        wall = lambda: round(time.time() - started, 3)  # noqa: E731
+        summary["proofs_verified"] = pipeline.publish_bundle(
+            self.run_bundle(context), out, cfg, vk, {int(x["partition"]): [int(v, 16) for v in x["public_inputs"]]
+                                                     for x in results},
+            lambda verified: summary.update(proofs_verified=verified, wall_s=wall()) or summary, rec)
+        summary.setdefault("wall_s", wall())  # a retry that found the bundle published
         with rec.phase(Phase.SUMMARY):
-            files.write_json(out / "run-summary.json", summary)
-            store.upsert_run(ti.dag_id, ti.run_id, state="success", finished_at=now, wall_s=summary["wall_s"],
-                             proofs_verified=verified, bundle_dir=str(out))
+            store.upsert_run(ti.dag_id, ti.run_id, state="success", finished_at=time.time(), wall_s=summary["wall_s"],
+                             proofs_verified=summary["proofs_verified"], bundle_dir=str(out))
         with rec.phase(Phase.CLEANUP):
             files.remove_tree(self.run_scratch(context))
             SharedStaging.from_settings().release_owned(layout.run_owner(ti.dag_id, ti.run_id))
         return summary
+
+    def _summary(self, context, store, out: Path) -> tuple[dict, float]:
+        """The run summary's figures known before the bundle is, and the run's start (epoch)."""
+        cfg, ti = self.run_config, context["ti"]
+        started = _epoch(getattr(context.get("dag_run"), "start_date", None))
+        if started is None:
+            started = _epoch((store.run(ti.dag_id, ti.run_id) or {}).get("started_at")) or time.time()
+        return {"dag_id": ti.dag_id, "run_id": ti.run_id, "circuit": cfg.circuit, "log2": cfg.log2,
+                "partitions": cfg.partitions, "backend": cfg.backend, "staging": cfg.staging.value,
+                "backend_requested": cfg.backend_requested, "staging_requested": cfg.staging_requested.value,
+                "seed": cfg.seed, "curve": cfg.curve, "bundle_dir": str(out)}, started
 
 
 class CleanupScratchOperator(ProofflowOperator):

@@ -1,6 +1,7 @@
 """``proofflow circuit``: register circom circuits, list and remove them.
 
-    proofflow circuit add NAME --r1cs C.r1cs --zkey C.zkey [--wasm C.wasm] [--replace]
+    proofflow circuit add NAME --r1cs C.r1cs --zkey C.zkey [--wasm C.wasm
+                          [--witness-generator C_cpp/C | --cpp C_cpp]] [--replace]
     proofflow circuit list [--json]
     proofflow circuit show NAME
     proofflow circuit remove NAME
@@ -17,8 +18,13 @@ def _say(msg: str) -> None:
 
 def cmd_add(args) -> int:
     from proofflow.prover.circom import registry
+    generator = args.witness_generator
+    if args.cpp:
+        from proofflow.prover.circom import native_witness
+        _say(f"circuit add: building the C++ witness generator in {args.cpp}")
+        generator = native_witness.build(args.cpp)
     info = registry.add(args.name, args.r1cs, args.zkey, args.wasm, replace=args.replace,
-                        progress=lambda m: _say(f"circuit add: {m}"))
+                        progress=lambda m: _say(f"circuit add: {m}"), generator_path=generator)
     _say(f"circuit add: registered {info['name']}: {info['constraints']} constraints, {info['signals']} signals "
          f"({info['public']} public), domain 2^{info['log2']}, in {registry.circuit_dir(info['name'])}")
     print(registry.dumps(info))
@@ -64,6 +70,12 @@ def add_parser(sub) -> None:
     a.add_argument("--r1cs", required=True, help="the circuit's .r1cs (circom --r1cs -p bls12381)")
     a.add_argument("--zkey", required=True, help="its Groth16 .zkey (snarkjs groth16 setup, or proofflow setup --r1cs)")
     a.add_argument("--wasm", help="its witness generator (circom --wasm), to prove from input.json files")
+    g = a.add_mutually_exclusive_group()
+    g.add_argument("--witness-generator", metavar="PROGRAM",
+                   help="circom's C++ witness generator (circom --c, built with make; PROGRAM.dat beside it), "
+                        "used instead of the wasm (with --wasm)")
+    g.add_argument("--cpp", metavar="DIR", help="circom --c's output directory: built with make (g++, nasm, "
+                                                "libgmp-dev, nlohmann-json3-dev), then registered as --witness-generator")
     a.add_argument("--replace", action="store_true", help="replace a circuit registered under this name")
     a.set_defaults(func=cmd_add)
     s = csub.add_parser("list", help="the registered circuits")

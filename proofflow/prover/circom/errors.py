@@ -7,7 +7,8 @@ from __future__ import annotations
 from proofflow.prover.curves import registry
 from proofflow.prover.r1cs import UnsatisfiedConstraint
 
-__all__ = ["CircomFileError", "CorruptFile", "WrongField", "KeyMismatch", "InputRejected", "UnsatisfiedConstraint"]
+__all__ = ["CircomFileError", "CorruptFile", "WrongField", "KeyMismatch", "InputRejected", "GeneratorFailed",
+           "UnsatisfiedConstraint"]
 
 # Primes circom and snarkjs offer besides the registered curves' fields, named in errors.
 _OTHER_PRIMES = {
@@ -31,7 +32,7 @@ class CircomFileError(ValueError):
     """Base of the file errors: ``path`` names the file."""
 
     def __init__(self, path, message: str):
-        self.path = str(path)
+        self.path, self.detail = str(path), message  # detail: what is wrong, without the file's name
         super().__init__(f"{self.path}: {message}")
 
 
@@ -82,3 +83,13 @@ class InputRejected(ValueError):
         self.source = None if source is None else str(source)
         self.detail = detail
         super().__init__(f"{self.source}: {detail}" if self.source else detail)
+
+
+class GeneratorFailed(ValueError):
+    """A registered C++ witness generator (``circom --c``) that exited with an error (a
+    failing assert, a crash), or wrote no witness or one that is not the circuit's.
+    ``circuit`` names the circuit."""
+
+    def __init__(self, circuit: str, detail: str):
+        self.circuit = circuit
+        super().__init__(f"circuit {circuit!r}: its C++ witness generator {detail}")

@@ -5,39 +5,44 @@ BLS12-381); a file of a curve not registered here is a WrongField. Numbers are d
 strings in standard form. A G1 point is [x, y, "1"], a G2 point
 [[x.c0, x.c1], [y.c0, y.c1], ["1", "0"]]; the point at infinity has z = 0 (G1 ["0", "1",
 "0"]). public.json lists the public signals, outputs first. snarkjs writes JSON with
-one-space indents, and so do the writers here. The verification key written here lacks
-snarkjs's vk_alphabeta_12 (e(α, β), a precomputation ``snarkjs groth16 verify`` does not
-read).
+one-space indents, and so do the writers here. The verification key written here has the
+fields of snarkjs's ``zkey export verificationkey``, vk_alphabeta_12 (e(α, β) as an Fq12,
+nested [c0, c1] of Fq6 [c0, c1, c2] of Fq2 [c0, c1]) included; the reader ignores it.
 """
 from __future__ import annotations
 
 import json
-from pathlib import Path
+import re
 
-from proofflow.prover import files, points
+from proofflow.prover import bounded_json, files, points
 from proofflow.prover.circom.errors import CorruptFile, WrongField
 from proofflow.prover.curves import registry
 from proofflow.prover.curves.descriptor import Curve
 from proofflow.prover.groth16.data_structures import Proof, VerifyingKey
 
 PROTOCOL = "groth16"
+_DECIMAL = re.compile(f"[0-9]{{1,{bounded_json.MAX_DIGITS}}}")
 _INFINITY = {"g1": ["0", "1", "0"], "g2": [["0", "0"], ["1", "0"], ["0", "0"]]}
 
 
 def _load(path) -> object:
     try:
-        return json.loads(Path(path).read_text())
-    except (OSError, ValueError) as exc:
-        raise CorruptFile(path, f"cannot read as JSON: {exc}") from exc
+        return bounded_json.load(path)
+    except bounded_json.JsonRefused as exc:
+        raise CorruptFile(path, str(exc)) from None
+    except OSError as exc:
+        raise CorruptFile(path, f"cannot read: {exc.strerror or exc}") from None
 
 
 def _number(path, field: str, text, below: int | None = None) -> int:
-    """A non-negative decimal string (or JSON integer), optionally checked below a bound."""
-    if isinstance(text, bool) or not (isinstance(text, int) or (isinstance(text, str) and text.isdigit())):
-        raise CorruptFile(path, f"{text!r} is not a non-negative decimal number", field)
+    """A non-negative decimal string (or JSON integer) of at most MAX_DIGITS digits,
+    optionally checked below a bound; errors name a value by its type and length only."""
+    if isinstance(text, bool) or not (isinstance(text, int) or (isinstance(text, str) and _DECIMAL.fullmatch(text))):
+        raise CorruptFile(path, f"{bounded_json.describe(text)} is not a non-negative decimal number of at most "
+                                f"{bounded_json.MAX_DIGITS} digits", field)
     value = int(text)
     if value < 0 or (below is not None and value >= below):
-        raise CorruptFile(path, f"{value} is not below the base field's prime", field)
+        raise CorruptFile(path, f"an integer of {value.bit_length()} bits is not below the base field's prime", field)
     return value
 
 
@@ -127,12 +132,28 @@ def proof_to_json(proof: Proof) -> dict:
             "pi_c": point_to_json(c, proof.c, "g1"), "protocol": PROTOCOL, "curve": c.snarkjs_name}
 
 
+def proof_bytes(proof: Proof) -> bytes:
+    """proof.json as ``snarkjs groth16 prove`` writes it."""
+    return json.dumps(proof_to_json(proof), indent=1).encode()
+
+
+def public_bytes(public: list[int]) -> bytes:
+    """public.json as ``snarkjs groth16 prove`` writes it."""
+    return json.dumps([str(x) for x in public], indent=1).encode()
+
+
 def write_proof(path, proof: Proof) -> None:
-    files.write_bytes(path, json.dumps(proof_to_json(proof), indent=1).encode())
+    files.write_bytes(path, proof_bytes(proof))
 
 
 def write_public(path, public: list[int]) -> None:
-    files.write_bytes(path, json.dumps([str(x) for x in public], indent=1).encode())
+    files.write_bytes(path, public_bytes(public))
+
+
+def fq12_to_json(coefficients: list[int]) -> list:
+    """An Fq12's 12 coefficients (tower order) in snarkjs's nested form: 2 Fq6 of 3 Fq2 of 2 Fq."""
+    text = [str(x) for x in coefficients]
+    return [[text[i:i + 2] for i in range(half, half + 6, 2)] for half in (0, 6)]
 
 
 def write_verification_key(path, vk: VerifyingKey) -> None:
@@ -141,5 +162,6 @@ def write_verification_key(path, vk: VerifyingKey) -> None:
     d = {"protocol": PROTOCOL, "curve": c.snarkjs_name, "nPublic": vk.num_public,
          "vk_alpha_1": point_to_json(c, vk.alpha_g1, "g1"), "vk_beta_2": point_to_json(c, vk.beta_g2, "g2"),
          "vk_gamma_2": point_to_json(c, vk.gamma_g2, "g2"), "vk_delta_2": point_to_json(c, vk.delta_g2, "g2"),
+         "vk_alphabeta_12": fq12_to_json(c.pairing(vk.alpha_g1, vk.beta_g2)),
          "IC": [point_to_json(c, p, "g1") for p in vk.gamma_abc_g1]}
     files.write_bytes(path, json.dumps(d, indent=1).encode())

@@ -14,17 +14,28 @@ The generator speaks the protocol of circom's JS glue (witness_calculator.js):
 The generator reports through the runtime imports: printErrorMessage (a message, read
 with getMessageChar) before exceptionHandler(code) when it fails; log() output through
 writeBufferMessage and showSharedRWMemory.
+
+Compiling a generator to native code takes most of a small witness's time, so each compiled
+module is kept (``MODULES``): in the process, by the file's identity (path, inode, size,
+mtime), and on disk, serialized under the cache root by the wasm's SHA-256, for the next
+process. Every call gets a Store and an instance of its own, so witnesses of concurrent
+threads run in parallel (wasmtime's calls release the GIL).
 """
 from __future__ import annotations
 
-import json
+import importlib.metadata
 import logging
+import os
 import re
+import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import wasmtime
 
+from proofflow import settings
+from proofflow.prover import bounded_json, files, private_dir
 from proofflow.prover.circom.errors import CorruptFile, InputRejected, WrongField
 from proofflow.prover.curves.descriptor import Curve
 from proofflow.prover.field.fr import Fr
@@ -35,7 +46,8 @@ CIRCOM_MAJOR = 2
 _FAILURES = {1: "a signal was not found", 2: "too many signals were set", 3: "a signal was set twice",
              4: "an assert failed", 5: "it ran out of memory", 6: "an input signal index is beyond its size",
              7: "an array index is out of bounds"}
-_INTEGER = re.compile(r"-?[0-9]+|0[xX][0-9a-fA-F]+")
+_INTEGER = re.compile(rf"-?[0-9]{{1,{bounded_json.MAX_DIGITS}}}|0[xX][0-9a-fA-F]{{1,{bounded_json.MAX_DIGITS}}}")
+_NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]{0,63}")  # circom's identifiers, of a length one would write
 _PAGE = 65536
 # copy(n, src, dst, n8): for i < n, getWitness(i), then n8 bytes from src to dst + i·n8.
 _COPIER = """
@@ -55,42 +67,160 @@ _COPIER = """
 """
 
 
-def calculate_witness(wasm, inputs, curve: Curve) -> np.ndarray:
+def calculate_witness(wasm, inputs, curve: Curve, circuit: str | None = None) -> np.ndarray:
     """The witness of ``inputs`` (input.json's content, or its path) as an Fr vector of
     ``curve``, like ``wtns.read_wtns`` returns. Values are decimal strings, 0x hex strings or
     JSON numbers, or nested arrays of them (flattened in circom's order); a negative value -v
-    stands for r - v, as in circom. Raises InputRejected for inputs the circuit does not take,
+    stands for r - v, as in circom. The file is read within ``bounded_json``'s bounds, and
+    the inputs are checked before the generator is loaded. Raises InputRejected for inputs
+    the circuit does not take (naming the signal, and a value only by its type and length),
     WrongField for a generator of another prime, CorruptFile for a file that is not a
-    circom 2 witness generator."""
+    circom 2 witness generator. Errors name the generator as ``circuit`` (a registered
+    circuit's name), else by its file's name."""
+    values, source = read_inputs(inputs, curve)
+    return _Generator(Path(wasm), Fr.of(curve)).run(values, source, circuit or Path(wasm).name)
+
+
+def generator_sizes(wasm, curve: Curve) -> tuple[int, int]:
+    """(signals of its witness, input values it takes) of a witness generator of ``curve``'s
+    field, without running it: what ``circuit add`` checks against the r1cs. Raises
+    WrongField for a generator of another prime, CorruptFile for one that is not circom 2's."""
+    generator = _Generator(Path(wasm), Fr.of(curve))
+    return generator.witness_size(), generator.input_size()
+
+
+def check_inputs(wasm, inputs: list, curve: Curve, circuit: str | None = None):
+    """Each of ``inputs`` (input.json paths or input objects) checked as ``calculate_witness``
+    checks it, the circuit not run: JSON within bounds, integers in the field, every signal
+    one of the generator's inputs with its number of values, and every input set. Yields
+    (index, InputRejected) for each input refused; the generator is loaded once."""
+    generator = None
+    for i, item in enumerate(inputs):
+        try:
+            values, source = read_inputs(item, curve)
+            generator = generator or _Generator(Path(wasm), Fr.of(curve))
+            generator.check(values, source, circuit or Path(wasm).name)
+        except InputRejected as exc:
+            yield i, exc
+
+
+def read_inputs(inputs, curve: Curve) -> tuple[dict[str, list[int]], Path | None]:
+    """``inputs`` (input.json's content, or its path) checked as ``calculate_witness`` says:
+    each signal's values flattened and reduced into ``curve``'s scalar field, and the file
+    read (None for an object)."""
     source = None
     if isinstance(inputs, (str, Path)):
         source = Path(inputs)
         try:
-            inputs = json.loads(source.read_text())
-        except (OSError, ValueError) as exc:
-            raise InputRejected(source, f"cannot read as JSON: {exc}") from exc
+            inputs = bounded_json.load(source)
+        except bounded_json.JsonRefused as exc:
+            raise InputRejected(source, str(exc)) from None
+        except OSError as exc:
+            raise InputRejected(source, f"cannot read: {exc.strerror or exc}") from None
     if not isinstance(inputs, dict):
         raise InputRejected(source, "the inputs are not a JSON object of input signals")
-    values = {name: _flatten(curve.fr.modulus, name, value, source) for name, value in inputs.items()}
-    return _Generator(Path(wasm), Fr.of(curve)).run(values, source)
+    return {name: _flatten(curve.fr.modulus, _signal(name), value, source) for name, value in inputs.items()}, source
 
 
-def _flatten(r: int, label: str, value, source) -> list[int]:
+@dataclass
+class CacheCounts:
+    """What ``MODULES`` did so far in this process: modules compiled from a wasm, loaded
+    from the disk cache, and found in memory."""
+    compiled: int = 0
+    loaded: int = 0
+    reused: int = 0
+
+
+class ModuleCache:
+    """Compiled generators of one wasmtime Engine, made again in a forked child (an engine's
+    compiler threads do not survive a fork)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()  # held only while a module is looked up or compiled
+        self._pid = None
+        self.counts = CacheCounts()
+
+    def _fresh(self) -> None:
+        if self._pid != os.getpid():
+            self._pid, self.engine, self._modules = os.getpid(), wasmtime.Engine(), {}
+            self.copier = wasmtime.Module(self.engine, _COPIER)
+
+    def module(self, path: Path) -> wasmtime.Module:
+        """The compiled module of the generator at ``path``: CorruptFile for an unreadable
+        file or one that is not WebAssembly."""
+        try:
+            st = os.stat(path)
+        except OSError as exc:
+            raise CorruptFile(path, f"cannot read: {exc.strerror or exc}") from exc
+        key = (os.path.abspath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        with self._lock:
+            self._fresh()
+            if (module := self._modules.get(key)) is not None:
+                self.counts.reused += 1
+                return module
+            module = self._modules[key] = self._load_or_compile(path)
+            return module
+
+    def _load_or_compile(self, path: Path) -> wasmtime.Module:
+        try:
+            digest = files.sha256_file(path)
+        except OSError as exc:
+            raise CorruptFile(path, f"cannot read: {exc.strerror or exc}") from exc
+        stored = private_dir.ensure(settings.current().cache_root / "wasm") / f"{digest}-wasmtime{_WASMTIME}.cwasm"
+        if stored.is_file():
+            try:
+                # read, not mapped: a cache file damaged or rewritten later cannot fault (SIGBUS) this process
+                module = wasmtime.Module.deserialize(self.engine, stored.read_bytes())
+                self.counts.loaded += 1
+                return module
+            except wasmtime.WasmtimeError as exc:  # of another build of wasmtime, or damaged: compiled again
+                log.info("%s: compiling again (%s)", stored, exc)
+        try:
+            module = wasmtime.Module.from_file(self.engine, str(path))
+        except wasmtime.WasmtimeError as exc:
+            raise CorruptFile(path, f"is not a WebAssembly module: {exc}") from exc
+        self.counts.compiled += 1
+        with files.atomic_path(stored) as tmp:
+            tmp.write_bytes(module.serialize())
+        return module
+
+
+_WASMTIME = importlib.metadata.version("wasmtime")
+MODULES = ModuleCache()
+
+
+def _signal(name: str) -> str:
+    """An input's name as errors show it: itself where it can be a circom signal's name, else
+    (a key of some other JSON file) only its length."""
+    return name if _NAME.fullmatch(name) else f"<a name of {len(name)} characters>"
+
+
+def _flatten(r: int, label: str, value, source, depth: int = 0) -> list[int]:
     if isinstance(value, list):
-        return [x for i, item in enumerate(value) for x in _flatten(r, f"{label}[{i}]", item, source)]
-    if isinstance(value, str) and _INTEGER.fullmatch(value):
-        number = int(value, 0) if value[:2] in ("0x", "0X") else int(value)
-    elif isinstance(value, int) and not isinstance(value, bool):
-        number = value
-    elif isinstance(value, float) and value.is_integer():  # what JSON parsing makes of 1e3
-        number = int(value)
-    else:
-        raise InputRejected(source, f"{label} = {value!r} is not an integer (a decimal or 0x string, a JSON number, "
-                                    "or a nested array of them)")
+        if depth == bounded_json.MAX_DEPTH:
+            raise InputRejected(source, f"input signal {label!r}: arrays nested more than {depth} deep")
+        return [x for i, item in enumerate(value) for x in _flatten(r, f"{label}[{i}]", item, source, depth + 1)]
+    number = _integer(value)
+    if number is None:
+        raise InputRejected(source, f"input signal {label!r}: expected an integer (a decimal or 0x string of at most "
+                                    f"{bounded_json.MAX_DIGITS} digits, a JSON number, or a nested array of them), "
+                                    f"got {bounded_json.describe(value)}")
     if not -r < number < r:
-        raise InputRejected(source, f"{label} = {number} is not below the field's prime r = {r} (inputs are "
-                                    "not reduced)")
+        raise InputRejected(source, f"input signal {label!r}: an integer of {number.bit_length()} bits is not below "
+                                    f"the field's prime r ({r.bit_length()} bits) in absolute value (inputs are not "
+                                    "reduced)")
     return [number % r]
+
+
+def _integer(value) -> int | None:
+    """An input value as an integer, or None when it is not one."""
+    if isinstance(value, str) and _INTEGER.fullmatch(value):
+        return int(value, 0) if value[:2] in ("0x", "0X") else int(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, float) and value.is_integer():  # what JSON parsing makes of 1e3
+        return int(value)
+    return None
 
 
 def _fnv1a_64(name: str) -> int:
@@ -108,18 +238,13 @@ class _Failed(Exception):
 
 
 class _Generator:
-    """One fresh instance of a circuit's witness generator, with the runtime imports it calls."""
+    """One fresh instance of a circuit's witness generator (its module compiled once,
+    ``MODULES``), with the runtime imports it calls."""
 
     def __init__(self, path: Path, fr: Fr):
         self.path, self.fr = path, fr
-        engine = wasmtime.Engine()
-        try:
-            module = wasmtime.Module.from_file(engine, str(path))
-        except OSError as exc:
-            raise CorruptFile(path, f"cannot read: {exc.strerror or exc}") from exc
-        except wasmtime.WasmtimeError as exc:
-            raise CorruptFile(path, f"is not a WebAssembly module: {exc}") from exc
-        self.store = wasmtime.Store(engine)
+        module = MODULES.module(path)
+        self.store = wasmtime.Store(MODULES.engine)
         handlers = {"exceptionHandler": self._fail, "printErrorMessage": self._error_message,
                     "writeBufferMessage": self._log_message, "showSharedRWMemory": self._log_value}
         funcs = []
@@ -150,6 +275,12 @@ class _Generator:
     def _call(self, name: str, *args):
         return self._export(name)(self.store, *args)
 
+    def witness_size(self) -> int:
+        return self._call("getWitnessSize")
+
+    def input_size(self) -> int:
+        return self._call("getInputSize")
+
     def _shared_value(self) -> int:
         return int.from_bytes(self.memory.read(self.store, self.shared, self.shared + self.n8), "little")
 
@@ -178,24 +309,31 @@ class _Generator:
         self.line.append(str(self._shared_value()))
 
     # ---- the computation ----
-    def run(self, values: dict[str, list[int]], source) -> np.ndarray:
+    def check(self, values: dict[str, list[int]], source, label: str) -> None:
+        """Every name one of the generator's input signals, with as many values as it takes,
+        and every input value given; the generator initialized, nothing set yet. Errors name
+        the circuit as ``label``."""
+        self.label = label
         self._call("init", 0)
         given = 0
         for name, flat in values.items():
-            h = _fnv1a_64(name)
-            high, low = h >> 32, h & 0xFFFFFFFF
-            size = self._call("getInputSignalSize", _i32(high), _i32(low))
+            size = self._call("getInputSignalSize", *_hash_words(name))
             if size <= 0:  # circom 2.2 answers 0 for a name it lacks, the JS glue checks for < 0
-                raise InputRejected(source, f"{name!r} is not an input signal of {self.path.name}")
+                raise InputRejected(source, f"{_signal(name)!r} is not an input signal of {label}")
             if len(flat) != size:
-                raise InputRejected(source, f"input signal {name!r} takes {size} value{'s' * (size != 1)}, "
+                raise InputRejected(source, f"input signal {_signal(name)!r} takes {size} value{'s' * (size != 1)}, "
                                             f"got {len(flat)}")
-            for i, value in enumerate(flat):
-                self.memory.write(self.store, value.to_bytes(self.n8, "little"), self.shared)
-                self._set(source, _i32(high), _i32(low), i)
             given += size
         if given < (total := self._call("getInputSize")):
-            raise InputRejected(source, f"sets {given} of the {total} input values of {self.path.name}")
+            raise InputRejected(source, f"sets {given} of the {total} input values of {label}")
+
+    def run(self, values: dict[str, list[int]], source, label: str) -> np.ndarray:
+        """The witness of ``values``; errors name the circuit as ``label``."""
+        self.check(values, source, label)
+        for name, flat in values.items():
+            for i, value in enumerate(flat):
+                self.memory.write(self.store, value.to_bytes(self.n8, "little"), self.shared)
+                self._set(source, *_hash_words(name), i)
         raw = self._witness_bytes(self._call("getWitnessSize"))
         return self.fr.from_canonical(np.frombuffer(raw, dtype="<u8").reshape(-1, self.fr.LIMBS))
 
@@ -207,8 +345,7 @@ class _Generator:
         size = n * self.n8
         end = self.memory.size(self.store) * _PAGE
         self.memory.grow(self.store, -(-size // _PAGE))
-        copier = wasmtime.Module(self.store.engine, _COPIER)
-        copy = wasmtime.Instance(self.store, copier, [self._export("getWitness"), self.memory]).exports(self.store)
+        copy = wasmtime.Instance(self.store, MODULES.copier, [self._export("getWitness"), self.memory]).exports(self.store)
         copy["copy"](self.store, n, self.shared, _i32(end), self.n8)
         return self.memory.read(self.store, end, end + size)
 
@@ -220,10 +357,16 @@ class _Generator:
         except _Failed as exc:
             said = "; ".join(m.strip() for m in self.errors if m.strip())
             what = _FAILURES.get(exc.code, f"error code {exc.code}")
-            raise InputRejected(source, f"{self.path.name} rejects the inputs ({what})"
+            raise InputRejected(source, f"{self.label} rejects the inputs ({what})"
                                         + (f": {said}" if said else "")) from None
         except wasmtime.Trap as exc:
-            raise InputRejected(source, f"{self.path.name} failed on the inputs: {exc.message}") from None
+            raise InputRejected(source, f"{self.label} failed on the inputs: {exc.message}") from None
+
+
+def _hash_words(name: str) -> tuple[int, int]:
+    """A signal name's FNV-1a hash as the generator takes it: high and low words, as i32."""
+    h = _fnv1a_64(name)
+    return _i32(h >> 32), _i32(h & 0xFFFFFFFF)
 
 
 def _i32(word: int) -> int:

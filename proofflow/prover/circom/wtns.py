@@ -16,16 +16,23 @@ from proofflow.prover.field.fr import Fr
 HEADER, VALUES = 1, 2
 
 
-def read_wtns(path, curve: Curve) -> np.ndarray:
-    """The witness at ``path``, which must be of ``curve``'s scalar field, as its Fr vector."""
+def read_header(path, curve: Curve) -> tuple[binfile.BinFile, int]:
+    """The file and its witness's count of values, checked: a .wtns of ``curve``'s scalar
+    field, whose values section holds that many."""
     f = binfile.read(path, "wtns", max_version=2)
     head = f.reader(HEADER, "header")
     head.field(curve)
-    fr = Fr.of(curve)
     count = head.u32()
     head.end()
-    w = fr_from_standard(curve, f.holds(VALUES, "witness values", "count", count, fr.BYTES), f.path, VALUES,
-                         "witness value")
+    f.holds(VALUES, "witness values", "count", count, Fr.of(curve).BYTES)
+    return f, count
+
+
+def read_wtns(path, curve: Curve) -> np.ndarray:
+    """The witness at ``path``, which must be of ``curve``'s scalar field, as its Fr vector."""
+    f, count = read_header(path, curve)
+    w = fr_from_standard(curve, f.section(VALUES, "witness values"), f.path, VALUES, "witness value")
+    fr = Fr.of(curve)
     if count and not fr.equal(w[:1], fr.one()):
         raise CorruptFile(f.path, "witness value 0 (the constant one) is not 1", VALUES)
     return w

@@ -72,7 +72,7 @@ class ZKey:
             if row is not None:
                 where = (f"constraint {row}" if row < r1cs.n_constraints
                          else f"the input row of public signal {row - r1cs.n_constraints}")
-                raise KeyMismatch("the coefficients", f"{name} differs at {where}")
+                raise KeyMismatch(f"matrix {name}", f"its coefficients, first at {where}")
 
 
 def _first_different_row(ours: SparseMatrix, theirs: SparseMatrix) -> int | None:

@@ -11,6 +11,14 @@ def _pairing_check(g1s, g2s) -> bool:
     return bool(GT.pairing_check(g1s, g2s))
 
 
+def _pairing(g1, g2) -> list[int]:
+    """e(g1, g2)'s 12 Fq coefficients: the library prints an Fq12 as its arkworks
+    serialization in hex, each coefficient 48 bytes little-endian, in tower order."""
+    from py_arkworks_bls12381 import GT
+    raw = bytes.fromhex(str(GT.pairing(g1, g2)))
+    return [int.from_bytes(raw[i:i + 48], "little") for i in range(0, len(raw), 48)]
+
+
 BLS12_381 = Curve(
     name="bls12_381",
     label="BLS12-381",
@@ -25,4 +33,5 @@ BLS12_381 = Curve(
     snarkjs_name="bls12381",
     points="py_arkworks_bls12381",
     pairing_check=_pairing_check,
+    pairing=_pairing,
 )

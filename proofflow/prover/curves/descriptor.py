@@ -79,7 +79,9 @@ class Curve:
     ``identity()``, ``from_xy_bytes_le``/``_unchecked_le``, ``to_xy_bytes_le``,
     ``from_compressed_bytes``, ``to_compressed_bytes``, ``multiexp_unchecked``, + and * by a
     Scalar) and Scalar (``from_le_bytes``). ``pairing_check(g1s, g2s)``: whether
-    prod e(g1s[i], g2s[i]) is one. Both are imported only when points are made."""
+    prod e(g1s[i], g2s[i]) is one; ``pairing(g1, g2)``: e(g1, g2) as its 12 Fq coefficients in
+    the tower Fq12 = Fq6[w], Fq6 = Fq2[v], Fq2 = Fq[u], in order c0.c0.c0, c0.c0.c1, c0.c1.c0,
+    ..., c1.c2.c1 (snarkjs's vk_alphabeta_12). Both are imported only when points are made."""
     name: str  # what runs, keys, bundles and the timing store record
     label: str  # as people write it
     fr: PrimeField
@@ -90,6 +92,7 @@ class Curve:
     snarkjs_name: str  # circom's -p and the "curve" of snarkjs's JSON files
     points: str
     pairing_check: Callable[[Sequence, Sequence], bool]
+    pairing: Callable[[object, object], list[int]]
 
     def coordinate_bytes(self, group: str) -> int:
         """A coordinate of ``group``'s points: an Fq element, or an Fq2 one."""

@@ -25,7 +25,7 @@ from typing import Callable
 
 import numpy as np
 
-from proofflow.prover import files
+from proofflow.prover import bounded_json, files
 from proofflow.prover.curves import registry
 from proofflow.prover.curves.descriptor import Curve
 from proofflow.prover.points import PointTable
@@ -109,7 +109,7 @@ class VerifyingKey:
     @classmethod
     def load(cls, path) -> "VerifyingKey":
         try:
-            d = json.loads(Path(path).read_text())
+            d = bounded_json.load(path)
         except (OSError, ValueError) as exc:
             raise KeyFormatError(f"cannot read verifying key {path}: {exc}") from exc
         return cls.from_json(d)
@@ -161,7 +161,7 @@ class ProvingKey:
         its digest last matched is trusted without reading it again, unless ``rehash``."""
         directory = Path(directory)
         try:
-            params = json.loads((directory / "params.json").read_text())
+            params = bounded_json.load(directory / "params.json")
         except (OSError, ValueError) as exc:
             raise KeyFormatError(f"{directory} holds no readable proving key (params.json): {exc}") from exc
         try:

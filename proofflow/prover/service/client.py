@@ -2,7 +2,10 @@
 
 Socket: ``$PROOFFLOW_RUNTIME/<backend>-<visible>-<device>.sock``. The runtime directory
 defaults to ``/tmp/proofflow-<uid>/<digest of PROOFFLOW_HOME>`` (mode 0700): short enough for
-a Unix socket path, private to the user, and separate for separate proofflow homes.
+a Unix socket path, private to the user, and separate for separate proofflow homes. It is
+checked before each use (``private_dir``: ours, a real directory, writable by us alone), so a
+directory another user made first, or a symlink, is refused rather than trusted; the start lock
+and the service's log in it are opened without following symlinks.
 ``<visible>`` is CUDA_VISIBLE_DEVICES (``all`` when unset), so workers pinned to different
 GPUs of one host never share a service. A caller that finds no service starts one
 (``python -m proofflow.prover.service``, in its own session so it outlives the caller) under a lock
@@ -10,7 +13,7 @@ file, so concurrent first callers start exactly one.
 """
 from __future__ import annotations
 
-import fcntl
+import os
 import socket
 import subprocess
 import sys
@@ -18,7 +21,7 @@ import time
 from pathlib import Path
 
 from proofflow import settings
-from proofflow.prover import faults
+from proofflow.prover import faults, private_dir
 from proofflow.prover.errors import ErrorType, ProtocolError
 from proofflow.prover.service import protocol
 from proofflow.prover.service.protocol import ProveJob, ProveReply, StageJob
@@ -52,6 +55,10 @@ class ServiceClient:
         self.path = socket_path(backend, device)
 
     def _request(self, req: dict, timeout: float) -> dict:
+        try:
+            private_dir.check(self.path.parent)  # never talk to a socket another user could have put there
+        except FileNotFoundError:
+            raise ServiceUnavailable(f"no prover service on {self.path}: no runtime directory") from None
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.settimeout(timeout)
         try:
@@ -88,16 +95,16 @@ class ServiceClient:
             return None
         except ServiceUnavailable:
             pass
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dir.ensure(self.path.parent)
         t0 = time.time()
-        with open(self.path.with_suffix(".lock"), "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        with private_dir.lock(self.path.with_suffix(".lock")):
             try:
                 self.status()
                 return None  # another caller started it while we waited for the lock
             except ServiceUnavailable:
                 pass
-            log = open(self.path.with_suffix(".log"), "ab")
+            log = os.fdopen(private_dir.open_file(self.path.with_suffix(".log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND),
+                            "ab")
             proc = subprocess.Popen(
                 [sys.executable, "-m", "proofflow.prover.service", "--socket", str(self.path), "--backend", self.backend,
                  "--device", str(self.device), "--idle-timeout", str(self.idle_s)],

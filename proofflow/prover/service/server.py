@@ -51,7 +51,7 @@ from pathlib import Path
 
 from proofflow import settings
 from proofflow.spec import MemoryKind
-from proofflow.prover import device, faults, pipeline
+from proofflow.prover import device, faults, pipeline, private_dir
 from proofflow.prover.keys import Key, KeyCache
 from proofflow.prover.staging.mapped import MappedSegments
 from proofflow.prover.staging.staged import Staged
@@ -364,12 +364,12 @@ class ProverService:
         """One service per socket: an exclusive lock held for the process's life (the kernel
         drops it when the process dies, SIGKILL included). Probing the socket instead let two
         services started at once both bind, the first left running unreachable."""
-        self.socket_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self._instance = open(self.socket_path.with_suffix(".pid"), "a+")
+        private_dir.ensure(self.socket_path.parent)
+        self._instance = os.fdopen(private_dir.open_file(self.socket_path.with_suffix(".pid"), os.O_RDWR | os.O_CREAT),
+                                   "r+")
         try:
             fcntl.flock(self._instance, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            self._instance.seek(0)
             raise RuntimeError(f"a prover service already runs for {self.socket_path} "
                                f"(pid {self._instance.read().strip() or '?'})") from None
         self._instance.truncate(0)
@@ -377,8 +377,7 @@ class ProverService:
         self._instance.flush()
 
     def _bind(self) -> socket.socket:
-        if self.socket_path.exists():
-            self.socket_path.unlink()  # left by a service that died: we hold the instance lock
+        private_dir.remove_stale_socket(self.socket_path)  # a dead service's: we hold the instance lock
         srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         srv.bind(str(self.socket_path))
         os.chmod(self.socket_path, 0o600)
@@ -443,7 +442,7 @@ def main(argv=None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: svc._stop.set())
     try:
         svc.serve_forever()
-    except RuntimeError as exc:
+    except (RuntimeError, private_dir.UnsafePath) as exc:
         log.error("%s", exc)
         return 3
     return 0

@@ -16,7 +16,13 @@ Segments are leased under a byte budget (in use and idle together, like the in-p
 holders to release, and gives up with ``StagingTimeout``. Space is reserved when a segment
 is created (``posix_fallocate``), so a full /dev/shm is an error at lease time, never a
 SIGBUS mid-write. An owner (``dag/run/partition``) holds one lease at a time: leasing again
-replaces its previous segment, as a re-run synthesis replaces its output.
+replaces its previous lease, as a re-run synthesis replaces its output.
+
+A segment goes idle for reuse only once its writer is done (its lease ``ready``): the
+segment of a lease ended while still ``writing`` (replaced, cut off, a run's cleanup) is
+removed, since its writer may still be running and would write into the next lease's
+segment; that writer's ``ready`` then fails. A lease file is written atomically, and the
+temporary file of one that failed (a full /dev/shm) is removed at the next reclaim.
 
 Leases end by ``release`` (the proof is out), ``release_owned`` (a run's cleanup), or
 ``reclaim``: a segment whose writer died before it was ready (a killed synthesize task), or
@@ -41,6 +47,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from proofflow import settings
+from proofflow.prover import files, private_dir
 from proofflow.prover.errors import StagingTimeout
 from proofflow.prover.staging.segment import segment_bytes, segment_views
 
@@ -158,8 +165,9 @@ class SharedStaging:
     # ---- bookkeeping (under the lock) ---------------------------------------------------
     @contextmanager
     def _locked(self):
-        (self.root / "idle").mkdir(parents=True, exist_ok=True, mode=0o700)
-        with open(self.root / ".lock", "a") as f:
+        private_dir.ensure(self.root)  # a predictable /dev/shm path: checked, never trusted because it exists
+        (self.root / "idle").mkdir(exist_ok=True, mode=0o700)
+        with os.fdopen(private_dir.open_file(self.root / ".lock", os.O_WRONLY | os.O_CREAT | os.O_APPEND), "a") as f:
             fcntl.flock(f, fcntl.LOCK_EX)
             try:
                 yield
@@ -179,9 +187,7 @@ class SharedStaging:
             return None
 
     def _write(self, lease: Lease) -> None:
-        tmp = self.root / f".{lease.id}.json.tmp"
-        tmp.write_text(json.dumps(lease.to_json()))
-        os.replace(tmp, self._meta(lease.id))
+        files.write_json(self._meta(lease.id), lease.to_json())
 
     def leases(self) -> list[Lease]:
         out = []
@@ -200,17 +206,19 @@ class SharedStaging:
         idle = sum(p.stat().st_size for p in self._idle())
         return used, idle
 
-    def _drop(self, lease_id: str, keep: bool = True) -> None:
-        """End a lease: its segment goes idle (or is removed), then its lease file."""
-        seg = self._seg(lease_id)
+    def _drop(self, lease: Lease, keep: bool = True) -> None:
+        """End a lease: its segment goes idle if ``keep`` and its writer is done (else it is
+        removed: a running writer must not write into another lease's segment), then its
+        lease file."""
+        seg = self._seg(lease.id)
         if seg.exists():
-            if keep:
-                idle = self.root / "idle" / f"{seg.stat().st_size}-{lease_id}.seg"
+            if keep and lease.state == "ready":
+                idle = self.root / "idle" / f"{seg.stat().st_size}-{lease.id}.seg"
                 os.replace(seg, idle)
                 os.utime(idle)  # its idle time counts from now (idle_ttl_s)
             else:
                 seg.unlink()
-        self._meta(lease_id).unlink(missing_ok=True)
+        self._meta(lease.id).unlink(missing_ok=True)
 
     def _stale(self, lease: Lease, now: float) -> str | None:
         if lease.state == "writing" and lease.host == self.host and not _pid_alive(lease.pid):
@@ -227,8 +235,10 @@ class SharedStaging:
         for lease in self.leases():
             why = self._stale(lease, now)
             if why:
-                self._drop(lease.id, keep=False)  # a dead writer's bytes are not worth keeping
+                self._drop(lease, keep=False)  # a dead writer's bytes are not worth keeping
                 out.append((lease, why))
+        for tmp in self.root.glob(".*.tmp"):  # a lease file's write that failed: they happen under the lock
+            tmp.unlink(missing_ok=True)
         for seg in self.root.glob("*.seg"):  # a segment whose lease file never got written
             if not self._meta(seg.stem).exists() and now - seg.stat().st_mtime > 60:
                 seg.unlink(missing_ok=True)
@@ -243,9 +253,9 @@ class SharedStaging:
     # ---- leasing ------------------------------------------------------------------------
     def _take(self, owner: str, n: int, num_variables: int) -> Lease | None:
         """A lease if it fits now (under the lock), else None."""
-        for lease in self.leases():  # the owner's previous segment is replaced
+        for lease in self.leases():  # the owner's previous lease is replaced, its segment never reused
             if lease.owner == owner:
-                self._drop(lease.id)
+                self._drop(lease, keep=False)
         self._reclaim_locked()
         need = segment_bytes(n, num_variables)
         cap = _capacity(need)
@@ -257,28 +267,35 @@ class SharedStaging:
             return None
         lease = Lease(secrets.token_hex(8), owner, n, num_variables, cap, "writing", os.getpid(), self.host,
                       time.time())
+        try:
+            self._create(lease, used + idle)
+            self._write(lease)
+        except OSError as exc:  # no segment without its lease file, and none left behind
+            self._seg(lease.id).unlink(missing_ok=True)
+            if exc.errno == errno.ENOSPC:
+                raise MemoryError(f"{self.root} is full: no room for {cap} bytes of staging (shared memory "
+                                  "is smaller than PROOFFLOW_STAGING_BUDGET)") from None
+            raise
+        return lease
+
+    def _create(self, lease: Lease, held: int) -> None:
+        """``lease``'s segment file: an idle one of its capacity, else a new one (idle ones of
+        other sizes make room while ``held`` bytes and it would exceed the budget)."""
+        cap = lease.capacity
         reuse = next((p for p in self._idle() if p.stat().st_size == cap), None)
         if reuse is not None:
             os.replace(reuse, self._seg(lease.id))
-        else:
-            for p in self._idle():  # make room: idle segments of other sizes go
-                if used + idle + cap <= self.budget:
-                    break
-                idle -= p.stat().st_size
-                p.unlink()
-            fd = os.open(self._seg(lease.id), os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
-            try:
-                os.posix_fallocate(fd, 0, cap)
-            except OSError as exc:
-                os.close(fd)
-                self._seg(lease.id).unlink()
-                if exc.errno == errno.ENOSPC:
-                    raise MemoryError(f"{self.root} is full: no room for {cap} bytes of staging (shared memory "
-                                      "is smaller than PROOFFLOW_STAGING_BUDGET)") from None
-                raise
+            return
+        for p in self._idle():
+            if held + cap <= self.budget:
+                break
+            held -= p.stat().st_size
+            p.unlink()
+        fd = os.open(self._seg(lease.id), os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.posix_fallocate(fd, 0, cap)
+        finally:
             os.close(fd)
-        self._write(lease)
-        return lease
 
     def lease(self, owner: str, n: int, num_variables: int, timeout: float | None = None) -> Lease:
         """A segment for ``owner``'s partition (n domain points, ``num_variables`` witness
@@ -318,8 +335,10 @@ class SharedStaging:
 
     def ready(self, lease: Lease) -> None:
         """The writer is done: the segment may be proved (and is no longer reclaimed when
-        the writer exits)."""
+        the writer exits). A lease replaced or ended meanwhile is not revived: SegmentError."""
         with self._locked():
+            if self._read(lease.id) is None or not self._seg(lease.id).exists():
+                raise SegmentError(f"staged segment {lease.id} was released or replaced before it was ready")
             lease.state = "ready"
             self._write(lease)
 
@@ -327,9 +346,10 @@ class SharedStaging:
         if not _ID.fullmatch(lease_id):
             return False
         with self._locked():
-            if self._read(lease_id) is None:
+            lease = self._read(lease_id)
+            if lease is None:
                 return False
-            self._drop(lease_id)
+            self._drop(lease)
             return True
 
     def release_owned(self, prefix: str) -> int:
@@ -337,7 +357,7 @@ class SharedStaging:
         with self._locked():
             mine = [lease for lease in self.leases() if lease.owner.startswith(prefix)]
             for lease in mine:
-                self._drop(lease.id)
+                self._drop(lease)
             self._reclaim_locked()
             return len(mine)
 
