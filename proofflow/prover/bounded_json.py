@@ -7,10 +7,9 @@ Anything else is a ``JsonRefused`` naming the bound, never quoting the content."
 from __future__ import annotations
 
 import json
-import os
-import stat
 
 from proofflow import settings
+from proofflow.prover import files
 
 MAX_DEPTH = 64  # an input signal of a 3-D array needs 4; a G2 point of snarkjs's JSON 3
 MAX_DIGITS = 256  # any field element proofflow knows has at most 115 (381 bits); 256 hold 850 bits
@@ -27,16 +26,12 @@ def load(path) -> object:
     """The JSON document in the plain file ``path``. Raises JsonRefused, or OSError when the
     file cannot be opened."""
     limit = settings.current().json_max_bytes
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # no wait on a FIFO
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise JsonRefused("not a regular file")
-        if st.st_size > limit:
-            raise JsonRefused(_too_large(st.st_size, limit))
-        data = f.read(limit + 1)  # the file may have grown since
-    if len(data) > limit:
-        raise JsonRefused(_too_large(len(data), limit))
+    try:
+        data = files.read_regular(path, limit)
+    except files.NotARegularFile:
+        raise JsonRefused("not a regular file") from None
+    except files.FileTooLarge as exc:
+        raise JsonRefused(_too_large(exc.size, limit)) from None
     return loads(data)
 
 

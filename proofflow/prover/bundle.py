@@ -106,16 +106,13 @@ def _read(path: Path, what: str, limit: int | None = None) -> bytes:
     """A file ``_inside`` checked, opened without following a symlink (nor waiting on a fifo)
     should it have been swapped since; at most ``limit`` bytes."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        return files.read_regular(path, limit, follow_symlinks=False)
+    except files.NotARegularFile:
+        raise BundleError(f"{what} is not a regular file") from None
+    except files.FileTooLarge:
+        raise BundleError(f"{what} is larger than {limit} bytes") from None
     except OSError as exc:
         raise BundleError(f"{what} is unreadable ({exc.strerror})") from None
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise BundleError(f"{what} is not a regular file")
-        data = f.read() if limit is None else f.read(limit + 1)
-    if limit is not None and len(data) > limit:
-        raise BundleError(f"{what} is larger than {limit} bytes")
-    return data
 
 
 def _read_json(path: Path, what: str):

@@ -16,6 +16,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import tempfile
 import time
 from contextlib import contextmanager
@@ -120,6 +121,34 @@ def _recover(work: Path, path: Path) -> None:
     finally:
         if lock is not None:
             os.close(lock)
+
+
+class NotARegularFile(OSError):
+    """A device, FIFO, directory or socket where a file was expected: no length to trust."""
+
+
+class FileTooLarge(OSError):
+    def __init__(self, size: int, limit: int):
+        super().__init__(f"{size} bytes, more than {limit}")
+        self.size, self.limit = size, limit
+
+
+def read_regular(path, limit: int | None = None, follow_symlinks: bool = True) -> bytes:
+    """The bytes of the regular file ``path``, which a user or peer may have chosen: opened
+    non-blocking (a FIFO does not wait for a writer) and, unless ``follow_symlinks``, not
+    through a symlink (ELOOP). NotARegularFile for anything else; FileTooLarge past ``limit``
+    bytes, its size checked before reading and again after (it may grow meanwhile)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow_symlinks else os.O_NOFOLLOW)
+    with open(os.open(path, flags), "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise NotARegularFile(f"{path} is not a regular file")
+        if limit is not None and st.st_size > limit:
+            raise FileTooLarge(st.st_size, limit)
+        data = f.read() if limit is None else f.read(limit + 1)
+    if limit is not None and len(data) > limit:
+        raise FileTooLarge(len(data), limit)
+    return data
 
 
 def write_bytes(path, data: bytes) -> Path:

@@ -10,14 +10,9 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def home(tmp_path, monkeypatch):
+def home(home_at, tmp_path):
     """The test's directory as the home's parts; input files anywhere in it (the input root)."""
-    for var, sub in (("PROOFFLOW_CIRCUITS", "circuits"), ("PROOFFLOW_BUNDLES", "bundles"),
-                     ("PROOFFLOW_SCRATCH", "scratch"), ("PROOFFLOW_PARAMS_CACHE", "params")):
-        monkeypatch.setenv(var, str(tmp_path / sub))
-    monkeypatch.setenv("PROOFFLOW_DB_URL", f"sqlite:///{tmp_path / 'timing.db'}")
-    monkeypatch.setenv("PROOFFLOW_INPUT_ROOTS", str(tmp_path))
-    return tmp_path
+    return home_at(tmp_path)
 
 
 def _witness(circuit, inputs: dict, label: str, home) -> Path:

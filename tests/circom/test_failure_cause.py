@@ -16,14 +16,9 @@ ASSERTS = {"secret": 2**64, "salt": 1, "bound": 9}  # Num2Bits(64) asserts: only
 
 
 @pytest.fixture
-def home(tmp_path, monkeypatch):
-    for var, sub in (("PROOFFLOW_CIRCUITS", "circuits"), ("PROOFFLOW_BUNDLES", "bundles"),
-                     ("PROOFFLOW_SCRATCH", "scratch"), ("PROOFFLOW_PARAMS_CACHE", "params")):
-        monkeypatch.setenv(var, str(tmp_path / sub))
-    monkeypatch.setenv("PROOFFLOW_DB_URL", f"sqlite:///{tmp_path / 'timing.db'}")
-    monkeypatch.setenv("PROOFFLOW_INPUT_ROOTS", str(tmp_path / "root"))
+def home(home_at, tmp_path):
     (tmp_path / "root" / "inputs").mkdir(parents=True)
-    return tmp_path
+    return home_at(tmp_path / "root")
 
 
 @pytest.fixture

@@ -41,6 +41,17 @@ def r1cs(constraints, n_wires: int, n_out: int, n_pub: int, n_prv: int, prime: i
     return container(b"r1cs", 1, [(2, body), (1, header), (3, labels)])
 
 
+def chain_r1cs(n: int) -> bytes:
+    """An r1cs of ``n`` constraints: x_{i+1} = x_i^2 from the public input x (wire 2) to
+    the output (wire 1)."""
+    constraints, prev = [], 2
+    for i in range(n - 1):
+        constraints.append(({prev: 1}, {prev: 1}, {3 + i: 1}))
+        prev = 3 + i
+    constraints.append(({prev: 1}, {0: 1}, {1: 1}))
+    return r1cs(constraints, n + 2, 1, 1, 0)
+
+
 def wtns(values, prime: int = fr.MODULUS) -> bytes:
     header = field(prime) + struct.pack("<I", len(values))
     return container(b"wtns", 2, [(1, header), (2, b"".join(v.to_bytes(32, "little") for v in values))])

@@ -44,16 +44,6 @@ sys.exit(rc)
 """
 
 
-def _chain(n: int) -> bytes:
-    """An r1cs of ``n`` constraints: x_{i+1} = x_i^2 from the public input x (wire 2) to
-    the output (wire 1)."""
-    constraints, prev = [], 2
-    for i in range(n - 1):
-        constraints.append(({prev: 1}, {prev: 1}, {3 + i: 1}))
-        prev = 3 + i
-    constraints.append(({prev: 1}, {0: 1}, {1: 1}))
-    return circom_files.r1cs(constraints, n + 2, 1, 1, 0)
-
 
 def _parse(data: bytes) -> tuple[bytes, int, list[list]]:
     magic, version, count = struct.unpack_from("<4sII", data)
@@ -113,7 +103,7 @@ R1CS_CASES = {
 @pytest.fixture(scope="module")
 def valid(tmp_path_factory) -> dict[str, Path]:
     d = tmp_path_factory.mktemp("valid")
-    (d / "c.r1cs").write_bytes(_chain(CONSTRAINTS))
+    (d / "c.r1cs").write_bytes(circom_files.chain_r1cs(CONSTRAINTS))
     circom.write_test_zkey(circom.read_r1cs(d / "c.r1cs"), 1, d / "c.zkey")
     return {"r1cs": d / "c.r1cs", "zkey": d / "c.zkey"}
 

@@ -22,14 +22,6 @@ GONE_WITHIN_S = 5.0
 CONSTRAINTS = 8192  # tens of seconds of CPU setup: the workers are busy when the kill comes
 
 
-def _chain(n: int) -> bytes:
-    constraints, prev = [], 2
-    for i in range(n - 1):
-        constraints.append(({prev: 1}, {prev: 1}, {3 + i: 1}))
-        prev = 3 + i
-    constraints.append(({prev: 1}, {0: 1}, {1: 1}))
-    return circom_files.r1cs(constraints, n + 2, 1, 1, 0)
-
 
 def _session(sid: int) -> dict[int, int]:
     """pid -> ppid of the live (not zombie) processes of session ``sid``."""
@@ -49,7 +41,7 @@ def _session(sid: int) -> dict[int, int]:
 
 def test_a_killed_setup_leaves_no_worker(tmp_path):
     r1cs = tmp_path / "c.r1cs"
-    r1cs.write_bytes(_chain(CONSTRAINTS))
+    r1cs.write_bytes(circom_files.chain_r1cs(CONSTRAINTS))
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PROOFFLOW_SETUP_WORKERS": "2"}
     with open(tmp_path / "setup.log", "wb") as log:
         setup = subprocess.Popen([sys.executable, "-m", "proofflow.cli", "--home", tmp_path / "home", "setup",

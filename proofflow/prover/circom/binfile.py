@@ -11,12 +11,11 @@ small file is a CorruptFile naming the field, not a MemoryError.
 """
 from __future__ import annotations
 
-import os
-import stat
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+from proofflow.prover import files
 from proofflow.prover.circom.errors import CorruptFile, WrongField
 from proofflow.prover.curves import registry
 from proofflow.prover.curves.descriptor import Curve
@@ -107,12 +106,10 @@ class SectionReader:
 def read(path, magic: str, max_version: int) -> BinFile:
     """Read ``path`` and its section table; the file must start with ``magic``."""
     path = Path(path)
-    try:
-        # non-blocking: opening a FIFO waits for a writer; a device or pipe has no length to check counts against
-        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                raise CorruptFile(path, "is not a regular file")
-            data = memoryview(f.read())
+    try:  # a device or pipe has no length to check the counts against
+        data = memoryview(files.read_regular(path))
+    except files.NotARegularFile:
+        raise CorruptFile(path, "is not a regular file") from None
     except OSError as exc:
         raise CorruptFile(path, f"cannot read: {exc.strerror or exc}") from exc
     if len(data) < _HEAD.size:
