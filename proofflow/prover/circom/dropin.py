@@ -10,8 +10,8 @@ checked on the curve, the A and B coefficients as sparse matrices) is kept in th
     $PROOFFLOW_PARAMS_CACHE/zkeys/by-stat/<digest of the file's stat>   its SHA-256
 
 each entry written whole by ``files.atomic_dir``, so later calls with the same zkey bytes
-skip the parse, and those with the same unchanged file skip the hash too. Outputs are written atomically, only once the proof has verified against the
-zkey's own verifying key.
+skip the parse, and those with the same unchanged file skip the hash too. Outputs are
+written atomically, only once the proof has verified against the zkey's own verifying key.
 """
 from __future__ import annotations
 
