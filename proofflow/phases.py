@@ -24,7 +24,7 @@ class Phase(StrEnum):
     STAGING_WAIT = "staging_wait"  # for room in the staging budget
     STREAM = "stream"  # a partition streamed to another host's staging receiver
     REGISTER = "register"  # a segment mapped and page-locked ahead of its proof
-    REUSED = "reused"  # a retried attempt that found its proof already written
+    REUSED = "reused"  # a retried attempt that found its proof (or its run's bundle) already written
     VERIFY = "verify"
     CHECK = "check"
     PUBLISH = "publish"

@@ -279,11 +279,15 @@ def publish_bundle(work, out, config: RunConfig, vk: VerifyingKey, public_inputs
     """A run's bundle completed in its scratch (``work``, where finalize_partition put the
     proofs) with ``summary(verified)`` as run-summary.json, then moved whole into ``out``
     (``files.atomic_dir``): a run publishes nothing under the bundles until every partition
-    has verified, and then all of it at once. A retry after the move finds it published and
-    verifies it again. Returns the proofs verified."""
+    has verified, and then all of it at once. A retry after the move finds it published
+    (recorded as reused) and verifies it again. Returns the proofs verified."""
     work, out = Path(work), Path(out)
+    timer = timing.ensure(timer)
     if not work.is_dir() and (out / bundle.MANIFEST).is_file():
-        return _all_verified(bundle.verify_bundle(out), config)
+        with timer.phase(Phase.REUSED):
+            pass
+        with timer.phase(Phase.VERIFY):
+            return _all_verified(bundle.verify_bundle(out), config)
     verified = complete_bundle(work, config, vk, public_inputs, timer)
     files.write_json(work / "run-summary.json", summary(verified))
     with files.atomic_dir(out) as new:

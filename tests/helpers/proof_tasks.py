@@ -38,6 +38,9 @@ PHASES = {
     "finalize_run": {"task", "manifest", "verify", "summary", "cleanup"},
     "cleanup_scratch": {"task", "cleanup"},
 }
+# A retry that found its work already done: prove_gpu's proof written, finalize_run's bundle published.
+REUSED_PHASES = {"partition.prove_gpu": {"task", "pool_wait", "reused"},
+                 "finalize_run": {"task", "reused", "verify", "summary", "cleanup"}}
 OPTIONAL_PHASES = {"setup": {"load_cached", "setup_lock_wait", "setup", "save"},  # setup_lock_wait: a GPU setup
                    "partition.stage": {"service_start"},
                    "partition.prove_gpu": {"service_start", "key_load", "key_upload"}}

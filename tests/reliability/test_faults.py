@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import reliability_figures as figures
-from proof_tasks import OPTIONAL_PHASES, PHASES, Runner, commit, task_order
+from proof_tasks import OPTIONAL_PHASES, PHASES, REUSED_PHASES, Runner, commit, task_order
 
 LOG2 = 8
 MAX_TRIES = 10
@@ -97,8 +97,8 @@ def _check_run(store, run_id: str, partitions: int, summary: dict, scratch_root:
     moved = {(t["task_id"], t["map_index"], t["try_number"]) for t in store.transfers("proof_run", run_id)}
     for key in succeeded:  # the successful tries' rows are complete
         need, extra = PHASES[key[0]], OPTIONAL_PHASES.get(key[0], set())
-        if "reused" in tries.get(key, set()):  # a prove_gpu after a try killed once its proof was written
-            need, extra = {"task", "pool_wait", "reused"}, {"queue_wait"}
+        if "reused" in tries.get(key, set()):  # a retry after a try killed once its work was written
+            need, extra = REUSED_PHASES[key[0]], {"queue_wait"}
         assert need <= tries.get(key, set()) <= need | extra, (key, tries.get(key))
     for key, phases in tries.items():
         # one transaction per try: its rows come with its task row and its transfers, or not at all
