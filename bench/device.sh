@@ -19,6 +19,8 @@
 #   snarkjs [SIZES ...]          bench.snarkjs on the GPU against snarkjs on the host (carry .snarkjs only)
 #   circom-family [SIZES ...]    bench.circom_family: circomlib circuits on the GPU against snarkjs on the host
 #                                (carry .snarkjs, and .kernels.tar.xz if made; resumes in a call that follows)
+#   circom-partition [SIZES ...] bench.circom_partition: a circom partition's device phase against MiMC's
+#                                (resumes in a call that follows)
 #   staging                      kernel build, service start, staging GPU tests, bench.staging
 # bench/README.md says what each measures and where its current figures are.
 # Each plan keeps its work within CALL_S seconds (default 570: a call's 600 less the transfers).
@@ -669,6 +671,29 @@ plan_circom_family() {
     return "$rc"
 }
 
+# == plan: circom-partition
+# The same MiMC constraints and witness proved as the built-in circuit and as a registered circom
+# circuit (bench.circom_partition), at each LOG2 (default "20 22 24"), REPEATS (5) after a warm-up.
+# Keys, files and the registry under /root/pf-circom-partition: a call that follows on the warm
+# machine resumes. Result: circom-partition-LABEL.json (LABEL h200, or h100).
+plan_circom_partition() {
+    local sizes=${*:-20 22 24} work=/root/pf-circom-partition label rc
+    use_wheels .whl /tmp/site
+    export OMP_NUM_THREADS=16 PROOFFLOW_HOME=/root/pf-circom-partition/home
+    unpack_kernels
+    device_info
+    label=$(card_label)
+    mkdir -p "$work"
+    # shellcheck disable=SC2086
+    timeout -k 10 "$(left)" python3 -m bench.circom_partition --backend gpu --sizes $sizes --repeats "${REPEATS:-5}" \
+        --work "$work" --out "$work/circom-partition-$label.json" 2>&1 | tee -a "$work/run.log"
+    rc=${PIPESTATUS[0]}
+    cp "$work/circom-partition-$label.json" "$work/run.log" "$OUT"/ 2> /dev/null
+    for d in "$work"/2p*; do mkdir -p "$OUT/$(basename "$d")" && cp "$d"/*.log "$d"/*.json "$OUT/$(basename "$d")"/ 2> /dev/null; done
+    if [ "$rc" = 0 ]; then echo "complete at $(since) s"; else echo "stopped at $(since) s (rc $rc): call again to resume"; fi
+    return "$rc"
+}
+
 # == plan: staging
 # Zero-copy staging and shipped kernels (~7 minutes): 1. every kernel module compiled into an
 # empty kernel cache (what a fresh worker paid before the cache); 2. service_start from that
@@ -712,7 +737,8 @@ EOF
 PLAN=${1:-}
 case $PLAN in
     wheels | kernels | snarkjs-pack) ;;
-    session | partition | stream | msm-sweep | pipeline | pipeline-x2 | 2p26 | 2p27 | snarkjs | circom-family | staging)
+    session | partition | stream | msm-sweep | pipeline | pipeline-x2 | 2p26 | 2p27 | snarkjs | circom-family | \
+        circom-partition | staging)
         mkdir -p "$OUT" ;;
     *) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -4,6 +4,8 @@ then warm-up proofs and measured ones on one backend, every proof verified.
 
     python -m bench.partition --circuit mimc|bits --log2 27 --key DIR --out FILE
                               [--backend gpu|cpu] [--warmup 1] [--repeats 3] [--seed 0] [--no-check]
+    python -m bench.partition --circuit NAME --input FILE --out FILE ...   (a registered circom
+                              circuit: its key is the registry's, the partition the input's)
 
 Timed once (seconds): the backend's warm-up; the key's load (``KeyCache.get``: its tables
 memory-mapped, their digests not read again, and the circuit's constraint system mapped
@@ -49,9 +51,11 @@ def _say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def verdict(circuit: str, log2: int, median_device_s: float) -> dict:
+def verdict(circuit: str, log2: int, median_device_s: float) -> dict | None:
     """The issue's target for the circuit and whether the median device phase meets it
-    (None below 2^27, where it does not apply)."""
+    (None below 2^27, where it does not apply); None for a circuit it sets none for."""
+    if circuit not in TARGETS_S:
+        return None
     target = TARGETS_S[circuit]
     return {"device_phase_s": target, "log2": TARGET_LOG2, "median_device_s": round(median_device_s, 4),
             "met": median_device_s <= target if log2 == TARGET_LOG2 else None}
@@ -147,8 +151,10 @@ def _check(args) -> RunConfig:
     def fit_check(config):
         return resources.fit_check(config, resources.probe(config, key_dir=args.key))
 
-    return spec.validate_params({"circuit": args.circuit, "log2": args.log2, "partitions": 1, "seed": args.seed,
-                                 "backend": args.backend}, device.available, None if args.no_check else fit_check)
+    params = {"circuit": args.circuit, "log2": args.log2, "partitions": 1, "seed": args.seed, "backend": args.backend}
+    if args.input is not None:
+        params["inputs"] = [str(args.input)]
+    return spec.validate_params(params, device.available, None if args.no_check else fit_check)
 
 
 def describe(args, config: RunConfig, key, key_budget: int | None) -> dict:
@@ -183,26 +189,27 @@ def run(args) -> dict:
     from proofflow.prover.timing import PhaseTimer
     config, current = _check(args), settings.current()
     gpu, options = config.backend == "gpu", device_options(current)
-    circuit, timer = get_circuit(args.circuit, args.log2), PhaseTimer()
+    circuit, timer = get_circuit(args.circuit, config.log2), PhaseTimer()
     backend = get_backend(config.backend, options)
     host = {"start": resources.mem_available()}
     env = _env.environment(("numpy", "py-arkworks-bls12381", "cupy-cuda12x", "cupy-cuda13x"))
     from proofflow.prover import device
     if gpu:
         env["device"] = device.name()
-    result = {"environment": env, "circuit": args.circuit, "log2": args.log2, "backend": config.backend,
+    result = {"environment": env, "circuit": args.circuit, "log2": config.log2, "backend": config.backend,
+              "input": str(args.input) if args.input else None,
               "key": str(args.key), "seed": args.seed, "warmup": args.warmup, "repeats": args.repeats,
               "checked": not args.no_check, "host_available_bytes": host}
 
     def save() -> None:
         _env.write(args.out, result)
 
-    _say(f"partition: {args.circuit} 2^{args.log2} on the {config.backend} backend, key {args.key}")
+    _say(f"partition: {args.circuit} 2^{config.log2} on the {config.backend} backend, key {args.key}")
     with timer.phase(Phase.WARM_UP):
         backend.warm_up()
     # as a prover service keeps keys: within the device's key budget, with MSM copies on the GPU
     keys = KeyCache(current.key_budget.of(device.memory_bytes()) if gpu else None, options if gpu else None)
-    key = keys.get(args.key, args.circuit, args.log2, timer)
+    key = keys.get(args.key, args.circuit, config.log2, timer)
     _say(f"  key loaded in {timer.totals()['key_load']:.1f} s; uploading it")
     keys.make_resident(key, backend.prepare, timer)
     host["after_key_upload"] = resources.mem_available()
@@ -212,7 +219,7 @@ def run(args) -> dict:
         result["kept_rows"] = kept_rows(key.pk, options)
     _say(f"  key resident in {timer.totals()['key_upload']:.1f} s; synthesizing the partition")
     with pipeline.synthesize(circuit, args.seed, 0, staging_pool(config.staging is MemoryKind.PINNED),
-                             timer) as staged:
+                             timer, input=config.inputs[0] if config.inputs else None) as staged:
         host["after_synthesis"] = resources.mem_available()
         result["witness"] = witness_classes(staged.witness, key.cs.num_instance, key.cs.fr)
         result["once_s"] = {k: round(v, 4) for k, v in timer.totals().items()}
@@ -231,7 +238,7 @@ def run(args) -> dict:
     host["after_proofs"] = resources.mem_available()
     measured = [r for r in result["proofs"] if not r["warmup"]]
     result["steady"] = steady(measured)
-    result["target"] = verdict(args.circuit, args.log2, result["steady"]["device"]["median"])
+    result["target"] = verdict(args.circuit, config.log2, result["steady"]["device"]["median"])
     result["all_verified"] = all(r["verified"] for r in result["proofs"])
     save()
     return result
@@ -239,9 +246,12 @@ def run(args) -> dict:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.partition", description=__doc__.split("\n\n")[0])
-    p.add_argument("--circuit", choices=sorted(TARGETS_S), required=True)
-    p.add_argument("--log2", type=int, required=True)
-    p.add_argument("--key", type=Path, required=True, help="the key directory `python -m proofflow.prover setup` wrote")
+    p.add_argument("--circuit", required=True, help=f"{' or '.join(sorted(TARGETS_S))}, or a registered circom circuit")
+    p.add_argument("--log2", type=int, help="the size (a registered circuit's is its own)")
+    p.add_argument("--key", type=Path, help="the key directory `python -m proofflow.prover setup` wrote "
+                   "(a registered circuit's: the registry's)")
+    p.add_argument("--input", type=Path, help="a registered circuit's partition: a .wtns or input.json, in the "
+                   "input roots (PROOFFLOW_INPUT_ROOTS)")
     p.add_argument("--backend", choices=("gpu", "cpu"), default="gpu")
     p.add_argument("--warmup", type=int, default=1, help="proofs before the measured ones (default 1)")
     p.add_argument("--repeats", type=int, default=3, help="measured proofs (default 3)")
@@ -251,6 +261,17 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.warmup < 0 or args.repeats < 1:
         p.error("--warmup must be >= 0 and --repeats >= 1")
+    if args.circuit in TARGETS_S and (args.log2 is None or args.key is None or args.input is not None):
+        p.error(f"{args.circuit} needs --log2 and --key, and takes no --input")
+    if args.circuit not in TARGETS_S:
+        if args.input is None:
+            p.error(f"circuit {args.circuit!r} needs --input")
+        from proofflow.prover.circom import registry
+        try:
+            args.log2 = int(registry.get(args.circuit)["log2"])
+        except registry.RegistrationError as exc:
+            p.error(str(exc))
+        args.key = args.key or registry.key_dir(args.circuit)
     from proofflow.prover.backend.by_name import BackendUnavailable
     from proofflow.prover.pipeline import InputError
     from proofflow.spec import InvalidParams
@@ -259,10 +280,10 @@ def main(argv=None) -> int:
     except (InvalidParams, InputError, BackendUnavailable) as exc:
         _say(f"error: {exc}")
         return 2
-    t = result["target"]
-    _say(f"median device phase {t['median_device_s']:.3f} s (target at 2^{t['log2']}: {t['device_phase_s']} s, "
-         f"met: {t['met']}); {'all proofs verify' if result['all_verified'] else 'A PROOF DOES NOT VERIFY'}; "
-         f"wrote {args.out}")
+    t, median = result["target"], result["steady"]["device"]["median"]
+    target = f" (target at 2^{t['log2']}: {t['device_phase_s']} s, met: {t['met']})" if t else ""
+    _say(f"median device phase {median:.3f} s{target}; "
+         f"{'all proofs verify' if result['all_verified'] else 'A PROOF DOES NOT VERIFY'}; wrote {args.out}")
     return 0 if result["all_verified"] else 1
 
 
