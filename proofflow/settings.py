@@ -291,6 +291,12 @@ class Settings:
         "PROOFFLOW_GPU_SERVICE", SWITCH, "1", "on: prove_gpu reaches the device through its long-lived "
         "prover service (proofflow/prover/service); off: in the task's own process (the naive design, kept "
         "for comparison)", SERVICE)
+    groth16_service: str = _opt(
+        "PROOFFLOW_GROTH16_SERVICE", _choice("auto", "on", "off"), "auto", "where `proofflow groth16 prove` and "
+        "`fullprove` prove: auto: through the device's warm prover service on the GPU (started on first use, "
+        "stopping after PROOFFLOW_SERVICE_IDLE_S idle), in the calling process on the CPU; on: through the "
+        "service on either; off: in the calling process. Their --service and --no-service override it",
+        SERVICE)
     gpu_depth: int = _opt(
         "PROOFFLOW_GPU_DEPTH", _at_least(1), "4", "prove_gpu tasks in flight per device with the service "
         "(one on the device, the next uploading, the others mapped: enough to cover Airflow's hand-off at a "

@@ -122,22 +122,43 @@ def key_bytes(pk: ProvingKey, plans: dict | None = None) -> int:
     return sum(getattr(pk, name).xy.nbytes * (plans[name].shifts if plans else 1) for name in PK_TABLES)
 
 
+@dataclass(frozen=True)
+class Qap:
+    """What a proof with a key needs of its circuit besides a/b/c and the witness: the QAP
+    domain's size, the witness's length (the constant one included) and its instance
+    variables (the constant one and the public inputs, which the L query skips)."""
+    domain_size: int
+    num_variables: int
+    num_instance: int
+
+    @classmethod
+    def of(cls, cs: ConstraintSystem) -> "Qap":
+        return cls(r1cs_to_qap.domain_for(cs).size, cs.num_variables, cs.num_instance)
+
+
 @dataclass(eq=False)
 class Key:
-    """A proving key with its circuit's constraint system. ``resident``: its point tables
-    are on the device (``KeyCache.make_resident`` uploaded them), each with the precomputed
-    copies of its MSM plan in ``plans`` (by table; None: plain, as on the CPU)."""
+    """A proving key with its circuit's constraint system, or, for a snarkjs zkey's key
+    (``KeyCache.get_zkey``), none: its a/b/c come from the zkey's own matrices, computed by
+    the caller, and ``sizes`` stands in for the constraint system. ``resident``: its point
+    tables are on the device (``KeyCache.make_resident`` uploaded them), each with the
+    precomputed copies of its MSM plan in ``plans`` (by table; None: plain, as on the CPU)."""
     pk: ProvingKey
-    cs: ConstraintSystem
+    cs: ConstraintSystem | None
     directory: Path | None = None
     plans: dict | None = None
     resident: bool = False
     used_at: float = 0.0
     fingerprint: tuple = ()  # of the files it was loaded from (KeyCache)
+    sizes: Qap | None = None  # a zkey's, in place of its constraint system
+
+    @property
+    def qap(self) -> Qap:
+        return self.sizes if self.sizes is not None else Qap.of(self.cs)
 
     @property
     def domain_size(self) -> int:
-        return r1cs_to_qap.domain_for(self.cs).size
+        return self.qap.domain_size
 
     @property
     def nbytes(self) -> int:
@@ -181,7 +202,31 @@ class KeyCache:
     def get(self, directory, circuit: str, log2: int, timer=None, curve: str | None = None) -> Key:
         """The key in ``directory`` for (circuit, log2) with its constraint system, over its own
         curve, which must be ``curve`` when given."""
-        d = Path(directory)
+        def build(d: Path, pk: ProvingKey) -> Key:
+            return Key(pk, get_circuit(circuit, log2, pk.curve.name).constraint_system, d)
+        return self._get(Path(directory), circuit, log2, timer, curve, build)
+
+    def get_zkey(self, entry, circuit: str, log2: int, timer=None, curve: str | None = None) -> Key:
+        """The proving key of a zkey's cache entry (``circom.zkey_cache``: its ``key/``, named
+        by the zkey's file and domain as (circuit, log2)), with the entry's sizes in place of a
+        constraint system."""
+        from proofflow.prover.circom import zkey_cache
+
+        def build(d: Path, pk: ProvingKey) -> Key:
+            try:
+                s = zkey_cache.read_sizes(entry)
+            except KeyFormatError as exc:
+                raise InputError(str(exc)) from None
+            if (s.curve.name, s.domain_size, s.n_vars) != (pk.curve.name, 1 << pk.log2, len(pk.a_query)):
+                raise InputError(f"{entry}/zkey.json does not describe its key ({s.curve.name}, domain "
+                                 f"{s.domain_size}, {s.n_vars} signals)")
+            return Key(pk, None, d, sizes=Qap(s.domain_size, s.n_vars, s.n_public + 1))
+        return self._get(Path(entry) / zkey_cache.KEY, circuit, log2, timer, curve, build)
+
+    def _get(self, d: Path, circuit: str, log2: int, timer, curve: str | None,
+             build: Callable[[Path, ProvingKey], Key]) -> Key:
+        """The key in ``d`` (loaded, checked to be (circuit, log2) and over ``curve``, then
+        completed by ``build``), reused while its params.json is unchanged."""
         try:
             st = (d / "params.json").stat()
         except OSError:
@@ -204,10 +249,10 @@ class KeyCache:
                                      f"{circuit} 2^{log2}")
                 if curve is not None:
                     _same_curve(pk, d, curve)
-                plans = None if self.options is None else \
-                    pippenger.proving_key_plans(pk, self.budget, self.options.msm_precompute)
-                circuit_cs = get_circuit(circuit, log2, pk.curve.name).constraint_system
-                key = Key(pk, circuit_cs, d, plans=plans, fingerprint=fp)
+                key = build(d, pk)
+                key.fingerprint = fp
+                if self.options is not None:
+                    key.plans = pippenger.proving_key_plans(pk, self.budget, self.options.msm_precompute)
             self._keys[str(d)] = (fp, key)
             self._trim(keep=key)
             return key
@@ -278,14 +323,16 @@ class KeyCache:
         for k in keys:
             drop_resident(k)
 
-    def check_digests(self, directory) -> None:
+    def check_digests(self, key: Key) -> None:
         """Raise InputError (and forget the key) when the key's files do not match their digests."""
         try:
-            ProvingKey.load(directory, rehash=True)
+            ProvingKey.load(key.directory, rehash=True)
         except KeyFormatError as exc:
             with self._lock:
-                self._keys.pop(str(Path(directory)), None)
-            raise InputError(f"the proving key is corrupted: {exc}; run the setup task again") from None
+                self._keys.pop(str(Path(key.directory)), None)
+            remedy = ("remove its zkey cache entry (the next call parses the zkey again)" if key.cs is None
+                      else "run the setup task again")
+            raise InputError(f"the proving key is corrupted: {exc}; {remedy}") from None
 
     def keys(self) -> list[Key]:
         with self._lock:

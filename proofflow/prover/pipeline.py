@@ -38,6 +38,7 @@ from proofflow.prover.groth16 import prover as groth16_prover
 from proofflow.prover.groth16 import verifier
 from proofflow.prover.groth16.data_structures import Proof, VerifyingKey
 from proofflow.prover.keys import Key
+from proofflow.prover.polynomial.domain import Radix2Domain
 from proofflow.prover.r1cs import UnsatisfiedConstraint
 from proofflow.prover.staging.pool import StagingPool, acquire, staging_pool
 from proofflow.prover.staging.segment import abc_bytes, segment_bytes, segment_views
@@ -119,25 +120,40 @@ def synthesize_shared(circuit: Circuit, seed: int, partition: int, staging: Shar
     with timer.phase(Phase.SYNTHESIS):
         inst = _instance(circuit, seed, partition, input)
     n, nv = circuit.domain_size, len(inst.witness)
+
+    def fill(abc: tuple, witness: np.ndarray) -> None:
+        _witness_map(circuit, inst, abc, input, partition)
+        np.copyto(witness, inst.witness)
+        faults.point("synthesize.segment")  # a writer killed here leaves a lease to reclaim
+    segment = write_shared(staging, holder, n, nv, fill, timer, timeout)
+    return {"segment": segment, "n": n, "num_variables": nv, "bytes": abc_bytes(n),
+            "public_inputs": [hex(x) for x in inst.public_inputs]}
+
+
+def write_shared(staging: SharedStaging, holder: str, n: int, num_variables: int,
+                 fill: Callable[[tuple, np.ndarray], None], timer=None, timeout: float | None = None) -> str:
+    """A shared segment leased for ``holder`` (phase staging_wait), ``fill(abc, witness)``
+    writing a/b/c and the witness straight into it (phase witness_map), then marked ready;
+    returns its id. A segment that can never fit the budget is an InputError; the lease ends
+    on any failure (and is reclaimed if this process dies before it is ready)."""
+    timer = timing.ensure(timer)
     with timer.phase(Phase.STAGING_WAIT):
         try:
-            lease = staging.lease(holder, n, nv, settings.current().staging_timeout_s if timeout is None else timeout)
+            lease = staging.lease(holder, n, num_variables,
+                                  settings.current().staging_timeout_s if timeout is None else timeout)
         except ValueError as exc:  # can never fit: no retry would help
             raise InputError(f"{exc} (PROOFFLOW_STAGING_BUDGET)") from None
     seg = staging.open(lease, writer=True)
     try:
         with timer.phase(Phase.WITNESS_MAP):
-            _witness_map(circuit, inst, seg.abc, input, partition)
-            np.copyto(seg.witness, inst.witness)
-            faults.point("synthesize.segment")  # a writer killed here leaves a lease to reclaim
+            fill(seg.abc, seg.witness)
         staging.ready(lease)
     except BaseException:
         staging.release(lease.id)
         raise
     finally:
         seg.close()
-    return {"segment": lease.id, "n": n, "num_variables": nv, "bytes": abc_bytes(n),
-            "public_inputs": [hex(x) for x in inst.public_inputs]}
+    return lease.id
 
 
 def synthesize_remote(circuit: Circuit, seed: int, partition: int, endpoint: str, token: str | None, holder: str,
@@ -178,18 +194,26 @@ def upload(staged: Staged, backend: Backend, timer=None) -> list:
 
 def prove_device(key: Key, staged: Staged, backend: Backend, timer=None, transfers: dict | None = None,
                  uploaded: list | None = None) -> groth16_prover.PendingProof:
-    """The device part of a proof: uploads (unless ``uploaded`` by ``upload``), H, the MSMs
-    (phases h2d, ntt, msm)."""
-    return groth16_prover.prove_device(key.pk, key.cs, staged.witness, backend, abc=staged.abc, timer=timing.ensure(timer),
-                                       transfers=transfers, memory_kind=staged.memory_kind, uploaded=uploaded)
+    """The device part of a proof: uploads (unless ``uploaded`` by ``upload``), H in the key's
+    basis, the MSMs (phases h2d, ntt, msm)."""
+    qap = key.qap
+    groth16_prover.check_key(key.pk, (key.cs or key.pk).curve, qap.num_variables)
+    return groth16_prover.prove_qap(key.pk, Radix2Domain.for_size(qap.domain_size, key.pk.curve), qap.num_instance,
+                                    staged.witness, staged.abc, backend, timer=timing.ensure(timer),
+                                    transfers=transfers, memory_kind=staged.memory_kind, uploaded=uploaded)
 
 
 def finish(pending: groth16_prover.PendingProof, key: Key, staged: Staged, timer=None) -> Proof:
     """The host part: assembly (and the wait for a host G2 MSM), then the proof checked
-    against its public inputs (``ProofCheckFailed`` names the cause). Needs ``staged``
-    still held: the check reads its witness and a/b/c."""
+    against its public inputs (``ProofCheckFailed`` names the cause; a zkey's key has no
+    constraint system to find it by, and says what it can). Needs ``staged`` still held:
+    the check reads its witness and a/b/c."""
     proof = pending.finish(timing.ensure(timer))
-    groth16_prover.check_proof(key.pk, key.cs, staged.witness, proof, staged.abc)
+    if key.cs is None:
+        from proofflow.prover.circom.prover import check as check_zkey_proof
+        check_zkey_proof(key.pk.vk, key.qap.num_instance - 1, staged.witness, proof)
+    else:
+        groth16_prover.check_proof(key.pk, key.cs, staged.witness, proof, staged.abc)
     return proof
 
 

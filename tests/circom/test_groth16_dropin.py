@@ -23,8 +23,8 @@ INPUTS = {"x": 3, "c": 5}
 
 def _proofflow(home: Path, *args) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "PROOFFLOW_"))}
-    env.update(PROOFFLOW_HOME=str(home), PYTHONPATH=os.pathsep.join(filter(None, [str(REPO),
-                                                                               env.get("PYTHONPATH")])))
+    env.update(PROOFFLOW_HOME=str(home), PROOFFLOW_SERVICE_IDLE_S="60",  # a GPU's service (auto) goes soon
+               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])))
     return subprocess.run([sys.executable, "-m", "proofflow.cli", *map(str, args)], capture_output=True, text=True,
                           env=env, timeout=300)
 

@@ -1,5 +1,6 @@
 """The typed seams: the phase vocabulary, the memory kinds' page-locking rule, the service's
 jobs and replies, and the registry of error types that cross a socket."""
+import json
 import re
 
 import pytest
@@ -7,7 +8,7 @@ import pytest
 from proofflow.phases import DEVICE_PHASES, KERNEL_PHASES, PROVE_PHASES, Phase, sql_list
 from proofflow.prover.errors import (CallerGone, ErrorType, InputError, ProofCheckFailed, ProtocolError,
                                      StagingTimeout, error_reply)
-from proofflow.prover.service.protocol import ProveJob, ProveReply, StageJob, TransferRecord
+from proofflow.prover.service.protocol import KeySource, ProveJob, ProveReply, StageJob, TransferRecord
 from proofflow.prover.timing import PhaseTimer, Span
 from proofflow.spec import STAGING, MemoryKind
 from proofflow.timing import views
@@ -59,6 +60,10 @@ def test_a_reply_naming_an_unregistered_type_reads_as_internal():
 def test_jobs_and_replies_round_trip_through_the_wire_form():
     job = ProveJob("/k", "mimc", 8, "bls12_381", "0123456789abcdef", 256, MemoryKind.PINNED, "d/r/p0000", 0.5, "r/0/1")
     assert ProveJob.from_wire(job.to_wire()) == job
+    assert job.key_source is KeySource.CIRCUIT
+    zkey_job = ProveJob("/z", "c", 8, "bls12_381", "seg", 256, MemoryKind.PINNED, key_source=KeySource.ZKEY)
+    wire = json.loads(json.dumps(zkey_job.to_wire()))
+    assert wire["key_source"] == "zkey" and ProveJob.from_wire(wire) == zkey_job
     stage = StageJob("0123456789abcdef", MemoryKind.PAGEABLE)
     assert StageJob.from_wire(stage.to_wire()) == stage
     reply = ProveReply(b"\x01\x02", "cuda:0", 7, (Span(Phase.H2D, 1.0, 2.0),),
@@ -69,7 +74,8 @@ def test_jobs_and_replies_round_trip_through_the_wire_form():
 @pytest.mark.parametrize("change, message", [
     ({"n": 300}, "n must be a power of two"), ({"n": True}, "job field 'n' must be a int"),
     ({"staging": "mapped"}, "staging must be one of pinned, pageable"), ({"priority": 1}, "unknown job field"),
-    ({"standin_s": float("nan")}, "standin_s must be a positive number"), ({"holder": 5}, "holder must be a string")])
+    ({"standin_s": float("nan")}, "standin_s must be a positive number"), ({"holder": 5}, "holder must be a string"),
+    ({"key_source": "r1cs"}, "key_source must be one of circuit, zkey")])
 def test_a_malformed_job_is_refused_naming_its_field(change, message):
     good = ProveJob("/k", "mimc", 8, "bls12_381", "seg", 256, MemoryKind.PINNED).to_wire()
     with pytest.raises(InputError, match=re.escape(message)):

@@ -19,16 +19,20 @@ def device_options(s: settings.Settings) -> DeviceOptions:
                          msm_overlap=s.msm_overlap, msm_precompute=s.msm_precompute, cuda_archs=s.cuda_archs)
 
 
-def get_backend(name: str = "auto", options: DeviceOptions | None = None) -> Backend:
-    """Backend ``name``; a GPU one with ``options`` (default: this process's settings'), a
-    CPU one with this process's ``cpu_threads``."""
+def resolve(name: str = "auto") -> str:
+    """"cpu" or "gpu": where backend ``name`` computes here (without creating it)."""
     if name not in spec.BACKENDS:
         raise ValueError(f"unknown backend {name!r}: choose one of {', '.join(spec.BACKENDS)}")
     try:
-        resolved = spec.resolve_backend(name, device.available)
+        return spec.resolve_backend(name, device.available)
     except spec.InvalidParams as exc:
         raise BackendUnavailable(str(exc)) from None
-    if resolved == "gpu":
+
+
+def get_backend(name: str = "auto", options: DeviceOptions | None = None) -> Backend:
+    """Backend ``name``; a GPU one with ``options`` (default: this process's settings'), a
+    CPU one with this process's ``cpu_threads``."""
+    if resolve(name) == "gpu":
         from proofflow.prover.device.backend import GpuBackend
         return GpuBackend(options or device_options(settings.current()))
     from proofflow.prover.backend.cpu import CpuBackend

@@ -6,11 +6,13 @@
 
 Arguments in snarkjs's order, outputs in snarkjs's layout (``snarkjs groth16 verify``
 accepts them). The zkey is read directly, its parse kept in the key cache
-(``circom.dropin``). Exit 2 for a file that is unusable or does not fit the others, 1 for
-an invalid proof (verify) or an internal error.
+(``circom.dropin``). On the GPU the proof is made by the device's warm prover service,
+started on first use (``--no-service``: in this process). Exit 2 for a file that is unusable
+or does not fit the others, 1 for an invalid proof (verify) or an internal error.
 """
 from __future__ import annotations
 
+import json
 import sys
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -23,25 +25,48 @@ def _say(msg: str) -> None:
 
 def _guarded(run) -> int:
     """``run()``'s exit status; a failure as one line: exit 2 for bad files and a backend
-    that cannot run here, 1 for anything else."""
+    that cannot run here, 1 for anything else (a prover service that failed included)."""
     from proofflow.prover.backend.by_name import BackendUnavailable
+    from proofflow.prover.service.client import ServiceError
     try:
         return run()
     except (ValueError, OSError, BackendUnavailable) as exc:
         _say(f"error: {exc}")
         return EXIT_BAD_INPUT
+    except ServiceError as exc:  # it could not start, or failed the job: this process can prove instead
+        _say(f"error: the prover service: {exc} (--no-service proves in this process)")
+        return EXIT_FAILED
     except Exception as exc:  # noqa: BLE001 - an internal error: one line, not a traceback
         _say(f"error: internal: {type(exc).__name__}: {exc}")
         return EXIT_FAILED
 
 
+def _where(done) -> str:
+    used = done.service
+    if used is None:
+        return f"proved on {done.backend} in this process"
+    how = f"started ({used.started_s:.1f} s)" if used.started_s is not None else "warm"
+    key = "loaded the key" if used.key_loaded else "key resident"
+    return f"proved on {used.device} by the prover service pid {used.pid} ({how}, {key})"
+
+
+def _report(done) -> dict:
+    used = done.service
+    return {"backend": done.backend, "zkey_cached": done.cached, "cache_dir": str(done.cache_dir),
+            "service": None if used is None else {"pid": used.pid, "device": used.device, "socket": str(used.socket),
+                                                  "started": used.started_s is not None,
+                                                  "start_s": used.started_s, "key_loaded": used.key_loaded}}
+
+
 def _prove(args, witness) -> int:
     from proofflow.prover.circom import dropin
-    done = dropin.prove_files(args.zkey, witness, args.proof, args.public, args.backend)
+    done = dropin.prove_files(args.zkey, witness, args.proof, args.public, args.backend, args.service)
     if args.verbose:
         source = "from the key cache" if done.cached else "parsed into the key cache"
-        _say(f"groth16: zkey {args.zkey} {source} {done.cache_dir}; proved on {done.backend}; "
+        _say(f"groth16: zkey {args.zkey} {source} {done.cache_dir}; {_where(done)}; "
              f"wrote {args.proof} and {args.public}")
+    if args.json:
+        print(json.dumps(_report(done)), flush=True)
     return EXIT_OK
 
 
@@ -69,7 +94,16 @@ def cmd_verify(args) -> int:
 def _prove_options(p) -> None:
     p.add_argument("--backend", choices=BACKEND_CHOICES, default="auto",
                    help="where the MSMs run (default auto: the GPU when one is visible, else the CPU)")
+    warm = p.add_mutually_exclusive_group()
+    warm.add_argument("--service", dest="service", action="store_const", const=True, default=None,
+                      help="prove through the device's warm prover service (started on first use, it keeps the "
+                           "GPU context, kernels and key resident between calls and stops after "
+                           "PROOFFLOW_SERVICE_IDLE_S idle); the default on the GPU (PROOFFLOW_GROTH16_SERVICE)")
+    warm.add_argument("--no-service", dest="service", action="store_const", const=False,
+                      help="prove in this process; the default on the CPU")
     p.add_argument("-v", "--verbose", action="store_true", help="say on stderr where the key came from and what ran")
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout: the backend, the key "
+                                                       "cache entry, and the prover service used (null: none)")
 
 
 def _add_prove(sub, name: str, aliases: list[str]) -> None:

@@ -101,6 +101,15 @@ def upload(backend: Backend, abc, witness: np.ndarray, memory_kind: str | None =
     return [backend.upload(v, memory_kind) for v in (*abc, witness)]
 
 
+def check_key(pk: ProvingKey, curve, num_variables: int) -> None:
+    """ValueError unless ``pk`` is over ``curve`` and has a point per variable."""
+    if pk.curve.name != curve.name:
+        raise ValueError(f"the proving key is over {pk.curve.name}, the constraint system over {curve.name}")
+    if pk.a_query.xy.shape[0] != num_variables:
+        raise ValueError("the proving key does not match this constraint system "
+                         f"({len(pk.a_query)} variables in the key, {num_variables} in the circuit)")
+
+
 def prove_device(pk: ProvingKey, cs: ConstraintSystem, witness: np.ndarray, backend: Backend,
                  rng: np.random.Generator | None = None, abc=None, timer: PhaseTimer | None = None,
                  transfers: dict | None = None, memory_kind: str | None = None, uploaded=None) -> PendingProof:
@@ -109,11 +118,7 @@ def prove_device(pk: ProvingKey, cs: ConstraintSystem, witness: np.ndarray, back
     its G2 MSM on the host."""
     timer = timer if timer is not None else PhaseTimer()
     domain = r1cs_to_qap.domain_for(cs)
-    if pk.curve.name != cs.curve.name:
-        raise ValueError(f"the proving key is over {pk.curve.name}, the constraint system over {cs.curve.name}")
-    if pk.a_query.xy.shape[0] != cs.num_variables:
-        raise ValueError("the proving key does not match this constraint system "
-                         f"({len(pk.a_query)} variables in the key, {cs.num_variables} in the circuit)")
+    check_key(pk, cs.curve, cs.num_variables)
     if abc is None:
         with timer.phase(Phase.WITNESS_MAP):
             abc = r1cs_to_qap.witness_map(cs, witness)

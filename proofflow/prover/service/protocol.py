@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import asdict, dataclass, fields
+from enum import StrEnum
 
 from proofflow.prover.errors import InputError, ProtocolError
 from proofflow.phases import Phase
@@ -86,10 +87,17 @@ class StageJob:
         return asdict(self)
 
 
+class KeySource(StrEnum):
+    """What a job's ``params_dir`` holds."""
+    CIRCUIT = "circuit"  # a (circuit, log2) key (keys.ensure_key), proved with the circuit's constraint system
+    ZKEY = "zkey"  # a snarkjs zkey's key cache entry (circom.zkey_cache): circuit and log2 name its key
+
+
 @dataclass(frozen=True)
 class ProveJob:
     """One partition's proof: the key's directory, circuit and curve, the segment holding its
-    a/b/c and witness (``n`` points a vector), the memory they are in."""
+    a/b/c and witness (``n`` points a vector), the memory they are in; ``key_source``: the
+    kind of key directory."""
     params_dir: str
     circuit: str
     log2: int
@@ -100,6 +108,7 @@ class ProveJob:
     holder: str | None = None
     standin_s: float | None = None  # stretch the device phase to this (a calibrated stand-in)
     job_id: str | None = None
+    key_source: KeySource = KeySource.CIRCUIT
 
     @classmethod
     def from_wire(cls, obj) -> "ProveJob":
@@ -117,8 +126,12 @@ class ProveJob:
         job_id = obj.get("job_id")
         if job_id is not None and not isinstance(job_id, str):
             raise InputError(f"job_id must be a string, got {job_id!r}")
+        try:
+            source = KeySource(obj.get("key_source", KeySource.CIRCUIT))
+        except ValueError:
+            raise InputError(f"key_source must be one of {', '.join(KeySource)}, got {obj['key_source']!r}") from None
         return cls(obj["params_dir"], obj["circuit"], obj["log2"], obj["curve"], obj["segment"], n,
-                   _memory_kind(obj.get("staging")), _holder(obj.get("holder")), standin, job_id)
+                   _memory_kind(obj.get("staging")), _holder(obj.get("holder")), standin, job_id, source)
 
     def to_wire(self) -> dict:
         return asdict(self)

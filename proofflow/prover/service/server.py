@@ -58,7 +58,7 @@ from proofflow.prover.staging.staged import Staged
 from proofflow.prover.backend.by_name import device_options
 from proofflow.prover.errors import CallerGone, InputError, ProofCheckFailed, ProtocolError, error_reply
 from proofflow.prover.service import protocol
-from proofflow.prover.service.protocol import ProveJob, ProveReply, StageJob, TransferRecord
+from proofflow.prover.service.protocol import KeySource, ProveJob, ProveReply, StageJob, TransferRecord
 from proofflow.prover.staging.shared import SharedStaging
 from proofflow.prover.timing import PhaseTimer, Span
 from proofflow.phases import Phase
@@ -167,7 +167,8 @@ class ProverService:
 
     # ---- prefetch (connection thread) -----------------------------------------------------
     def _prefetch(self, spec: ProveJob, timer: PhaseTimer, conn: socket.socket | None = None) -> _Job:
-        key = self.keys.get(spec.params_dir, spec.circuit, spec.log2, timer, curve=spec.curve)
+        get = self.keys.get_zkey if spec.key_source is KeySource.ZKEY else self.keys.get
+        key = get(spec.params_dir, spec.circuit, spec.log2, timer, curve=spec.curve)
         if spec.n != key.domain_size:
             raise InputError(f"the job's a/b/c have {spec.n} points, the circuit's domain {key.domain_size}")
         with timer.phase(Phase.PREFETCH):
@@ -288,12 +289,12 @@ class ProverService:
                                   "a retry can succeed") from job.error
             if job.error is not None:
                 if isinstance(job.error, (ValueError, ArithmeticError)):  # e.g. arkworks: a point off the curve
-                    self.keys.check_digests(job.spec.params_dir)
+                    self.keys.check_digests(job.key)
                 raise job.error
             try:  # before the buffer goes back: witness and a/b/c are views into it
                 proof = pipeline.finish(job.pending, job.key, job.staged, timer)
             except ProofCheckFailed as exc:
-                self.keys.check_digests(job.spec.params_dir)
+                self.keys.check_digests(job.key)
                 raise InputError(f"no proof returned: {exc}") from None
         finally:
             job.staged.release()

@@ -105,7 +105,7 @@ class MappedSegments:
         return Staged(abc, witness, mapping=held)
 
     def get_for(self, key: Key, lease_id: str, holder: str | None = None) -> Staged:
-        return self.get(lease_id, holder, key.domain_size, key.cs.num_variables)
+        return self.get(lease_id, holder, key.domain_size, key.qap.num_variables)
 
     def close(self) -> None:
         with self._lock:
