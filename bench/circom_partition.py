@@ -55,7 +55,8 @@ def compare(mimc: dict, circom: dict) -> dict:
     """The two partitions' device phases (min and median) and the median's ratio against the target."""
     ratio = circom["steady"]["device"]["median"] / mimc["steady"]["device"]["median"]
     return {"mimc": _device(mimc), "circom": _device(circom), "ratio": round(ratio, 3), "target": TARGET_RATIO,
-            "met": ratio <= TARGET_RATIO, "witness": circom.get("witness")}
+            "met": ratio <= TARGET_RATIO, "witness": circom.get("witness"),
+            "device": mimc["environment"].get("device"), "repeats": mimc["repeats"], "warmup": mimc["warmup"]}
 
 
 def one_size(log2: int, work: Path, backend: str, warmup: int, repeats: int) -> dict:

@@ -688,8 +688,7 @@ plan_circom_partition() {
     timeout -k 10 "$(left)" python3 -m bench.circom_partition --backend gpu --sizes $sizes --repeats "${REPEATS:-5}" \
         --work "$work" --out "$work/circom-partition-$label.json" 2>&1 | tee -a "$work/run.log"
     rc=${PIPESTATUS[0]}
-    cp "$work/circom-partition-$label.json" "$work/run.log" "$OUT"/ 2> /dev/null
-    for d in "$work"/2p*; do mkdir -p "$OUT/$(basename "$d")" && cp "$d"/*.log "$d"/*.json "$OUT/$(basename "$d")"/ 2> /dev/null; done
+    cp "$work/circom-partition-$label.json" "$work/run.log" "$OUT"/ 2> /dev/null  # each size's logs stay there
     if [ "$rc" = 0 ]; then echo "complete at $(since) s"; else echo "stopped at $(since) s (rc $rc): call again to resume"; fi
     return "$rc"
 }
