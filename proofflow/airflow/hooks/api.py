@@ -84,6 +84,13 @@ class AirflowApi:
         return self.call("GET", f"/api/v2/dags/{q(dag_id, safe='')}/dagRuns/{q(run_id, safe='')}/taskInstances/"
                                 f"{q(task_id, safe='')}" + (f"/{map_index}" if map_index >= 0 else ""))
 
+    def task_log(self, dag_id: str, run_id: str, task_id: str, try_number: int, map_index: int = -1) -> list:
+        """The records of a try's log (structured: dicts with ``event``), read by the API
+        server wherever the try ran."""
+        out = self.call("GET", f"/api/v2/dags/{q(dag_id, safe='')}/dagRuns/{q(run_id, safe='')}/taskInstances/"
+                               f"{q(task_id, safe='')}/logs/{int(try_number)}?full_content=true&map_index={int(map_index)}")
+        return list(out.get("content") or [])
+
     def queued_when(self, dag_id: str, run_id: str, task_id: str, map_index: int = -1) -> float | None:
         """When a task instance was queued (epoch seconds), or None."""
         value = self.task_instance(dag_id, run_id, task_id, map_index).get("queued_when")

@@ -18,10 +18,11 @@ import time
 from pathlib import Path
 
 from airflow.sdk import BaseOperator
-from airflow.sdk.exceptions import AirflowFailException
+from airflow.sdk.exceptions import AirflowFailException, AirflowTaskTimeout
 
 from proofflow import settings, spec
 from proofflow.spec import RunConfig
+from proofflow.airflow import task_end
 from proofflow.airflow.hooks.timing import TimingStoreHook
 from proofflow.airflow.operators.recorder import Recorder
 from proofflow.phases import Phase
@@ -86,7 +87,7 @@ class ProofflowOperator(BaseOperator):
             self._record_failure(rec, exc, final=True)
             where = f"partition {part}: " if part is not None else ""
             raise AirflowFailException(f"{where}{exc}") from None
-        except Exception as exc:
+        except (Exception, AirflowTaskTimeout) as exc:  # the timeout is a BaseException (the task runner's alarm)
             self._record_failure(rec, exc, final=isinstance(exc, AirflowFailException)
                                  or rec.try_number > (self.retries or 0))
             raise
@@ -99,10 +100,11 @@ class ProofflowOperator(BaseOperator):
                     raise
                 log.exception("could not write timing rows of a failed task")
 
-    def _record_failure(self, rec: Recorder, exc: Exception, final: bool) -> None:
+    def _record_failure(self, rec: Recorder, exc: BaseException, final: bool) -> None:
         """The run's cause of failure into its runs row, when this try fails for good (no
         retry follows) and neither another task's failure nor finalize_run's success is
-        there before it: the first failure is the cause."""
+        there before it: the first failure is the cause. A try past its execution_timeout
+        says so, with the timeout."""
         if not final:
             return
         try:
@@ -111,12 +113,14 @@ class ProofflowOperator(BaseOperator):
             input = cfg.inputs[part] if cfg and cfg.inputs and part is not None else None
             if isinstance(exc, spec.InvalidInput):  # validate names the partition whose input it refuses
                 part, input = exc.partition, exc.input
-            cause = spec.RunFailure(self.task_id, getattr(exc, "detail", None) or str(exc), part,
+            message = getattr(exc, "detail", None) or str(exc)
+            if isinstance(exc, AirflowTaskTimeout):
+                limit = self.execution_timeout.total_seconds() if self.execution_timeout else None
+                message = task_end.explain(task_end.TaskEnd(timed_out=True, timeout_s=limit), self.task_id,
+                                           rec.try_number, (self.retries or 0) + 1, rec.host)
+            cause = spec.RunFailure(self.task_id, message, part,
                                     spec.input_label(input, settings.current().run_input_roots))
-            store = _store()
-            row = store.run(rec.dag_id, rec.run_id) or {}
-            if row.get("state") != "success" and spec.RunFailure.from_row(row) is None:
-                store.upsert_run(rec.dag_id, rec.run_id, state="failed", **cause.columns())
+            task_end.record(_store(), rec.dag_id, rec.run_id, cause)
         except Exception:  # never hide the task's own error
             log.exception("could not record the cause of the failure of %s", self.task_id)
 
