@@ -102,6 +102,8 @@ def test_merkle_proved_by_both_and_each_verified_by_the_other(merkle_run):
         assert 0 < c[timing]["min"] <= c[timing]["median"]
     assert c["ratio"] > 0 and c["end_to_end_ratio"] > 0 and c["test_zkey_s"] > 0 and c["compile_s"] > 0
     assert "msm" in c["proofflow_phases_s"]
+    assert c["witness_s"]["proofflow"]["cpu_median"] > 0 and c["synthesis_cpu_s"] > 0
+    assert c["witness_abc_core_s"] == round(c["witness_s"]["proofflow"]["cpu_median"] + c["synthesis_cpu_s"], 4)
     for check in ("witness_equal", "witness_public_matches_expected", "snarkjs_verifies_proofflow",
                   "proofflow_verifies_snarkjs", "public_equal", "public_matches_expected"):
         assert c[check] is True, check
