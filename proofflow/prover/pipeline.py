@@ -131,16 +131,18 @@ def synthesize_shared(circuit: Circuit, seed: int, partition: int, staging: Shar
 
 
 def write_shared(staging: SharedStaging, holder: str, n: int, num_variables: int,
-                 fill: Callable[[tuple, np.ndarray], None], timer=None, timeout: float | None = None) -> str:
+                 fill: Callable[[tuple, np.ndarray], None], timer=None, timeout: float | None = None,
+                 bound: bool = False) -> str:
     """A shared segment leased for ``holder`` (phase staging_wait), ``fill(abc, witness)``
     writing a/b/c and the witness straight into it (phase witness_map), then marked ready;
     returns its id. A segment that can never fit the budget is an InputError; the lease ends
-    on any failure (and is reclaimed if this process dies before it is ready)."""
+    on any failure (and is reclaimed if this process dies before it is ready, or at all when
+    ``bound``: ``SharedStaging.lease``)."""
     timer = timing.ensure(timer)
     with timer.phase(Phase.STAGING_WAIT):
         try:
             lease = staging.lease(holder, n, num_variables,
-                                  settings.current().staging_timeout_s if timeout is None else timeout)
+                                  settings.current().staging_timeout_s if timeout is None else timeout, bound)
         except ValueError as exc:  # can never fit: no retry would help
             raise InputError(f"{exc} (PROOFFLOW_STAGING_BUDGET)") from None
     seg = staging.open(lease, writer=True)

@@ -123,6 +123,28 @@ def test_a_killed_writers_lease_is_reclaimed(staging):
     assert staging.leases() == [] and staging.stats()["leased"] == 0
 
 
+@pytest.mark.parametrize("bound", [False, True])
+def test_a_ready_segment_outlives_its_writer_unless_bound_to_it(staging, bound):
+    code = textwrap.dedent(f"""
+        import os, signal
+        from proofflow.prover.staging.shared import SharedStaging
+        s = SharedStaging({str(staging.root)!r}, {staging.budget})
+        lease = s.lease("groth16/h/1", 1024, 10, timeout=0, bound={bound})
+        s.open(lease, writer=True).close()
+        s.ready(lease)
+        print(lease.id, flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == -9
+    reclaimed = staging.reclaim()
+    if bound:  # the drop-in's: its caller waited for the proof and is gone
+        assert [(lease.id, "died before its proof" in why) for lease, why in reclaimed] == [(out.stdout.strip(), True)]
+        assert staging.leases() == []
+    else:  # a synthesize task's: prove_gpu reads it after the writer ended
+        assert reclaimed == [] and [lease.state for lease in staging.leases()] == ["ready"]
+
+
 def test_expired_and_run_owned_leases_end(tmp_path):
     staging = SharedStaging(tmp_path / "shm", 8 * MiB, lease_ttl_s=0.2)
     a, b = _write(staging, "d/r1/p0000"), _write(staging, "d/r1/p0001")

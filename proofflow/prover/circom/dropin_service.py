@@ -54,7 +54,8 @@ def prove(zkey: ZKey, entry: Path, witness: np.ndarray, backend: str) -> tuple[P
     def fill(abc: tuple, w: np.ndarray) -> None:
         zkey_abc(zkey, witness, out=abc)
         np.copyto(w, witness)
-    segment = pipeline.write_shared(staging, holder, zkey.domain_size, zkey.n_vars, fill)
+    # bound: a call killed while it waits for the proof leaves no lease behind
+    segment = pipeline.write_shared(staging, holder, zkey.domain_size, zkey.n_vars, fill, bound=True)
     try:
         reply = client.prove(ProveJob(str(entry), zkey.pk.circuit, zkey.pk.log2, zkey.curve.name, segment,
                                       zkey.domain_size, MemoryKind.PINNED, holder, key_source=KeySource.ZKEY))

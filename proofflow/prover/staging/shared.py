@@ -87,6 +87,7 @@ class Lease:
     pid: int = 0
     host: str = ""
     created: float = 0.0
+    bound: bool = False  # ends with its writer, ready or not: the writer itself waits for the proof
 
     @property
     def nbytes(self) -> int:
@@ -221,8 +222,8 @@ class SharedStaging:
         self._meta(lease.id).unlink(missing_ok=True)
 
     def _stale(self, lease: Lease, now: float) -> str | None:
-        if lease.state == "writing" and lease.host == self.host and not _pid_alive(lease.pid):
-            return f"its writer (pid {lease.pid}) died before the segment was ready"
+        if (lease.state == "writing" or lease.bound) and lease.host == self.host and not _pid_alive(lease.pid):
+            return f"its writer (pid {lease.pid}) died {'before its proof' if lease.bound else 'before the segment was ready'}"
         if now - lease.created > self.lease_ttl_s:
             return f"older than the lease TTL ({self.lease_ttl_s:.0f} s)"
         return None
@@ -251,7 +252,7 @@ class SharedStaging:
             return self._reclaim_locked()
 
     # ---- leasing ------------------------------------------------------------------------
-    def _take(self, owner: str, n: int, num_variables: int) -> Lease | None:
+    def _take(self, owner: str, n: int, num_variables: int, bound: bool) -> Lease | None:
         """A lease if it fits now (under the lock), else None."""
         for lease in self.leases():  # the owner's previous lease is replaced, its segment never reused
             if lease.owner == owner:
@@ -266,7 +267,7 @@ class SharedStaging:
         if used + cap > self.budget:
             return None
         lease = Lease(secrets.token_hex(8), owner, n, num_variables, cap, "writing", os.getpid(), self.host,
-                      time.time())
+                      time.time(), bound)
         try:
             self._create(lease, used + idle)
             self._write(lease)
@@ -297,14 +298,17 @@ class SharedStaging:
         finally:
             os.close(fd)
 
-    def lease(self, owner: str, n: int, num_variables: int, timeout: float | None = None) -> Lease:
+    def lease(self, owner: str, n: int, num_variables: int, timeout: float | None = None,
+              bound: bool = False) -> Lease:
         """A segment for ``owner``'s partition (n domain points, ``num_variables`` witness
-        entries), waiting up to ``timeout`` seconds (None: forever) for room."""
+        entries), waiting up to ``timeout`` seconds (None: forever) for room. ``bound``: the
+        lease ends when this process dies even once ready (its writer waits for the proof);
+        else a ready segment outlives its writer, as a synthesize task's does."""
         deadline = None if timeout is None else time.monotonic() + timeout
         delay = 0.02
         while True:
             with self._locked():
-                lease = self._take(owner, n, num_variables)
+                lease = self._take(owner, n, num_variables, bound)
             if lease is not None:
                 return lease
             if deadline is not None and time.monotonic() >= deadline:
