@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import sys
 import tempfile
 import time
@@ -15,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench import _env
-from proofflow import settings
 from tests.helpers import local_stack as stack
 from tests.helpers.local_stack import ROOT
 
@@ -112,21 +110,3 @@ def deployment(name: str, args, timing_url: str, work: Path, env: dict, slots: i
             yield Deployment(base, procs, runtime, airflow_env)
     finally:
         stop_all(runtime)
-
-
-@contextlib.contextmanager
-def this_process_env(**values: str):
-    """Settings for this process while the block runs (e.g. PROOFFLOW_RUNTIME, to reach a
-    deployment's prover services with proofflow's own client)."""
-    old = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    settings.reload()
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        settings.reload()

@@ -1,6 +1,7 @@
 """What a benchmark ran on, recorded with its results."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -10,6 +11,8 @@ import sys
 import time
 from importlib import metadata
 from pathlib import Path
+
+from proofflow import settings
 
 
 def environment(packages=("numpy", "py-arkworks-bls12381")) -> dict:
@@ -51,3 +54,21 @@ def write(path: Path, data: dict) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(data, indent=1) + "\n")
     tmp.replace(path)
+
+
+@contextlib.contextmanager
+def this_process_env(**values: str):
+    """Settings for this process while the block runs (e.g. PROOFFLOW_RUNTIME, to reach a
+    deployment's prover services with proofflow's own client)."""
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    settings.reload()
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        settings.reload()

@@ -6,11 +6,16 @@
 #   bash bench/device.sh wheels         .whl/: Airflow, Great Expectations, arkworks, ... (carry it)
 #   bash bench/device.sh kernels        .kernels.tar.xz: every cubin for sm_90, NVRTC 13.0 (optional)
 #   bash bench/device.sh snarkjs-pack   .snarkjs/: node, circom2, snarkjs, circomlib, arkworks, wasmtime
-#                                       (for `snarkjs` and `circom-family`)
+#                                       (for `snarkjs`, `circom-family` and `circom-prep`)
 # Device plans (carry .whl and .kernels.tar.xz unless noted; results and logs go to $OUT):
 #   session                      GPU tests, bench.gpu, an Nsight Compute profile (STEPS, TESTS, BENCH_ONLY)
 #   partition [LOG2 ...]         bench.partition at 2^22 and 2^24: plain, precomputed copies, MSMs overlapped (VARIANTS)
 #   stream LOG2 [DUR_S] [WARM_S] bench.stream: sustained load through Airflow (also carry proofflow.egg-info)
+#   circom-prep [SIZES ...]      a circom chain at each 2^SIZE compiled, its test zkey, registered with 64
+#                                inputs for stream-circom (carry .snarkjs, and .kernels.tar.xz if made; resumes)
+#   stream-circom LOG2 [DUR_S] [WARM_S]  bench.stream of circom-prep's circuit, witnesses from input.json, a
+#                                sample verified by snarkjs (the call after circom-prep, on the warm machine;
+#                                carry as for stream)
 #   msm-sweep                    bench.msm_phases over the plans the MSM cost model is fitted to
 #   pipeline [LOG2] [PARTS] [DEPTH]     bench.pipeline: naive vs the prover service, pinned vs pageable
 #   pipeline-x2 [LOG2] [PARTS] [DEPTH]  bench.scaling on two GPUs (kind nvidia-h200-x2)
@@ -31,6 +36,8 @@ export PYTHONUNBUFFERED=1
 T0=$SECONDS
 since() { echo $((SECONDS - T0)); }
 left() { local s=$(( ${CALL_S:-570} - (SECONDS - T0) )); echo $((s > 1 ? s : 1)); }
+# circom-prep's toolchain, site and prepared circuits, for stream-circom in the calls that follow
+CIRCOM_ROOT=${CIRCOM_ROOT:-/root/pf-circom}
 
 # -- shared steps ------------------------------------------------------------------------------
 
@@ -306,70 +313,124 @@ plan_partition() {
 
 # == plan: stream
 # bench.stream on one Airflow (LocalExecutor, metadata in pgserver's Postgres: on SQLite the API
-# server's writes failed with "database is locked" under this load), proof_runs of 2^LOG2 (22 or 24)
-# triggered for DURATION_S (240) seconds of feeding; the key made by the GPU setup and the kernels
-# built meanwhile (both kept in /dev/shm and the kernel cache for a call that follows). The steady
-# window starts at the device phase of partition WARMUP_PARTS + 1 (16; empty: WARMUP_S, 20 s after
-# the first trigger): a fresh machine's prover service took 21 s to start. The feeding's shape
+# server's writes failed with "database is locked" under this load), proof_runs of 2^LOG2 (20, 22
+# or 24) triggered for DURATION_S (240) seconds of feeding; the key made by the GPU setup and the
+# kernels built meanwhile (both kept in /dev/shm and the kernel cache for a call that follows). The
+# steady window starts at the device phase of partition WARMUP_PARTS + 1 (16; empty: WARMUP_S, 20 s
+# after the first trigger): a fresh machine's prover service took 21 s to start. The feeding's shape
 # (bench/README.md says why): PARTS (8) a run; INFLIGHT runs in flight, DEPTH pool slots, SYNTH
-# syntheses a run at once: 8, 16, 8 at 2^22 and 4, 8, 2 at 2^24; PARALLELISM (32) executor slots.
-# PROOFFLOW_CURVE_VARIANT, _MSM_BALANCED, _MSM_PRECOMPUTE, _MSM_OVERLAP and AIRFLOW__SCHEDULER__*
-# set for this script reach the deployment. GPU_TESTS (pytest ids) run beside the key setup.
-# TAG names the result files, so two streams fit one call at 150 s of feeding each, e.g.
+# syntheses a run at once: 8, 16, 8 at 2^20 and 2^22, 4, 8, 2 at 2^24; PARALLELISM (32) executor
+# slots. PROOFFLOW_CURVE_VARIANT, _MSM_BALANCED, _MSM_PRECOMPUTE, _MSM_OVERLAP and
+# AIRFLOW__SCHEDULER__* set for this script reach the deployment. GPU_TESTS (pytest ids) run beside
+# the key setup. TAG names the result files, so two streams fit one call at 150 s of feeding each, e.g.
 #   PROOFFLOW_MSM_PRECOMPUTE=auto CALL_S=285 TAG=-auto bash bench/device.sh stream 22 150;
 #   CALL_S=285 TAG=-plain bash bench/device.sh stream 22 150
 # Results: stream-LABEL-2pLOG2TAG.json + .png, kernels.json, and run-2pLOG2TAG.tar.gz (the timing
 # DB, this call's logs and the deployment's; the tasks' own logs are too large to bring back).
 plan_stream() {
     set -e
-    local L=${1:?usage: device.sh stream LOG2 [DURATION_S] [WARMUP_S]} duration=${2:-240} warmup=${3:-20}
-    local warmup_parts=${WARMUP_PARTS-16} tag=${TAG:-} def_inflight def_depth def_synth
-    case $L in
-        22) def_inflight=8 def_depth=16 def_synth=8 ;;
-        24) def_inflight=4 def_depth=8 def_synth=2 ;;
-        *) echo "LOG2 must be 22 or 24" >&2; return 2 ;;
+    local L=${1:?usage: device.sh stream LOG2 [DURATION_S] [WARMUP_S]} keys=/dev/shm/pf-params
+    stream_shape "$L" || return 2
+    stream_begin
+    ensure_key mimc "$L" "$keys/mimc-log2_${L}-seed0"
+    # Airflow's start (~30 s), the drain (~40 s) and the analysis (~20 s) come on top of the feeding
+    stream_feed "2p$L" "${2:-240}" "${3:-20}" 110 --log2 "$L" --params-cache "$keys"
+}
+
+# == plan: stream-circom
+# The stream plan's stream with a circom circuit: proof_runs of circom-prep's FAMILY-2pLOG2
+# (FAMILY chain; LOG2 20 or 22, 24 if prepared), each proving the next PARTS of its input.json
+# files, each partition's witness generated from its input by the circuit's wasm inside its
+# synthesize task; fed for DURATION_S (240) s in circom-prep's home (/root/pf-circom/home) with the
+# stream plan's shape and settings (PARTS, INFLIGHT, DEPTH, SYNTH, PARALLELISM, WARMUP_PARTS,
+# WARMUP_S, CALL_S, TAG, GPU_TESTS, the MSM and scheduler settings); then SAMPLE (8) proofs spread
+# over the runs verified by `snarkjs groth16 verify` with circom-prep's node. Every proof is
+# verified by proofflow too (finalize_run, then bench.stream again from the bundles). Run it in the
+# call after circom-prep, on the machine that one left warm (it says to run circom-prep first
+# otherwise); carry .whl and proofflow.egg-info (and .kernels.tar.xz if made). Results:
+# stream-LABEL-FAMILY-2pLOG2TAG.json + .png (LABEL h200, or h100), kernels.json and
+# run-FAMILY-2pLOG2TAG.tar.gz, as the stream plan's.
+plan_stream_circom() {
+    set -e
+    local L=${1:?usage: device.sh stream-circom LOG2 [DURATION_S] [WARMUP_S]}
+    local name=${FAMILY:-chain}-2p$1 home=$CIRCOM_ROOT/home
+    if [ ! -f "$CIRCOM_ROOT/work/$name/steps/warm.json" ] || [ ! -x "$CIRCOM_ROOT/bin/node" ]; then
+        echo "$name is not prepared in $CIRCOM_ROOT: run circom-prep first (bash bench/device.sh circom-prep $L," \
+            "carry .snarkjs), then this plan in the call that follows, while the machine is warm"
+        return 2
+    fi
+    stream_shape "$L" || return 2
+    stream_begin
+    circom_tools
+    python3 -c "import wasmtime" || { echo "wasmtime is missing from $CIRCOM_ROOT/site: run circom-prep first"; return 2; }
+    # on top of the stream plan's 110 s: the snarkjs sample (~2 s a proof) and a slower drain
+    stream_feed "$name" "${2:-240}" "${3:-20}" 140 --circuit "$name" --inputs "$home/inputs/$name" --home "$home" \
+        --snarkjs "$SNARKJS_BIN" --snarkjs-sample "${SAMPLE:-8}"
+}
+
+# stream_shape LOG2: the feeding's shape at 2^LOG2 (S_PARTS, S_INFLIGHT, S_DEPTH, S_SYNTH): PARTS,
+# INFLIGHT, DEPTH and SYNTH, else the size's defaults (the stream plan's header)
+stream_shape() {
+    local inflight depth synth
+    case $1 in
+        20 | 22) inflight=8 depth=16 synth=8 ;;
+        24) inflight=4 depth=8 synth=2 ;;
+        *) echo "LOG2 must be 20, 22 or 24" >&2; return 2 ;;
     esac
-    local parts=${PARTS:-8} inflight=${INFLIGHT:-$def_inflight} depth=${DEPTH:-$def_depth} synth=${SYNTH:-$def_synth}
-    local label keys=/dev/shm/pf-params key=/dev/shm/pf-params/mimc-log2_${L}-seed0 kernels tests='' meta
+    S_PARTS=${PARTS:-8} S_INFLIGHT=${INFLIGHT:-$inflight} S_DEPTH=${DEPTH:-$depth} S_SYNTH=${SYNTH:-$synth}
+}
+
+# stream_begin: a stream's machine made ready, but for its key: the wheels, the card (S_LABEL), the
+# kernels built in the background (S_KERNELS), GPU_TESTS beside them (S_TESTS), Airflow's metadata
+# DB in pgserver's Postgres (S_META)
+stream_begin() {
     use_wheels .whl /tmp/site
     bytecode_start /tmp/site
     export PROOFFLOW_SETUP_WORKERS=16 OMP_NUM_THREADS=2  # syntheses run side by side: 2 OpenMP threads each
     device_info
-    label=$(card_label)
+    S_LABEL=$(card_label)
     python3 -c "import airflow, cupy; print('airflow', airflow.__version__, 'cupy', cupy.__version__)"
     df -h / /dev/shm | tail -2; free -g | head -2
     unpack_kernels
     python3 -m proofflow.cli kernels build --json > "$OUT/kernels.json" 2> "$OUT/kernels.log" &
-    kernels=$!
+    S_KERNELS=$!
+    S_TESTS=
     if [ -n "${GPU_TESTS:-}" ]; then
         # shellcheck disable=SC2086
         timeout -k 5 240 python3 -m pytest -m gpu -q -rfEs -p no:cacheprovider $GPU_TESTS > "$OUT/pytest.log" 2>&1 &
-        tests=$!
+        S_TESTS=$!
     fi
-    meta=$(python3 - <<'EOF'
+    S_META=$(python3 - <<'PY'
 import pgserver  # runs as a user of its own when root; kept running for a call that follows
 srv = pgserver.get_server("/dev/shm/pf-pg", cleanup_mode=None)
 if "airflow" not in srv.psql("SELECT datname FROM pg_database;").split():
     srv.psql("CREATE DATABASE airflow;")
 print(srv.get_uri("airflow").replace("postgresql://", "postgresql+psycopg2://", 1))  # async: asyncpg
-EOF
+PY
     )
-    echo "Airflow metadata: $meta"
-    ensure_key mimc "$L" "$key"
+    echo "Airflow metadata: $S_META"
+}
+
+# stream_feed ID DURATION_S WARMUP_S OVERHEAD_S ARGS...: once the kernels (and GPU_TESTS) are done,
+# bench.stream proving what ARGS say for DURATION_S of feeding, or for what the call has left less
+# OVERHEAD_S (Airflow's start, the drain, the analysis); results named by ID (stream-LABEL-ID.json),
+# the timing DB and the logs in one archive, run-ID.tar.gz
+stream_feed() {
+    local id=$1 duration=$2 warmup=$3 overhead=$4 tag=${TAG:-} warmup_parts=${WARMUP_PARTS-16}
+    shift 4
     bytecode_wait
-    if wait $kernels; then echo "kernels built at $(since) s"; else echo "kernels build failed (see kernels.log): the service compiles"; fi
-    if [ -n "$tests" ]; then
+    if wait "$S_KERNELS"; then echo "kernels built at $(since) s"; else echo "kernels build failed (see kernels.log): the service compiles"; fi
+    if [ -n "$S_TESTS" ]; then
         local rc=0
-        wait $tests || rc=$?
+        wait "$S_TESTS" || rc=$?
         echo "GPU tests (rc $rc) done at $(since) s: $(tail -1 "$OUT/pytest.log")"
     fi
-    # Airflow's start (~30 s), the drain (~40 s) and the analysis (~20 s) come on top of the feeding
     local rest dur
     rest=$(left)
-    dur=$((rest - 110))
+    dur=$((rest - overhead))
     [ "$dur" -gt "$duration" ] && dur=$duration
     local warm=${warmup_parts:+the first $warmup_parts partitions on the device}
-    echo "streaming 2^$L for $dur s (warm-up: ${warm:-$warmup s}), $rest s of the call left"
+    echo "streaming $id for $dur s (warm-up: ${warm:-$warmup s}), $rest s of the call left"
     # the deployment inherits no PROOFFLOW_* or AIRFLOW_* variable: the caller's MSM and scheduler
     # settings are passed on (AIRFLOW__SCHEDULER__MAX_TIS_PER_QUERY=0 is the next thing to try where
     # the device waits for partitions: each scheduler loop queues at most 16 task instances by default)
@@ -380,23 +441,23 @@ EOF
     done
     echo "MSM and scheduler settings: ${sets[*]:-defaults}"
     # shared staging capped at 32 GiB: it bounds the partitions synthesized ahead of the device
-    timeout -k 5 $((rest - 10)) python3 -m bench.stream --backend gpu --log2 "$L" --partitions "$parts" \
-        --in-flight "$inflight" --duration "$dur" --warmup-s "$warmup" ${warmup_parts:+--warmup "$warmup_parts"} \
-        --params-cache "$keys" --depth "$depth" --scratch /dev/shm/pf-scratch --work "/tmp/pf-stream-$L" \
-        --timing-db "sqlite:///$OUT/timing-2p$L.db" --metadata-db "$meta" --max-active $((4 * inflight)) \
-        --parallelism "${PARALLELISM:-32}" --timeout 120 --synth-concurrency "$synth" \
+    timeout -k 5 $((rest - 10)) python3 -m bench.stream --backend gpu "$@" --partitions "$S_PARTS" \
+        --in-flight "$S_INFLIGHT" --duration "$dur" --warmup-s "$warmup" ${warmup_parts:+--warmup "$warmup_parts"} \
+        --depth "$S_DEPTH" --scratch /dev/shm/pf-scratch --work "/tmp/pf-stream-$id" \
+        --timing-db "sqlite:///$OUT/timing-$id.db" --metadata-db "$S_META" --max-active $((4 * S_INFLIGHT)) \
+        --parallelism "${PARALLELISM:-32}" --timeout 120 --synth-concurrency "$S_SYNTH" \
         --set PROOFFLOW_STAGING_BUDGET=$((32 << 30)) --set AIRFLOW__API__WORKERS=4 ${sets[@]+"${sets[@]}"} \
-        --label "$label" --out "$OUT/stream-$label-2p$L$tag.json" --png "$OUT/stream-$label-2p$L$tag.png" 2>&1 \
+        --label "$S_LABEL" --out "$OUT/stream-$S_LABEL-$id$tag.json" --png "$OUT/stream-$S_LABEL-$id$tag.png" 2>&1 \
         | tee "$OUT/stream$tag.log" || true
     # one archive: a call brings back only so many files
     local logs
-    logs=$(cd "/tmp/pf-stream-$L" 2> /dev/null && find . -name '*.log' -not -path '*dag_id=*' | sort || true)
-    (cd "$OUT" && ls "timing-2p$L.db" kernels.log compileall.log pytest.log "setup-2p$L.log" "stream$tag.log" \
+    logs=$(cd "/tmp/pf-stream-$id" 2> /dev/null && find . -name '*.log' -not -path '*dag_id=*' | sort || true)
+    (cd "$OUT" && ls "timing-$id.db" kernels.log compileall.log pytest.log "setup-$id.log" "stream$tag.log" \
         2> /dev/null) > "$OUT/.files" || true
     # shellcheck disable=SC2086
-    { tar cf "$OUT/run-2p$L$tag.tar" -C "$OUT" -T "$OUT/.files" && { [ -z "$logs" ] || tar rf "$OUT/run-2p$L$tag.tar" \
-        -C "/tmp/pf-stream-$L" $logs; } && gzip -f "$OUT/run-2p$L$tag.tar" && (cd "$OUT" && xargs rm -f < .files); } || true
-    rm -f "$OUT/.files" "$OUT"/timing-2p$L.db.*
+    { tar cf "$OUT/run-$id$tag.tar" -C "$OUT" -T "$OUT/.files" && { [ -z "$logs" ] || tar rf "$OUT/run-$id$tag.tar" \
+        -C "/tmp/pf-stream-$id" $logs; } && gzip -f "$OUT/run-$id$tag.tar" && (cd "$OUT" && xargs rm -f < .files); } || true
+    rm -f "$OUT/.files" "$OUT/timing-$id.db".*
     echo "done at $(since) s"
 }
 
@@ -693,6 +754,68 @@ plan_circom_partition() {
     return "$rc"
 }
 
+# circom_root_from_pack: the carried .snarkjs/ (the snarkjs-pack plan) unpacked into $CIRCOM_ROOT once a
+# machine, for the calls that follow without it: node in bin/, the circom toolchain in node_modules/ (a
+# directory, not a link: circom2 cannot follow one), its wheels (arkworks, SQLAlchemy, wasmtime) in site/
+circom_root_from_pack() {
+    [ -f .snarkjs/node.xz ] || { echo "no .snarkjs/ carried (bash bench/device.sh snarkjs-pack)"; exit 1; }
+    use_wheels .snarkjs/whl "$CIRCOM_ROOT/site"
+    local stamp
+    stamp=$(cat .snarkjs/node.xz .snarkjs/node_modules.tar.xz | md5sum | cut -d' ' -f1)
+    if [ "$(cat "$CIRCOM_ROOT/.pack" 2> /dev/null)" != "$stamp" ]; then
+        rm -rf "$CIRCOM_ROOT/node_modules" && mkdir -p "$CIRCOM_ROOT/bin"
+        python3 - "$CIRCOM_ROOT" <<'PY' || exit 1
+import lzma, os, shutil, sys, tarfile
+root = sys.argv[1]
+with lzma.open(".snarkjs/node.xz") as src, open(f"{root}/bin/node", "wb") as dst:
+    shutil.copyfileobj(src, dst)
+os.chmod(f"{root}/bin/node", 0o755)
+with tarfile.open(".snarkjs/node_modules.tar.xz") as tf:
+    tf.extractall(root, filter="tar")
+PY
+        echo "$stamp" > "$CIRCOM_ROOT/.pack"
+    fi
+    circom_tools
+}
+
+# circom_tools: $CIRCOM_ROOT's node and snarkjs (SNARKJS_BIN, which bench.circom_family's circom2
+# follows) on the PATH, its site (wasmtime) on PYTHONPATH after what is there
+circom_tools() {
+    export PATH=$CIRCOM_ROOT/bin:$PATH SNARKJS_BIN=$CIRCOM_ROOT/node_modules/.bin/snarkjs
+    export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$CIRCOM_ROOT/site
+    echo "node $(node --version), $("$SNARKJS_BIN" --version 2>&1 | head -1)"
+}
+
+# == plan: circom-prep
+# What stream-circom proves, made on this machine for the calls that follow (carry .snarkjs, from
+# the snarkjs-pack plan, and .kernels.tar.xz if made; not .whl: with .snarkjs it passes the 64 MiB
+# a call carries): the circom toolchain and wasmtime into $CIRCOM_ROOT (/root/pf-circom), then
+# bench.circom_prep at SIZES (default "20 22") for FAMILIES ("chain"; merkle's inputs take seconds
+# each in Python): each circuit compiled by circom2 at the K that fills 2^L, a test-only zkey made
+# on the GPU, registered as FAMILY-2pL in $CIRCOM_ROOT/home (the stream's PROOFFLOW_HOME) with
+# INPUTS (64) distinct input.json files in its input root, its constraint system and its wasm's
+# compiled code cached where the stream's tasks look, input 0's witness checked against the
+# public signals computed without the circuit. Each step is recorded as it ends: a call cut at
+# CALL_S resumes in the next one on the warm machine; call again until it says "complete".
+# Results: circom-prep.json (each circuit's K, constraints, steps' seconds, a cold witness and
+# a/b/c) and circom-prep.log.
+plan_circom_prep() {
+    local sizes=${*:-20 22} rc
+    circom_root_from_pack
+    unpack_kernels
+    device_info
+    mkdir -p "$CIRCOM_ROOT/work"
+    # shellcheck disable=SC2086
+    timeout -k 10 "$(left)" python3 -m bench.circom_prep --backend gpu --sizes $sizes --families ${FAMILIES:-chain} \
+        --inputs "${INPUTS:-64}" --home "$CIRCOM_ROOT/home" --work "$CIRCOM_ROOT/work" \
+        --out "$CIRCOM_ROOT/circom-prep.json" 2>&1 | tee -a "$CIRCOM_ROOT/circom-prep.log"
+    rc=${PIPESTATUS[0]}
+    cp "$CIRCOM_ROOT/circom-prep.json" "$CIRCOM_ROOT/circom-prep.log" "$OUT"/ 2> /dev/null
+    df -h /root | tail -1
+    if [ "$rc" = 0 ]; then echo "complete at $(since) s"; else echo "stopped at $(since) s (rc $rc): call again to resume"; fi
+    return "$rc"
+}
+
 # == plan: staging
 # Zero-copy staging and shipped kernels (~7 minutes): 1. every kernel module compiled into an
 # empty kernel cache (what a fresh worker paid before the cache); 2. service_start from that
@@ -736,8 +859,8 @@ EOF
 PLAN=${1:-}
 case $PLAN in
     wheels | kernels | snarkjs-pack) ;;
-    session | partition | stream | msm-sweep | pipeline | pipeline-x2 | 2p26 | 2p27 | snarkjs | circom-family | \
-        circom-partition | staging)
+    session | partition | stream | stream-circom | msm-sweep | pipeline | pipeline-x2 | 2p26 | 2p27 | snarkjs | \
+        circom-family | circom-partition | circom-prep | staging)
         mkdir -p "$OUT" ;;
     *) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -3,6 +3,7 @@
     python -m bench.stream [--duration 180] [--warmup-s 60 | --warmup K] [--in-flight 3]
                            [--partitions 8] [--log2 10] [--backend cpu --standin-s 1.0]
                            [--label cpu] [--out bench/results/stream-<label>.json]
+    python -m bench.stream --circuit NAME --inputs DIR [--home DIR] [--snarkjs-sample 8] ...
     python -m bench.stream --reanalyze --out RESULTS.json   # its figures again, from its timing DB
 
 One native Airflow (api-server, scheduler with LocalExecutor, dag-processor; as
@@ -20,6 +21,18 @@ in lockstep, and the device idles while they all finish and the next ones synthe
 Then feeding stops and the runs in flight finish. With several --log2 sizes the streams run
 back to back in the same deployment (its prover service keeps each size's key resident,
 within PROOFFLOW_KEY_BUDGET).
+
+--circuit names what the runs prove: the built-in mimc (default) at the --log2 sizes, or a
+circom circuit registered in the deployment's PROOFFLOW_HOME (--home; default WORK/stream/
+proofflow; ``proofflow circuit add``, or bench.circom_prep), at its own size. A circom run's
+conf names the circuit and its inputs, --partitions input files of --inputs DIR (input.json,
+or .wtns) taken in turn, cycling through the directory, so consecutive runs prove different
+inputs; the files are used where they lie inside the deployment's input roots, else linked
+there as ``proofflow run --inputs`` does. Each partition's synthesize task then generates
+its witness (the circuit's wasm, or its C++ generator) before a/b/c. Its bundles hold
+snarkjs's files: after the stream, --snarkjs-sample proofs spread over the runs are verified
+by ``snarkjs groth16 verify`` (--snarkjs; skipped, with the reason in the results, where
+snarkjs or node is missing).
 
 Why runs triggered through the REST API rather than proof_batch fed with pending files:
 a stream of proof_runs is what batch work turns into anyway (proof_batch only triggers one
@@ -44,6 +57,9 @@ drain afterwards is left out).
                       the executor's parallelism less the pool's GPU slots (prove_gpu holds
                       those under load), capped by PROOFFLOW_SYNTH_CONCURRENCY x runs in flight
     bound             min(GPU rate, synthesis rate); proofs per minute as a fraction of it
+    synthesis phases  per partition: its witness (``synthesis_phase``: MiMC's computed, a circom
+                      circuit's generated from its input), a/b/c (``witness_map_phase``) and
+                      the wait for room in the shared staging (``staging_wait_phase``)
 
 and, to say what bound the stream where neither did: the cores each kind of the
 deployment's processes kept busy from the warm-up's end to the feeding's (``host_cpu``, read
@@ -58,25 +74,36 @@ On a machine without a GPU, --standin-s stretches each proof's device phase to t
 seconds (the proofs stay real and verify). Results: JSON with the hardware, versions,
 sizes, each phase's min/median, the configuration and every run, and what the prover
 service did once, before the window (``once_s``: its start, each key's upload); a timeline
-PNG (runs' tasks, the device lane, warm-up and drain shaded).
+PNG (runs' tasks, the device lane, warm-up and drain shaded). Every proof of every run is
+verified again from its bundle (``proofs_verified`` against ``proofs_expected``).
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import shutil
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 from bench import _env, host_cpu
+from proofflow import settings, spec
 from proofflow.airflow.hooks.api import AirflowApiError
-from bench._airflow import RESULTS, add_run_arguments, deployment, prepare, say, this_process_env
+from bench._airflow import RESULTS, add_run_arguments, deployment, prepare, say
+from bench._env import this_process_env
 from tests.helpers import local_stack as stack
+from tests.helpers.local_stack import ROOT
 
 DAG = "proof_run"
+SNARKJS = Path(os.environ.get("SNARKJS_BIN") or ROOT / "tests" / "circom" / "node_modules" / ".bin" / "snarkjs")
 KERNEL_PHASES = ("ntt", "msm")
 SYNTH_TASK, STAGE_TASK, FINALIZE_TASK = "partition.synthesize", "partition.stage", "partition.finalize_partition"
+# a synthesize task's phases: the witness (a circom circuit's generated from its input), a/b/c
+# into the shared segment, the wait for room in the shared staging
+SYNTH_PHASES = ("synthesis", "witness_map", "staging_wait")
 
 
 # -- figures (pure: spans in epoch seconds) -----------------------------------------------------
@@ -140,8 +167,8 @@ def figures(device_phases: list[dict], attempts: list[dict], synth: list[dict], 
             lo: float, hi: float, synth_slots: int, finalize: list[dict] = (), gpu_slots: int | None = None) -> dict:
     """The steady window's figures. ``device_phases``: {device, phase, start, end};
     ``attempts``: GPU attempts {device, gpu_start, gpu_end, busy_s, mutex_wait_s, pool_wait_s,
-    h2d_bytes, h2d_transfer_s}; ``synth``/``stage``/``finalize``: task spans {start, end,
-    synthesis_s}."""
+    h2d_bytes, h2d_transfer_s}; ``synth``/``stage``/``finalize``: task spans {start, end}, a
+    synthesize task's with its phases' seconds {synthesis_s, witness_map_s, staging_wait_s}."""
     window = hi - lo
     devices = sorted({a["device"] for a in attempts if a["device"] is not None})
     per_device = {}
@@ -197,6 +224,8 @@ def figures(device_phases: list[dict], attempts: list[dict], synth: list[dict], 
         "bound_by": bound_by, "fraction_of_bound": proofs_per_min / bound if bound else None,
         "device_phase": device_phase, "synthesis_slots": synth_slots, "synthesize_task": synth_task,
         "synthesis_phase": stats(t.get("synthesis_s") for t in synth_done),
+        "witness_map_phase": stats(t.get("witness_map_s") for t in synth_done),
+        "staging_wait_phase": stats(t.get("staging_wait_s") for t in synth_done),
         "synthesize_tasks_running_mean": task_seconds(synth, lo, hi) / window,
         "stage_task": stage_task,
         "finalize_partition_task": fin_task,
@@ -242,7 +271,8 @@ def load(store, run_ids: set[str]) -> dict:
                                      "FROM gpu_partitions WHERE dag_id = :d", p)
                 if r["run_id"] in run_ids and r["busy_s"]]
     rows = store.query("SELECT run_id, task_id, map_index, try_number, phase, start, \"end\", duration_s "
-                       "FROM task_timings WHERE dag_id = :d AND phase IN ('task', 'synthesis')", p)
+                       "FROM task_timings WHERE dag_id = :d AND phase IN ('task', " + ", ".join(
+                           f"'{ph}'" for ph in SYNTH_PHASES) + ")", p)
     tasks: dict = {}
     for r in rows:
         if r["run_id"] in run_ids:
@@ -250,8 +280,8 @@ def load(store, run_ids: set[str]) -> dict:
             t = tasks.setdefault(k, {"run_id": r["run_id"], "task_id": r["task_id"]})
             if r["phase"] == "task":
                 t.update(start=_t(r["start"]), end=_t(r["end"]))
-            else:
-                t["synthesis_s"] = r["duration_s"]
+            else:  # a phase's seconds in the attempt (synthesis: the witness, witness_map: a/b/c)
+                t[f"{r['phase']}_s"] = t.get(f"{r['phase']}_s", 0.0) + r["duration_s"]
     tasks = [t for t in tasks.values() if "start" in t]
     once = {ph: [] for ph in ONCE_PHASES}
     for r in store.query("SELECT run_id, phase, duration_s FROM task_timings WHERE dag_id = :d AND phase IN "
@@ -262,6 +292,101 @@ def load(store, run_ids: set[str]) -> dict:
             "synth": [t for t in tasks if t["task_id"] == SYNTH_TASK],
             "stage": [t for t in tasks if t["task_id"] == STAGE_TASK],
             "finalize": [t for t in tasks if t["task_id"] == FINALIZE_TASK]}
+
+
+# -- a registered circom circuit's runs -----------------------------------------------------------------
+def deployment_settings(home: Path, sets: dict) -> settings.Settings:
+    """The proofflow settings of the deployment's processes, which inherit no PROOFFLOW_*
+    variable of this one: its home and --set's values."""
+    return settings.load({"PROOFFLOW_HOME": str(home), **{k: v for k, v in sets.items() if k.startswith("PROOFFLOW_")}})
+
+
+def registered(name: str, config: settings.Settings) -> dict:
+    """The circuit.json of circom circuit ``name`` in the deployment's registry."""
+    path = config.circuits_dir / name / "circuit.json"
+    if not path.is_file():
+        raise ValueError(f"circuit {name!r} is not registered in {config.circuits_dir}: register it there with "
+                         f"PROOFFLOW_HOME={config.home} proofflow circuit add (bench.circom_prep does), or give --home")
+    return json.loads(path.read_text())
+
+
+def stream_inputs(directory: Path, info: dict, config: settings.Settings, partitions: int) -> list[str]:
+    """The input files of ``directory`` (name order) as the runs name them, checked as a run's
+    validate task checks them: in place where they lie inside the deployment's input roots,
+    else linked (or copied) into its first root as ``proofflow run --inputs`` does. At least
+    ``partitions`` of them, so that a run's inputs are distinct."""
+    roots = config.input_roots
+    if not directory.is_dir():
+        raise ValueError(f"--inputs {directory}: not a directory")
+    files = sorted(p for p in directory.iterdir() if p.suffix in spec.INPUT_SUFFIXES)
+    if len(files) < partitions:
+        raise ValueError(f"--inputs {directory}: {len(files)} input files ({', '.join(spec.INPUT_SUFFIXES)}), fewer "
+                         f"than the {partitions} partitions of a run")
+    if not all(any(Path(os.path.realpath(f)).is_relative_to(os.path.realpath(r)) for r in roots) for f in files):
+        from proofflow import cli
+        with this_process_env(PROOFFLOW_INPUT_ROOTS=":".join(map(str, roots))):
+            staged, _ = cli.stage_inputs([directory])
+        say(f"--inputs {directory} lies outside the deployment's input roots: linked into {staged}")
+        files = sorted(staged.iterdir())
+    return spec.resolve_inputs([str(f.absolute()) for f in files], info, roots)
+
+
+def run_conf(base: dict, i: int, seeds: list[int], inputs: list[str] | None, partitions: int) -> dict:
+    """Run ``i``'s conf: ``base`` with the next seed and, for a registered circuit, the next
+    ``partitions`` of ``inputs`` in turn, cycling (run 0 the first ones, run 1 the next)."""
+    conf = {**base, "seed": seeds[i % len(seeds)]}
+    if inputs:
+        conf["inputs"] = [inputs[(i * partitions + j) % len(inputs)] for j in range(partitions)]
+    return conf
+
+
+# -- snarkjs's verdict on a sample ------------------------------------------------------------------
+def spread(items: list, n: int) -> list:
+    """``n`` of ``items`` spread evenly over them, the middle of each share (all of them when
+    there are no more than ``n``)."""
+    if n >= len(items):
+        return list(items)
+    return [items[(2 * k + 1) * len(items) // (2 * n)] for k in range(n)]
+
+
+def snarkjs_missing(snarkjs: Path) -> str | None:
+    if not snarkjs.exists():
+        return f"no snarkjs at {snarkjs} (--snarkjs, SNARKJS_BIN; npm ci --prefix tests/circom)"
+    if not shutil.which("node"):
+        return "node is not on the PATH (snarkjs runs on node)"
+    return None
+
+
+def snarkjs_sample(runs: list[dict], partitions: int, n: int, snarkjs: Path, timeout: float = 300) -> dict:
+    """``n`` proofs spread over the runs' bundles (``bundle_dir``: their snarkjs files, a
+    circom circuit's), each checked by ``snarkjs groth16 verify`` with its bundle's
+    verification_key.json: how many were checked and how many snarkjs accepted (the rejected
+    ones with what snarkjs said); ``skipped`` and why where it cannot run."""
+    from proofflow.prover.bundle import snarkjs_names
+    if n <= 0:
+        return {"skipped": "--snarkjs-sample 0"}
+    if why := snarkjs_missing(snarkjs):
+        return {"skipped": why}
+    proofs = [(r["run_id"], Path(r["bundle_dir"]), p) for r in runs if r.get("bundle_dir") for p in range(partitions)]
+    version = subprocess.run([str(snarkjs), "--version"], capture_output=True, text=True, timeout=60)
+    out = {"checked": 0, "verified": 0, "of_proofs": len(proofs), "snarkjs": str(snarkjs),
+           "version": ((version.stdout + version.stderr).strip().splitlines() or [None])[0], "rejected": []}
+    for run_id, bundle, p in spread(proofs, n):
+        proof, public = (bundle / name for name in snarkjs_names(p))
+        proc = subprocess.run([str(snarkjs), "groth16", "verify", str(bundle / "verification_key.json"), str(public),
+                               str(proof)], capture_output=True, text=True, timeout=timeout)
+        out["checked"] += 1
+        if proc.returncode == 0 and "OK" in proc.stdout:
+            out["verified"] += 1
+        else:
+            out["rejected"].append({"run_id": run_id, "partition": p, "exit": proc.returncode,
+                                    "said": (proc.stdout + proc.stderr).strip()[-600:]})
+    return out
+
+
+def sample_ok(sample: dict | None) -> bool:
+    """A sample that ran passes when snarkjs accepted every proof it checked, and it checked one."""
+    return sample is None or "skipped" in sample or 0 < sample["checked"] == sample["verified"]
 
 
 # -- the stream -------------------------------------------------------------------------------------
@@ -299,14 +424,14 @@ def _poll(base: str, runs: list[dict], parts: int, count: str) -> None:
                 r["proved_at"] = time.time()
 
 
-def feed(dep, conf: dict, seeds: list[int], in_flight: int, duration: float, poll_s: float, timeout: float,
+def feed(dep, conf_for, parts: int, in_flight: int, duration: float, poll_s: float, timeout: float,
          label: str, max_active: int, count: str = "proving", cpu_from_s: float = 0.0) -> dict:
     """Keep ``in_flight`` runs' worth of partitions going for ``duration`` seconds, then let
-    the runs finish (``in_flight_now`` says how runs count). The deployment's CPU by process
-    is read ``cpu_from_s`` after the start and when feeding stops (``host_cpu``)."""
+    the runs finish (``in_flight_now`` says how runs count); run i of ``parts`` partitions
+    gets conf ``conf_for(i)``. The deployment's CPU by process is read ``cpu_from_s`` after
+    the start and when feeding stops (``host_cpu``)."""
     t0 = time.time()
     stop_at, runs, told, load = t0 + duration, [], t0, []
-    parts = conf["partitions"]
     sessions = {p.pid for p in dep.procs.procs.values()}
     cpu0 = None
     while time.time() < stop_at:
@@ -322,13 +447,14 @@ def feed(dep, conf: dict, seeds: list[int], in_flight: int, duration: float, pol
             continue
         running = sum("state" not in r for r in runs)
         while in_flight_now(runs, parts, count) < in_flight and running < max_active:
-            seed = seeds[len(runs) % len(seeds)]
+            conf = conf_for(len(runs))
             try:
-                run_id = stack.trigger(dep.base, DAG, {**conf, "seed": seed})
+                run_id = stack.trigger(dep.base, DAG, conf)
             except AirflowApiError as exc:  # its retries spent: the stream goes on, tries at the next poll
                 say(f"[{label}] trigger failed: {exc}")
                 break
-            runs.append({"run_id": run_id, "seed": seed, "triggered_at": time.time()})
+            runs.append({"run_id": run_id, "seed": conf["seed"], "triggered_at": time.time(),
+                         **({"inputs": [Path(x).name for x in conf["inputs"]]} if conf.get("inputs") else {})})
             running += 1
         if time.time() - told >= 15:
             told = time.time()
@@ -374,12 +500,14 @@ def service_status(dep, backend: str, devices: list[int]) -> dict:
 
 def verified(store, runs: list[dict]) -> int:
     """Proofs that verify in the runs' bundles (checked again here, independently of finalize_run);
-    each run also gets check_h2d's flags (partition, measured and expected ms, GB/s, why), so
-    the results say what a failed check saw without the timing database."""
+    each run also gets its bundle's directory and check_h2d's flags (partition, measured and
+    expected ms, GB/s, why), so the results say what a failed check saw without the timing
+    database."""
     from proofflow.prover.bundle import verify_bundle
     n = 0
     for r in runs:
         rec = store.run(DAG, r["run_id"]) or {}
+        r["bundle_dir"] = rec.get("bundle_dir")
         r["proofs_verified"] = sum(x.ok for x in verify_bundle(rec["bundle_dir"])) if rec.get("bundle_dir") else 0
         r["h2d_flags"] = [{k: f[k] for k in ("partition", "try_number", "measured_ms", "expected_ms", "gbps", "reason")}
                           for f in store.flags(DAG, r["run_id"])]
@@ -425,10 +553,10 @@ def timeline_png(png: Path, panels: list[dict]) -> None:
             ax.grid(axis="x", alpha=0.3)
             ax.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=7)
         ax_runs.set_yticks(range(len(p["runs"])))
-        ax_runs.set_yticklabels([f"run {k} (seed {r['seed']})" for k, r in enumerate(p["runs"])], fontsize=6)
+        ax_runs.set_yticklabels([_run_label(k, r) for k, r in enumerate(p["runs"])], fontsize=6)
         ax_runs.invert_yaxis()
         f = p["figures"]
-        ax_runs.set_title(f"2^{p['log2']}: {len(p['runs'])} proof_runs of {p['partitions']} partitions, "
+        ax_runs.set_title(f"{_what(p)}: {len(p['runs'])} proof_runs of {p['partitions']} partitions, "
                           f"{p['in_flight']} in flight; steady window {f['window_s']:.0f} s: "
                           f"{f['proofs_per_min']:.1f} proofs/min, bound {_f(f['bound_per_min'])} ({f['bound_by']}), "
                           f"{_f(f['fraction_of_bound'], 100, '.1f')}% of it")
@@ -450,8 +578,18 @@ def _f(v, scale: float = 1.0, spec: str = ".1f") -> str:
     return "-" if v is None else format(v * scale, spec)
 
 
+def _run_label(k: int, r: dict) -> str:
+    return f"run {k} (from {r['inputs'][0]})" if r.get("inputs") else f"run {k} (seed {r['seed']})"
+
+
+def _what(w: dict) -> str:
+    """A stream's circuit and size, e.g. 2^22 (MiMC) or chain-2p22 (2^22)."""
+    circuit = w.get("circuit", "mimc")
+    return f"2^{w['log2']}" if circuit == "mimc" else f"{circuit} (2^{w['log2']})"
+
+
 # -- main -----------------------------------------------------------------------------------------------
-def _per_size(values: list[int], sizes: list[int], name: str, p) -> list[int]:
+def _per_size(values: list[int], sizes: list, name: str, p) -> list[int]:
     if len(values) == 1:
         return values * len(sizes)
     if len(values) != len(sizes):
@@ -463,7 +601,20 @@ def parse(argv=None):
     p = argparse.ArgumentParser(prog="python -m bench.stream", description=__doc__.split("\n\n")[0],
                                 conflict_handler="resolve")
     add_run_arguments(p, partitions=8)
-    p.add_argument("--log2", type=int, nargs="+", default=[10], help="one stream per size, back to back")
+    p.add_argument("--circuit", default="mimc",
+                   help="the built-in mimc (default), or a circom circuit registered in --home, at its own size")
+    p.add_argument("--inputs", type=Path, default=None,
+                   help="a registered circuit's input files (input.json or .wtns): each run takes the next "
+                        "--partitions of them, cycling through the directory")
+    p.add_argument("--home", type=Path, default=None,
+                   help="the deployment's PROOFFLOW_HOME, where --circuit is registered "
+                        "(default: WORK/stream/proofflow)")
+    p.add_argument("--snarkjs-sample", type=int, default=8,
+                   help="a registered circuit's proofs checked by `snarkjs groth16 verify` after the stream, spread "
+                        "over its runs (0: none)")
+    p.add_argument("--snarkjs", type=Path, default=SNARKJS, help=f"snarkjs (default: SNARKJS_BIN, else {SNARKJS})")
+    p.add_argument("--log2", type=int, nargs="+", default=None,
+                   help="one stream per size, back to back (default 10; a registered circuit has its own)")
     p.add_argument("--partitions", type=int, nargs="+", default=[8], help="partitions per run (or one per size)")
     p.add_argument("--in-flight", type=int, nargs="+", default=[3], help="runs kept going at once (or one per size)")
     p.add_argument("--count", choices=("proving", "active"), default="proving",
@@ -482,27 +633,62 @@ def parse(argv=None):
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="a proofflow or Airflow setting for every process of the deployment (repeatable), e.g. "
                         "PROOFFLOW_STAGING_BUDGET=12884901888 or AIRFLOW__API__WORKERS=4")
-    p.add_argument("--label", default=None, help="results name: stream-<label>.json (default: cpu or gpu)")
+    p.add_argument("--label", default=None,
+                   help="results name: stream-<label>.json (default: cpu or gpu, then a registered circuit's name)")
     p.add_argument("--out", type=Path, default=None)
     p.add_argument("--png", type=Path, default=None, help="timeline PNG (default: beside --out)")
     p.add_argument("--reanalyze", action="store_true",
                    help="no stream: compute --out's figures again from its timing store (--timing-db, else the "
                         "one it names)")
     args = p.parse_args(argv)
-    args.partitions = _per_size(args.partitions, args.log2, "partitions", p)
-    args.in_flight = _per_size(args.in_flight, args.log2, "in-flight", p)
+    args.builtin = args.circuit in spec.CIRCUITS
+    if args.builtin:
+        if args.inputs is not None:
+            p.error(f"--inputs are for registered circom circuits; {args.circuit} makes its own")
+        args.log2 = args.log2 or [10]
+    else:
+        if not spec.CIRCUIT_NAME.fullmatch(args.circuit):
+            p.error(f"--circuit {args.circuit!r}: not a circuit name (lower-case letters, digits, _ and -)")
+        if args.log2:
+            p.error(f"--log2: circuit {args.circuit!r} has its own size (registered circuits are proved at it)")
+        if args.inputs is None and not args.reanalyze:
+            p.error(f"--inputs DIR: circuit {args.circuit!r} proves input files (input.json or .wtns)")
+    sizes = args.log2 or [None]  # a registered circuit's one size, read from its registration
+    args.partitions = _per_size(args.partitions, sizes, "partitions", p)
+    args.in_flight = _per_size(args.in_flight, sizes, "in-flight", p)
     args.seeds = [int(x) for x in args.seeds.split(",") if x.strip()] if args.seeds else [args.seed]
     args.devices = [int(x) for x in args.devices.split(",") if x.strip()]
     pairs = [x.partition("=") for x in args.set]
     if any(not k.startswith(("PROOFFLOW_", "AIRFLOW__")) or not sep for k, sep, _ in pairs):
         p.error("--set takes PROOFFLOW_NAME=VALUE or AIRFLOW__SECTION__KEY=VALUE")
     args.set = {k: v for k, _, v in pairs}
+    if "PROOFFLOW_HOME" in args.set:
+        p.error("--home DIR sets the deployment's PROOFFLOW_HOME, not --set")
     if args.duration <= (args.warmup_s if args.warmup is None else 0):
         p.error("--duration must be longer than the warm-up")
-    args.label = args.label or ("cpu" if args.backend == "cpu" else "gpu")
+    backend = "cpu" if args.backend == "cpu" else "gpu"
+    args.label = args.label or (backend if args.builtin else f"{backend}-{args.circuit}")
     args.out = args.out or RESULTS / f"stream-{args.label}.json"
     args.png = args.png or args.out.with_suffix(".png")
     return args
+
+
+def streams(args, home: Path) -> list[dict]:
+    """What each stream proves: {log2, constraints, partitions, in_flight, base (the runs' conf
+    but seed and inputs), inputs (a registered circuit's files, else None)}; a registered
+    circuit's registration and inputs checked first (ValueError saying what is wrong)."""
+    base = {"circuit": args.circuit, "backend": args.backend, "staging": args.staging}
+    if args.builtin:
+        return [{"log2": log2, "constraints": 2 ** log2, "partitions": parts, "in_flight": in_flight,
+                 "base": {**base, "log2": log2, "partitions": parts}, "inputs": None}
+                for log2, parts, in_flight in zip(args.log2, args.partitions, args.in_flight)]
+    config = deployment_settings(home, args.set)
+    info = registered(args.circuit, config)
+    parts = args.partitions[0]
+    inputs = stream_inputs(args.inputs, info, config, parts)
+    return [{"log2": int(info["log2"]), "constraints": int(info["constraints"]), "partitions": parts,
+             "in_flight": args.in_flight[0], "base": {**base, "curve": info.get("curve", spec.CURVES[0])},
+             "inputs": inputs, "inputs_dir": str(args.inputs)}]
 
 
 def main(argv=None) -> int:
@@ -510,25 +696,36 @@ def main(argv=None) -> int:
     if args.reanalyze:
         return reanalyze(args)
     work, timing_url, env = prepare(args)
+    home = (args.home or work / "stream" / "proofflow").absolute()
+    try:
+        plan = streams(args, home)
+    except (ValueError, OSError) as exc:  # spec.InvalidParams included: what a run's validate would refuse
+        say(f"error: {exc}")
+        return 2
     gpu_slots = args.depth * len(args.devices)
     max_active = args.max_active or (2 * max(args.in_flight) + 1 if args.count == "proving" else max(args.in_flight))
-    penv = {**args.set, "PROOFFLOW_GPU_SERVICE": "1", "PROOFFLOW_GPU_DEVICES": ",".join(map(str, args.devices)),
-            "PROOFFLOW_MAX_ACTIVE_RUNS": str(max_active)}
-    doc = {"environment": env, "config": {**_config(args, gpu_slots), "max_active_runs": max_active},
+    penv = {**args.set, "PROOFFLOW_HOME": str(home), "PROOFFLOW_GPU_SERVICE": "1",
+            "PROOFFLOW_GPU_DEVICES": ",".join(map(str, args.devices)), "PROOFFLOW_MAX_ACTIVE_RUNS": str(max_active)}
+    doc = {"environment": env, "config": {**_config(args, gpu_slots), "max_active_runs": max_active,
+                                          "home": str(home)},
            "windows": {}, "timing_db": timing_url}
     panels, ok = [], True
     with deployment("stream", args, timing_url, work, penv, gpu_slots,
                     AIRFLOW__CORE__MAX_ACTIVE_TASKS_PER_DAG=str(args.parallelism)) as dep:
-        for log2, parts, in_flight in zip(args.log2, args.partitions, args.in_flight):
-            label = f"2^{log2}"
+        for st in plan:
+            label, parts, in_flight = _what({"circuit": args.circuit, **st}), st["partitions"], st["in_flight"]
             say(f"[{label}] streaming {args.duration:.0f} s: {in_flight} proof_runs of {parts} partitions in flight")
-            conf = {"log2": log2, "partitions": parts, "backend": args.backend, "staging": args.staging}
-            s = feed(dep, conf, args.seeds, in_flight, args.duration, args.poll_s, args.timeout, label,
-                     max_active, args.count, cpu_from_s=args.warmup_s or 0.0)
-            s.update(log2=log2, partitions=parts, in_flight=in_flight,
-                     service=service_status(dep, args.backend, args.devices))
+            s = feed(dep, lambda i, st=st: run_conf(st["base"], i, args.seeds, st["inputs"], st["partitions"]),
+                     parts, in_flight, args.duration, args.poll_s, args.timeout, label, max_active, args.count,
+                     cpu_from_s=args.warmup_s or 0.0)
+            s.update(circuit=args.circuit, log2=st["log2"], constraints=st["constraints"], partitions=parts,
+                     in_flight=in_flight, service=service_status(dep, args.backend, args.devices))
             window, panel = analyze(s, args, timing_url, gpu_slots)
-            doc["windows"][str(log2)] = window
+            if st["inputs"]:
+                window["inputs"] = {"dir": st["inputs_dir"], "files": len(st["inputs"])}
+                say(f"[{label}] snarkjs: verifying {args.snarkjs_sample} proofs spread over the runs' bundles")
+                with_sample(window, snarkjs_sample(s["runs"], parts, args.snarkjs_sample, args.snarkjs))
+            doc["windows"][str(st["log2"])] = window
             ok = ok and window["ok"]
             _env.write(args.out, doc)  # each size's results as soon as it is done
             if panel:
@@ -538,10 +735,16 @@ def main(argv=None) -> int:
     return 0 if ok else 1
 
 
+def with_sample(window: dict, sample: dict) -> dict:
+    """The window with snarkjs's verdict on its sample, which its ``ok`` then requires."""
+    window["snarkjs_sample"] = sample
+    window["ok"] = window["ok"] and sample_ok(sample)
+    return window
+
+
 def reanalyze(args) -> int:
     """The figures of a finished invocation computed again from its timing store (the
     stream's runs and times from its results file, --out): e.g. after the figures changed."""
-    import json
     doc = json.loads(args.out.read_text())
     cfg = doc["config"]
     args.parallelism, args.synth_concurrency, args.synth_slots = cfg["parallelism"], cfg["synth_concurrency"], \
@@ -553,10 +756,16 @@ def reanalyze(args) -> int:
         t_stop = t0 + w["window"]["stream_s"]
         s = {"t0": t0, "t_stop": t_stop, "t_drained": t_stop + w["window"]["drain_s"], "runs": w["runs"],
              "load": [], "host_cpu": w.get("host_cpu"), "service": w["service"], "log2": w["log2"],
-             "partitions": w["partitions_per_run"],
-             "in_flight": w["in_flight"]}
+             "circuit": w.get("circuit", "mimc"), "constraints": w["constraints"],
+             "partitions": w["partitions_per_run"], "in_flight": w["in_flight"]}
         window, panel = analyze(s, args, args.timing_db or doc["timing_db"], cfg["gpu_slots"])
-        doc["windows"][key] = {**window, "load_average_1min": w["load_average_1min"]}
+        window["load_average_1min"] = w["load_average_1min"]
+        for kept in ("inputs", "snarkjs_sample"):  # what the stream saw apart from the timing store
+            if kept in w:
+                window[kept] = w[kept]
+        if "snarkjs_sample" in w:
+            with_sample(window, w["snarkjs_sample"])
+        doc["windows"][key] = window
         if panel:
             panels.append(panel)
     _env.write(args.out, doc)
@@ -578,7 +787,7 @@ def analyze(s: dict, args, timing_url: str, gpu_slots: int) -> tuple[dict, dict 
             fig = figures(rows["phases"], rows["attempts"], rows["synth"], rows["stage"], lo, hi, slots,
                           rows["finalize"], gpu_slots)
         except ValueError as exc:
-            say(f"[2^{s['log2']}] no steady window: {exc}")
+            say(f"[{_what(s)}] no steady window: {exc}")
             lo, hi, fig = s["t0"], s["t_stop"], None
         n_verified = verified(store, s["runs"])
     finally:
@@ -586,7 +795,8 @@ def analyze(s: dict, args, timing_url: str, gpu_slots: int) -> tuple[dict, dict 
     expected = s["partitions"] * len(s["runs"])
     service = s["service"]
     window = {
-        "log2": s["log2"], "constraints": 2 ** s["log2"], "partitions_per_run": s["partitions"],
+        "circuit": s["circuit"], "log2": s["log2"], "constraints": s["constraints"],
+        "partitions_per_run": s["partitions"],
         "in_flight": s["in_flight"], "abc_bytes_per_partition": 3 * 2 ** s["log2"] * 32,
         "key_bytes": sorted({k["bytes"] for st in service.values() for k in st.get("resident_keys") or []}),
         "once_s": rows["once_s"],
@@ -605,25 +815,32 @@ def analyze(s: dict, args, timing_url: str, gpu_slots: int) -> tuple[dict, dict 
 
 def _config(args, gpu_slots: int) -> dict:
     return {"duration_s": args.duration, "warmup_s": None if args.warmup is not None else args.warmup_s,
-            "warmup_partitions": args.warmup, "log2": args.log2, "partitions": args.partitions,
-            "in_flight": args.in_flight, "count": args.count, "backend": args.backend, "staging": args.staging, "standin_s": args.standin_s,
+            "warmup_partitions": args.warmup, "circuit": args.circuit,
+            "inputs": None if args.inputs is None else str(args.inputs), "log2": args.log2,
+            "partitions": args.partitions, "in_flight": args.in_flight, "count": args.count, "backend": args.backend,
+            "staging": args.staging, "standin_s": args.standin_s,
             "depth": args.depth, "devices": args.devices, "gpu_slots": gpu_slots, "parallelism": args.parallelism,
             "synth_concurrency": args.synth_concurrency, "synth_slots": args.synth_slots, "seeds": args.seeds,
             "poll_s": args.poll_s, "settings": args.set, "scratch": args.scratch, "metadata_db": args.metadata_db or "sqlite",
+            "snarkjs_sample": None if args.builtin else args.snarkjs_sample,
             "airflow": {"executor": "LocalExecutor", "AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL": "1",
                         "AIRFLOW__CORE__MAX_ACTIVE_TASKS_PER_DAG": args.parallelism}}
 
 
 def print_summary(doc: dict, out: Path) -> None:
-    print(f"{'size':<6}{'runs':>6}{'window s':>10}{'busy %':>8}{'kernel %':>10}{'proofs/min':>12}{'GPU rate':>10}"
+    print(f"{'stream':<24}{'runs':>6}{'window s':>10}{'busy %':>8}{'kernel %':>10}{'proofs/min':>12}{'GPU rate':>10}"
           f"{'synth rate':>12}{'bound':>8}{'of bound %':>12}{'verified':>10}  binding")
     for w in doc["windows"].values():
-        print(f"2^{w['log2']:<4}{w['runs_triggered']:>6}{_f(w.get('window_s'), 1, '.0f'):>10}"
+        print(f"{_what(w):<24}{w['runs_triggered']:>6}{_f(w.get('window_s'), 1, '.0f'):>10}"
               f"{_f(w.get('busy_fraction'), 100):>8}{_f(w.get('kernel_busy_fraction'), 100):>10}"
               f"{_f(w.get('proofs_per_min')):>12}{_f(w.get('gpu_rate_per_min')):>10}"
               f"{_f(w.get('synthesis_rate_per_min')):>12}{_f(w.get('bound_per_min')):>8}"
               f"{_f(w.get('fraction_of_bound'), 100):>12}{w['proofs_verified']:>6}/{w['proofs_expected']}  "
               f"{w.get('binding')} {_f(w.get('binding_rate_per_min'))}/min")
+        phases = {k: w.get(f"{k}_phase", {}).get("median_s") for k in SYNTH_PHASES}
+        if any(v is not None for v in phases.values()):
+            print("      a partition's synthesis, median: " + ", ".join(
+                f"{k} {_f(v, 1, '.3f')} s" for k, v in phases.items()))
         if w.get("host_cpu"):
             print("      host cores busy while fed: " + ", ".join(
                 f"{k} {v:.2f}" for k, v in w["host_cpu"]["cores"].items()))
@@ -631,6 +848,10 @@ def print_summary(doc: dict, out: Path) -> None:
         if once:
             print("      once, before the window: " + ", ".join(
                 f"{ph} {', '.join(f'{x:.1f}' for x in v)} s" for ph, v in once.items()))
+        sample = w.get("snarkjs_sample")
+        if sample:
+            print("      snarkjs groth16 verify: " + (f"skipped ({sample['skipped']})" if "skipped" in sample else
+                                                    f"{sample['verified']}/{sample['checked']} of a sample accepted"))
     print(f"({out})")
 
 

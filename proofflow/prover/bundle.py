@@ -49,14 +49,20 @@ def proof_name(partition: int) -> str:
     return f"partition-{partition:04d}.proof"
 
 
+def snarkjs_names(partition: int) -> tuple[str, str]:
+    """A circom circuit's partition as snarkjs's files: its proof.json and public.json."""
+    return f"{proof_name(partition)}.json", f"partition-{partition:04d}.public.json"
+
+
 def write_proof(directory, partition: int, proof: Proof, snarkjs_public: list[int] | None = None) -> Path:
     """The proof's 192 bytes; with ``snarkjs_public`` (a circom circuit's public signals),
     also snarkjs's proof.json and public.json."""
     path = Path(directory) / proof_name(partition)
     if snarkjs_public is not None:
         from proofflow.prover.circom import snarkjs_json
-        snarkjs_json.write_proof(path.with_name(path.name + ".json"), proof)
-        snarkjs_json.write_public(path.with_name(f"partition-{partition:04d}.public.json"), snarkjs_public)
+        proof_json, public_json = snarkjs_names(partition)
+        snarkjs_json.write_proof(path.with_name(proof_json), proof)
+        snarkjs_json.write_public(path.with_name(public_json), snarkjs_public)
     files.write_bytes(path, proof.to_bytes())
     return path
 
