@@ -89,6 +89,19 @@ card_label() {  # h200, or h100 when the call got one: the results' names say wh
     case $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1) in *H100*) echo h100 ;; *) echo h200 ;; esac
 }
 
+# resumable JSON LOG COMMAND...: a step that a call that follows resumes, run for the call's time
+# left, its output appended to LOG; JSON and LOG copied to $OUT; it says whether it completed
+resumable() {
+    local json=$1 log=$2 rc
+    shift 2
+    timeout -k 10 "$(left)" "$@" 2>&1 | tee -a "$log"
+    rc=${PIPESTATUS[0]}
+    cp "$json" "$log" "$OUT"/ 2> /dev/null
+    df -h /root | tail -1
+    if [ "$rc" = 0 ]; then echo "complete at $(since) s"; else echo "stopped at $(since) s (rc $rc): call again to resume"; fi
+    return "$rc"
+}
+
 # timed NAME BUDGET LOG COMMAND...: COMMAND under a time budget, logged to $OUT/LOG; its exit status
 # and seconds in RC[NAME] and SECS[NAME] (124: out of time). Each step runs whatever the one before did.
 declare -A RC SECS
@@ -714,22 +727,17 @@ plan_snarkjs() {
 # (SNARKJS_MAX=20 leaves those out). Carry .snarkjs (snarkjs-pack) and .kernels.tar.xz if made.
 # Results: circom-family-LABEL.json (every circuit done so far) and circom-family.log.
 plan_circom_family() {
-    local sizes=${*:-20 22} work=/root/pf-family label rc
+    local sizes=${*:-20 22} work=/root/pf-family label
     use_snarkjs_pack
     unpack_kernels
     device_info
     label=$(card_label)
     mkdir -p "$work"
     # shellcheck disable=SC2086
-    timeout -k 10 "$(left)" python3 -m bench.circom_family --backend gpu --sizes $sizes \
-        --families ${FAMILIES:-merkle sha256 chain} --repeats "${REPEATS:-5}" --snarkjs-repeats "${SNARKJS_REPEATS:-1}" \
-        --witness-repeats "${WITNESS_REPEATS:-2}" --snarkjs-max "${SNARKJS_MAX:-22}" --work "$work" \
-        --out "$work/circom-family-$label.json" 2>&1 | tee -a "$work/circom-family.log"
-    rc=${PIPESTATUS[0]}
-    cp "$work/circom-family-$label.json" "$work/circom-family.log" "$OUT"/ 2> /dev/null
-    df -h /root | tail -1
-    if [ "$rc" = 0 ]; then echo "complete at $(since) s"; else echo "stopped at $(since) s (rc $rc): see the log; call again to resume"; fi
-    return "$rc"
+    resumable "$work/circom-family-$label.json" "$work/circom-family.log" python3 -m bench.circom_family \
+        --backend gpu --sizes $sizes --families ${FAMILIES:-merkle sha256 chain} --repeats "${REPEATS:-5}" \
+        --snarkjs-repeats "${SNARKJS_REPEATS:-1}" --witness-repeats "${WITNESS_REPEATS:-2}" \
+        --snarkjs-max "${SNARKJS_MAX:-22}" --work "$work" --out "$work/circom-family-$label.json"
 }
 
 # == plan: circom-partition
@@ -738,7 +746,7 @@ plan_circom_family() {
 # Keys, files and the registry under /root/pf-circom-partition: a call that follows on the warm
 # machine resumes. Result: circom-partition-LABEL.json (LABEL h200, or h100).
 plan_circom_partition() {
-    local sizes=${*:-20 22 24} work=/root/pf-circom-partition label rc
+    local sizes=${*:-20 22 24} work=/root/pf-circom-partition label
     use_wheels .whl /tmp/site
     export OMP_NUM_THREADS=16 PROOFFLOW_HOME=/root/pf-circom-partition/home
     unpack_kernels
@@ -746,12 +754,8 @@ plan_circom_partition() {
     label=$(card_label)
     mkdir -p "$work"
     # shellcheck disable=SC2086
-    timeout -k 10 "$(left)" python3 -m bench.circom_partition --backend gpu --sizes $sizes --repeats "${REPEATS:-5}" \
-        --work "$work" --out "$work/circom-partition-$label.json" 2>&1 | tee -a "$work/run.log"
-    rc=${PIPESTATUS[0]}
-    cp "$work/circom-partition-$label.json" "$work/run.log" "$OUT"/ 2> /dev/null  # each size's logs stay there
-    if [ "$rc" = 0 ]; then echo "complete at $(since) s"; else echo "stopped at $(since) s (rc $rc): call again to resume"; fi
-    return "$rc"
+    resumable "$work/circom-partition-$label.json" "$work/run.log" python3 -m bench.circom_partition --backend gpu \
+        --sizes $sizes --repeats "${REPEATS:-5}" --work "$work" --out "$work/circom-partition-$label.json"
 }
 
 # circom_root_from_pack: the carried .snarkjs/ (the snarkjs-pack plan) unpacked into $CIRCOM_ROOT once a
@@ -800,20 +804,15 @@ circom_tools() {
 # Results: circom-prep.json (each circuit's K, constraints, steps' seconds, a cold witness and
 # a/b/c) and circom-prep.log.
 plan_circom_prep() {
-    local sizes=${*:-20 22} rc
+    local sizes=${*:-20 22}
     circom_root_from_pack
     unpack_kernels
     device_info
     mkdir -p "$CIRCOM_ROOT/work"
     # shellcheck disable=SC2086
-    timeout -k 10 "$(left)" python3 -m bench.circom_prep --backend gpu --sizes $sizes --families ${FAMILIES:-chain} \
-        --inputs "${INPUTS:-64}" --home "$CIRCOM_ROOT/home" --work "$CIRCOM_ROOT/work" \
-        --out "$CIRCOM_ROOT/circom-prep.json" 2>&1 | tee -a "$CIRCOM_ROOT/circom-prep.log"
-    rc=${PIPESTATUS[0]}
-    cp "$CIRCOM_ROOT/circom-prep.json" "$CIRCOM_ROOT/circom-prep.log" "$OUT"/ 2> /dev/null
-    df -h /root | tail -1
-    if [ "$rc" = 0 ]; then echo "complete at $(since) s"; else echo "stopped at $(since) s (rc $rc): call again to resume"; fi
-    return "$rc"
+    resumable "$CIRCOM_ROOT/circom-prep.json" "$CIRCOM_ROOT/circom-prep.log" python3 -m bench.circom_prep \
+        --backend gpu --sizes $sizes --families ${FAMILIES:-chain} --inputs "${INPUTS:-64}" \
+        --home "$CIRCOM_ROOT/home" --work "$CIRCOM_ROOT/work" --out "$CIRCOM_ROOT/circom-prep.json"
 }
 
 # == plan: staging
