@@ -24,6 +24,7 @@
 #   snarkjs [SIZES ...]          bench.snarkjs on the GPU against snarkjs on the host (carry .snarkjs only)
 #   circom-family [SIZES ...]    bench.circom_family: circomlib circuits on the GPU against snarkjs on the host
 #                                (carry .snarkjs, and .kernels.tar.xz if made; resumes in a call that follows)
+#   dropin [SIZES ...]           bench.dropin: `proofflow groth16 prove` in process against the warm service
 #   circom-partition [SIZES ...] bench.circom_partition: a circom partition's device phase against MiMC's
 #                                (resumes in a call that follows)
 #   staging                      kernel build, service start, staging GPU tests, bench.staging
@@ -740,6 +741,21 @@ plan_circom_family() {
         --snarkjs-max "${SNARKJS_MAX:-22}" --work "$work" --out "$work/circom-family-$label.json"
 }
 
+# == plan: dropin
+# `proofflow groth16 prove` a process per proof, in the calling process against through the warm
+# prover service (bench.dropin --backend gpu), at each LOG2 (default "16 20"), REPEATS (3).
+# Result: dropin-LABEL.json.
+plan_dropin() {
+    local sizes=${*:-16 20}
+    use_wheels .whl /tmp/site
+    unpack_kernels
+    device_info
+    # shellcheck disable=SC2086
+    timeout -k 10 "$(left)" python3 -m bench.dropin --backend gpu --sizes $sizes --repeats "${REPEATS:-3}" \
+        --out "$OUT/dropin-$(card_label).json" 2>&1 | tee "$OUT/dropin.log"
+    return "${PIPESTATUS[0]}"
+}
+
 # == plan: circom-partition
 # The same MiMC constraints and witness proved as the built-in circuit and as a registered circom
 # circuit (bench.circom_partition), at each LOG2 (default "20 22 24"), REPEATS (5) after a warm-up.
@@ -859,7 +875,7 @@ PLAN=${1:-}
 case $PLAN in
     wheels | kernels | snarkjs-pack) ;;
     session | partition | stream | stream-circom | msm-sweep | pipeline | pipeline-x2 | 2p26 | 2p27 | snarkjs | \
-        circom-family | circom-partition | circom-prep | staging)
+        circom-family | circom-partition | circom-prep | dropin | staging)
         mkdir -p "$OUT" ;;
     *) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2 ;;
 esac
