@@ -58,8 +58,17 @@ class SparseMatrix:
     def row_ids(self) -> np.ndarray:
         return np.repeat(np.arange(self.rows, dtype=np.int64), np.diff(self.indptr))
 
-    def transpose(self) -> "SparseMatrix":
-        return SparseMatrix.from_triplets(self.curve, self.cols, self.rows, self.indices, self.row_ids(), self.coeffs)
+    def rmatvec(self, x: np.ndarray) -> np.ndarray:
+        """Mᵀ·x (``x`` of ``rows`` entries) without building the transpose, which at 2^27
+        constraints would take tens of GB."""
+        fr = Fr.of(self.curve)
+        fr._check(x, "x")
+        if x.shape[0] != self.rows:
+            raise ValueError(f"vector has {x.shape[0]} entries, the matrix {self.rows} rows")
+        out = fr.zeros(self.cols)
+        fr._lib().fr_csr_rmatvec(fr._iptr(self.indptr), fr._iptr(self.indices), fr.ptr(self.coeffs), fr.ptr(x),
+                                 fr.ptr(out), self.rows, self.cols)
+        return out
 
     def matvec(self, w: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """M·w; ``out`` may be longer than ``rows`` (a domain-sized buffer): the tail is zeroed."""

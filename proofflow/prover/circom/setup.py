@@ -99,7 +99,7 @@ def _qap_at(cs: ConstraintSystem, tau: int, log_n: int) -> tuple[np.ndarray, np.
     """u_s(τ), v_s(τ), w_s(τ) for every signal s, over snarkjs's domain."""
     ext = cs.with_input_constraints
     lag = np.ascontiguousarray(odd_coset.lagrange_at(cs.curve, tau, log_n)[:ext.num_constraints])
-    return tuple(m.transpose().matvec(lag) for m in (ext.a, ext.b, ext.c))
+    return tuple(m.rmatvec(lag) for m in (ext.a, ext.b, ext.c))
 
 
 def _multiples(curve: Curve, group: str, scalars: np.ndarray, backend: Backend | None,

@@ -32,6 +32,7 @@ _SIGNATURES = {
     "fr_batch_inverse": [_P64, _P64, _P64, _i64],
     "fr_ntt": [_P64, ctypes.c_int, _P64],
     "fr_csr_matvec": [_I64P, _I64P, _P64, _P64, _P64, _i64],
+    "fr_csr_rmatvec": [_I64P, _I64P, _P64, _P64, _P64, _i64, _i64],
     "fr_first_unsatisfied": [_P64, _P64, _P64, _i64],
     "mimc_trace": [_P64, _P64, _P64, _i64, _P64],
     "mimc_abc": [_P64, _P64, _i64, _P64, _P64, _P64, _i64],

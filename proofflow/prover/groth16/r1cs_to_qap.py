@@ -19,11 +19,15 @@ def domain_for(cs: ConstraintSystem) -> Radix2Domain:
 
 
 def evaluate_at(cs: ConstraintSystem, tau: int) -> tuple[Radix2Domain, np.ndarray, np.ndarray, np.ndarray]:
-    """u_i(tau), v_i(tau), w_i(tau) for every variable i, from the Lagrange basis at tau."""
-    ext = cs.with_input_constraints
-    domain = domain_for(cs)
-    lag = domain.lagrange_at(tau)[: ext.num_constraints]
-    return (domain,) + tuple(m.transpose().matvec(lag) for m in (ext.a, ext.b, ext.c))
+    """u_i(tau), v_i(tau), w_i(tau) for every variable i, from the Lagrange basis at tau: the
+    extended system's (``with_input_constraints``), its input rows added into u directly
+    rather than by a copy of A, and each Mᵀ·L without a transposed copy (``rmatvec``)."""
+    domain, n, k = domain_for(cs), cs.num_constraints, cs.num_instance
+    fr = cs.fr
+    lag = domain.lagrange_at(tau)
+    u, v, w = (m.rmatvec(lag[:n]) for m in (cs.a, cs.b, cs.c))
+    fr.add(u[:k], lag[n:n + k], out=u[:k])  # input row n + i: 1 at variable i, in A only
+    return domain, u, v, w
 
 
 def witness_map(cs: ConstraintSystem, witness: np.ndarray, out=None):

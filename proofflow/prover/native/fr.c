@@ -238,6 +238,21 @@ void fr_csr_matvec(const int64_t *indptr, const int64_t *indices, const uint64_t
     }
 }
 
+/* out = M^T . x, out of length cols, without the transpose: each row's terms added into their
+   columns. One thread: the columns' sums would race, and per-thread copies of out cost what the
+   transpose did in memory. */
+void fr_csr_rmatvec(const int64_t *indptr, const int64_t *indices, const uint64_t *coeffs,
+                    const uint64_t *x, uint64_t *out, int64_t rows, int64_t cols) {
+    memset(out, 0, 32 * (size_t)cols);
+    for (int64_t r = 0; r < rows; r++) {
+        uint64_t t[4];
+        for (int64_t k = indptr[r]; k < indptr[r + 1]; k++) {
+            mont_mul(coeffs + 4 * k, x + 4 * r, t);
+            add_mod(out + 4 * indices[k], t, out + 4 * indices[k]);
+        }
+    }
+}
+
 /* Index of the first i with a[i]*b[i] != c[i], or -1. */
 int64_t fr_first_unsatisfied(const uint64_t *a, const uint64_t *b, const uint64_t *c, int64_t n) {
     int64_t first = n;
