@@ -12,7 +12,9 @@ verifying key, self-contained so ``python -m proofflow.prover verify DIR`` needs
 
 A circom circuit's bundle also holds snarkjs's files, for `snarkjs groth16 verify`:
 DIR/verification_key.json and, per partition, partition-0000.proof.json and
-partition-0000.public.json.
+partition-0000.public.json; on a curve Ethereum verifies (BN254, snarkjs's bn128), also
+partition-0000.calldata.txt, the proof's Solidity calldata for snarkjs's verifier contract
+as `snarkjs zkey export soliditycalldata` prints it.
 
 Verifying reads only regular files inside the bundle: a manifest path that is absolute, has
 ``..``, leads outside the bundle through a symlink, or names anything but a regular file
@@ -54,15 +56,23 @@ def snarkjs_names(partition: int) -> tuple[str, str]:
     return f"{proof_name(partition)}.json", f"partition-{partition:04d}.public.json"
 
 
+def calldata_name(partition: int) -> str:
+    """A partition's Solidity calldata (a proof on a curve Ethereum verifies)."""
+    return f"partition-{partition:04d}.calldata.txt"
+
+
 def write_proof(directory, partition: int, proof: Proof, snarkjs_public: list[int] | None = None) -> Path:
     """The proof's 192 bytes; with ``snarkjs_public`` (a circom circuit's public signals),
-    also snarkjs's proof.json and public.json."""
+    also snarkjs's proof.json and public.json, and its Solidity calldata when Ethereum
+    verifies proofs of its curve."""
     path = Path(directory) / proof_name(partition)
     if snarkjs_public is not None:
-        from proofflow.prover.circom import snarkjs_json
+        from proofflow.prover.circom import calldata, snarkjs_json
         proof_json, public_json = snarkjs_names(partition)
         snarkjs_json.write_proof(path.with_name(proof_json), proof)
         snarkjs_json.write_public(path.with_name(public_json), snarkjs_public)
+        if calldata.evm_verifiable(proof.curve):
+            calldata.write_calldata(path.with_name(calldata_name(partition)), proof, snarkjs_public)
     files.write_bytes(path, proof.to_bytes())
     return path
 

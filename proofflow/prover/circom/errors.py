@@ -7,8 +7,8 @@ from __future__ import annotations
 from proofflow.prover.curves import registry
 from proofflow.prover.r1cs import UnsatisfiedConstraint
 
-__all__ = ["CircomFileError", "CorruptFile", "WrongField", "KeyMismatch", "InputRejected", "GeneratorFailed",
-           "UnsatisfiedConstraint"]
+__all__ = ["CircomFileError", "CorruptFile", "WrongField", "NotEvmCurve", "KeyMismatch", "InputRejected",
+           "GeneratorFailed", "UnsatisfiedConstraint"]
 
 # Primes circom and snarkjs offer besides the registered curves' fields, named in errors.
 _OTHER_PRIMES = {
@@ -62,6 +62,17 @@ class WrongField(CircomFileError):
         names = " or ".join(c.snarkjs_name for c in registry.CURVES.values())
         super().__init__(path, f"made for {describe_field(found)}, not {wanted} "
                                f"(compile with circom -p {names} and use a ceremony of that curve)")
+
+
+class NotEvmCurve(CircomFileError):
+    """A proof Ethereum cannot verify: its precompiles (EIP-196/197) pair on BN254 only.
+    ``found`` is the curve the proof's JSON names."""
+
+    def __init__(self, path, found):
+        self.found = found
+        super().__init__(path, f"made on {describe_field(found)}, but Ethereum verifies Groth16 proofs on bn128 "
+                               "(BN254) only, the curve of its pairing precompiles (EIP-196/197): compile with "
+                               "circom -p bn128 and use a bn128 ceremony for a proof with Solidity calldata")
 
 
 class KeyMismatch(ValueError):

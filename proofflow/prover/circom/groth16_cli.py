@@ -3,12 +3,14 @@
     proofflow groth16 prove circuit.zkey witness.wtns proof.json public.json      (alias g16p)
     proofflow groth16 fullprove input.json circuit.wasm circuit.zkey proof.json public.json   (g16f)
     proofflow groth16 verify verification_key.json public.json proof.json        (g16v)
+    proofflow groth16 calldata public.json proof.json      (zkesc: snarkjs zkey export soliditycalldata)
 
 Arguments in snarkjs's order, outputs in snarkjs's layout (``snarkjs groth16 verify``
-accepts them). The zkey is read directly, its parse kept in the key cache
-(``circom.dropin``). On the GPU the proof is made by the device's warm prover service,
-started on first use (``--no-service``: in this process). Exit 2 for a file that is unusable
-or does not fit the others, 1 for an invalid proof (verify) or an internal error.
+accepts them; calldata prints what snarkjs prints, for its Solidity verifier on Ethereum).
+The zkey is read directly, its parse kept in the key cache (``circom.dropin``). On the GPU
+the proof is made by the device's warm prover service, started on first use
+(``--no-service``: in this process). Exit 2 for a file that is unusable or does not fit the
+others, 1 for an invalid proof (verify) or an internal error.
 """
 from __future__ import annotations
 
@@ -91,6 +93,14 @@ def cmd_verify(args) -> int:
     return _guarded(run)
 
 
+def cmd_calldata(args) -> int:
+    def run() -> int:
+        from proofflow.prover.circom import calldata
+        print(calldata.calldata_files(args.public, args.proof), flush=True)
+        return EXIT_OK
+    return _guarded(run)
+
+
 def _prove_options(p) -> None:
     p.add_argument("--backend", choices=BACKEND_CHOICES, default="auto",
                    help="where the MSMs run (default auto: the GPU when one is visible, else the CPU)")
@@ -137,8 +147,17 @@ def _add_verify(sub, name: str, aliases: list[str]) -> None:
     p.set_defaults(func=cmd_verify)
 
 
+def _add_calldata(sub, name: str, aliases: list[str]) -> None:
+    p = sub.add_parser(name, aliases=aliases, help="print a BN254 proof's Solidity calldata for snarkjs's verifier "
+                                                   "contract: snarkjs zkey export soliditycalldata")
+    p.add_argument("public", nargs="?", default="public.json", help="public.json (default: public.json)")
+    p.add_argument("proof", nargs="?", default="proof.json", help="proof.json (default: proof.json)")
+    p.set_defaults(func=cmd_calldata)
+
+
 def add_parser(sub) -> None:
-    g = sub.add_parser("groth16", help="snarkjs's groth16 prove, fullprove and verify for one proof, without Airflow",
+    g = sub.add_parser("groth16", help="snarkjs's groth16 prove, fullprove and verify for one proof, without Airflow, "
+                                       "and its Solidity calldata",
                        description="A drop-in for snarkjs's Groth16 commands: the same arguments in the same order, "
                                    "the same output files. The zkey's parse is kept in the key cache "
                                    "($PROOFFLOW_PARAMS_CACHE/zkeys/<sha256>), so the next call with it starts at once.")
@@ -146,6 +165,8 @@ def add_parser(sub) -> None:
     _add_prove(actions, "prove", ["p"])
     _add_fullprove(actions, "fullprove", ["fp"])
     _add_verify(actions, "verify", ["v"])
+    _add_calldata(actions, "calldata", [])
     _add_prove(sub, "g16p", [])  # snarkjs's top-level aliases
     _add_fullprove(sub, "g16f", [])
     _add_verify(sub, "g16v", [])
+    _add_calldata(sub, "zkesc", [])
