@@ -57,12 +57,12 @@ KEY_JSON = 64 << 10  # vk.json and params.json, generously (a few KB)
 # Host bytes a domain point: peak anonymous memory measured with bench/setup_sizes.py on this
 # code, each figure in a fresh process (bench/results/setup-sizes-cpu.json), rounded up a little:
 CS_BUILD_HOST = 384  # the constraint system's first build on a machine (372-376 at 2^20-2^22)
-SETUP_HOST = 320  # setup apart from its multiplications, the constraint system mapped from the
-#                   cache: the QAP at tau (the Lagrange basis, the transposed matrices, u, v, w),
-#                   the query scalars and a chunk of points on its way to its file (290-296 for the
-#                   MiMC chain, 269-301 for bits at 2^20-2^22)
-SETUP_TABLES_HOST = 224  # of that, what setup still holds from its first table on, while the tables'
-#                          files fill (219-222 for the MiMC chain, 203-205 for bits at 2^20-2^22)
+SETUP_HOST = 208  # setup apart from its multiplications, the constraint system mapped from the
+#                   cache: the QAP at tau (the Lagrange basis, u, v, w), the query scalars and a
+#                   chunk of points on its way to its file (192-193 for the MiMC chain and for bits
+#                   at 2^20-2^22)
+SETUP_TABLES_HOST = 136  # of that, what setup still holds from its first table on, while the tables'
+#                          files fill (128-129 for the MiMC chain, 128 for bits at 2^20-2^22)
 CS_CACHE_DISK = 240  # the constraint system's files (224 for the MiMC chain, 183 for bits) and round constants
 SYNTHESIS_HOST = 48  # one partition's synthesis besides its segment: the witness as computed, then
 #                      copied into the segment, and the witness map's temporaries (32.0 for the MiMC

@@ -86,7 +86,7 @@ def test_staging_budget_is_named():
 def test_host_memory_is_named_and_a_key_on_disk_needs_no_setup():
     tight = replace(SMALL, host_available=GiB // 2)
     assert _refusal(tight, log2=22, partitions=1, backend="gpu") == (
-        "log2 22 does not fit this machine: the key's setup needs about 1.2 GiB and proving about 704.0 MiB of host "
+        "log2 22 does not fit this machine: the key's setup needs about 832.0 MiB and proving about 704.0 MiB of host "
         "memory (512.0 MiB available, MemAvailable)")
     config = _validate(SMALL, log2=22, backend="gpu")
     assert resources.estimate(config, tight).host_setup == resources.SETUP_HOST << 22
@@ -212,19 +212,19 @@ def _setup_config(circuit: str) -> dict:
 @pytest.mark.parametrize("circuit", ["mimc", "bits"])
 def test_a_2p27_key_set_up_into_shared_memory_fits_the_h200(circuit):
     """Its 77.3 GB of tables fill the tmpfs after setup's peaks (the constraint system's build,
-    the QAP), beside what setup holds meanwhile: 28 + 72 GiB of host memory, the most of setup."""
+    the QAP), beside what setup holds meanwhile: 17 + 72 GiB of host memory, the most of setup."""
     machine = _h200_2p27(circuit)
     need = resources.estimate(_setup_config(circuit), machine)
     tables = resources.key_table_bytes(resources.shape(_setup_config(circuit)))
     assert f"{tables / 1e9:.1f}" == "77.3" and need.key_disk == tables + resources.KEY_JSON
     assert need.host_files == need.key_disk and need.cache_disk == 0  # the cache is on disk, built already
     assert need.host_setup == resources.SETUP_TABLES_HOST * N27 + need.key_disk
-    assert resources.SETUP_HOST * N27 < need.host_setup < 101 * GiB
+    assert resources.SETUP_HOST * N27 < need.host_setup < 90 * GiB
     assert resources.check(_setup_config(circuit), machine) == []
     # building the constraint system in the same call peaks before the key's files exist
     assert resources.estimate(_setup_config(circuit), replace(machine, cs_cached=False)).host_setup == need.host_setup
-    assert resources.check(_setup_config(circuit), replace(machine, host_available=99 * GiB)) == [
-        f"the key's setup needs about 100.0 GiB of host memory (99.0 GiB available, MemAvailable; with the new "
+    assert resources.check(_setup_config(circuit), replace(machine, host_available=88 * GiB)) == [
+        f"the key's setup needs about 89.0 GiB of host memory (88.0 GiB available, MemAvailable; with the new "
         f"files on memory-backed file systems (72.0 GiB: {machine.key.path}))"]
 
 
