@@ -323,6 +323,12 @@ class Settings:
         "PROOFFLOW_KEY_BUDGET", KEY_BUDGET, "0.5", "device memory a prover service keeps proving keys "
         "resident in: bytes (a number above 1), or a fraction of the device's memory (the host's for the CPU "
         "backend); least recently used keys are evicted to fit a new one", SERVICE)
+    metrics_port: int = _opt(
+        "PROOFFLOW_METRICS_PORT", _at_least(0), "0", "the first port of the prover services' Prometheus metrics: "
+        "device N's service serves /metrics on this port + N (workers pinned by CUDA_VISIBLE_DEVICES to different "
+        "GPUs each set their own); 0: no metrics endpoint", SERVICE)
+    metrics_addr: str = _opt("PROOFFLOW_METRICS_ADDR", TRIMMED, "127.0.0.1", "the address the prover services' "
+                             "metrics endpoints listen on (0.0.0.0: every interface)", SERVICE)
     setup_workers: int = _opt("PROOFFLOW_SETUP_WORKERS", INT, Derived("the CPU count", lambda v: os.cpu_count() or 1),
                               "processes of the CPU setup's fixed-base multiplications", SERVICE)
     cpu_threads: int = _opt(

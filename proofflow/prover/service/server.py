@@ -58,6 +58,7 @@ from proofflow.prover.staging.staged import Staged
 from proofflow.prover.backend.by_name import device_options
 from proofflow.prover.errors import CallerGone, InputError, ProofCheckFailed, ProtocolError, error_reply
 from proofflow.prover.service import protocol
+from proofflow.prover.service.metrics import ServiceMetrics, ServiceState
 from proofflow.prover.service.protocol import KeySource, ProveJob, ProveReply, StageJob, TransferRecord
 from proofflow.prover.staging.shared import SharedStaging
 from proofflow.prover.timing import PhaseTimer, Span
@@ -128,6 +129,7 @@ class ProverService:
         self._stop = threading.Event()
         self.backend = None
         self.segments = {}
+        self.metrics = ServiceMetrics(self.device_label, self._metrics_state)
         self._instance = None  # the instance lock's file, held while the process lives
 
     # ---- set-up -------------------------------------------------------------------------
@@ -274,6 +276,14 @@ class ProverService:
                 "evicted_keys": list(self.keys.evicted),
                 "segments": {k: m.stats() for k, m in self.segments.items()}}
 
+    def _metrics_state(self) -> ServiceState:
+        staging = self.staging.stats()
+        with self._state:
+            queued, in_hand = self._waiting, self._jobs_in_hand
+        return ServiceState(queued, int(self._busy), in_hand, len(self.keys.resident()), self.keys.resident_bytes(),
+                            self.keys.budget or 0, self.keys.evictions, staging["leased"], staging["idle"],
+                            staging["budget"])
+
     def _prove(self, spec: ProveJob, conn: socket.socket | None = None) -> ProveReply:
         timer = PhaseTimer()
         job = self._prefetch(spec, timer, conn)
@@ -328,8 +338,9 @@ class ProverService:
         with self._state:
             self._jobs_in_hand += 1
         try:
-            reply = self._prove(ProveJob.from_wire(req.get("job")), conn).to_wire()
+            proved = self._prove(ProveJob.from_wire(req.get("job")), conn)
         except BaseException as exc:
+            self.metrics.failed(exc)
             with self._state:
                 if isinstance(exc, CallerGone):
                     self.jobs_cancelled += 1
@@ -341,7 +352,8 @@ class ProverService:
                 self._jobs_in_hand -= 1
         with self._state:
             self.jobs_done += 1
-        return reply
+        self.metrics.proved(proved)
+        return proved.to_wire()
 
     def _serve(self, conn: socket.socket) -> None:
         f = conn.makefile("rwb")
@@ -389,6 +401,8 @@ class ProverService:
     def serve_forever(self) -> None:
         self._claim()
         self.start()
+        if self.config.metrics_port:
+            self.metrics.serve(self.config.metrics_port + self.device, self.config.metrics_addr)
         srv = self._bind()
         log.info("prover service pid %d on %s (%s), idle timeout %.0f s", os.getpid(), self.socket_path,
                  self.device_label, self.idle_s)
@@ -408,6 +422,7 @@ class ProverService:
                     self._last_activity = time.time()
                 threading.Thread(target=self._handle, args=(conn,), name="proofflow-conn", daemon=True).start()
         finally:
+            self.metrics.close()
             srv.close()
             try:
                 self.socket_path.unlink()
