@@ -1,5 +1,6 @@
 """The prover service's Prometheus metrics: what a finished or failed job adds, and the
 state read at scrape time, checked on the registry's exposition text."""
+import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -86,3 +87,25 @@ def test_the_state_is_read_at_each_scrape():
     second = _samples(m)[("proofflow_jobs_queued", frozenset({"device": "cpu"}.items()))]
     assert second == first + 1
 
+
+
+def test_the_endpoint_serves_the_registry_and_a_taken_port_is_refused_without_failing():
+    import socket
+    import urllib.request
+    m = ServiceMetrics("cpu", lambda: ServiceState(2, 0, 2, 0, 0, 0, 0, 0, 0, 0))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        assert not m.serve(taken.getsockname()[1], "127.0.0.1")  # another service's port: logged, no raise
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    assert m.serve(port, "127.0.0.1")
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+            text = r.read().decode()
+        assert 'proofflow_jobs_queued{device="cpu"} 2.0' in text
+    finally:
+        m.close()
+    with pytest.raises(OSError):
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2)

@@ -1,0 +1,138 @@
+"""Debian's real ``prometheus`` scrapes a running CPU prover service's metrics endpoint
+(PROOFFLOW_METRICS_PORT) and its HTTP API gives the series back with the values of the
+proofs sent: their count, their phases, the bytes their uploads copied, the failed job,
+the resident key and the staging they hold. Skips without the binary (.ci/run installs it
+where it can)."""
+import json
+import shutil
+import socket
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+
+import pytest
+
+from proofflow.phases import DEVICE_PHASES
+from proofflow.prover.service.client import ServiceClient, ServiceError
+from proofflow.prover.staging.shared import SharedStaging
+from service_inputs import job as _job
+from service_inputs import partition as _partition
+from service_inputs import verifies as _verifies
+
+PROMETHEUS = shutil.which("prometheus")
+pytestmark = pytest.mark.skipif(PROMETHEUS is None, reason="Debian's prometheus is not installed (.ci/run installs it)")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def service(tmp_path, monkeypatch):
+    """A CPU service (device 0) serving metrics on a port of its own."""
+    port = _free_port()
+    monkeypatch.setenv("PROOFFLOW_RUNTIME", str(tmp_path / "rt"))
+    monkeypatch.setenv("PROOFFLOW_METRICS_PORT", str(port))
+    client = ServiceClient("cpu", 0, idle_s=60)
+    client.ensure_running()
+    yield client, port
+    client.stop()
+
+
+@pytest.fixture
+def prometheus(tmp_path):
+    """Start Debian's prometheus scraping ``target`` every second; returns its API's base URL."""
+    procs = []
+
+    def start(target: str) -> str:
+        port = _free_port()
+        config = tmp_path / "prometheus.yml"
+        config.write_text(json.dumps({  # JSON is YAML
+            "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+            "scrape_configs": [{"job_name": "proofflow", "static_configs": [{"targets": [target]}]}]}))
+        log = open(tmp_path / "prometheus.log", "wb")
+        procs.append(subprocess.Popen(
+            [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+             f"--web.listen-address=127.0.0.1:{port}"], stdout=log, stderr=log, stdin=subprocess.DEVNULL))
+        log.close()
+        return f"http://127.0.0.1:{port}"
+    yield start
+    for p in procs:
+        p.terminate()
+        try:
+            p.wait(10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def _query(base: str, promql: str) -> list[dict]:
+    url = f"{base}/api/v1/query?" + urllib.parse.urlencode({"query": promql})
+    with urllib.request.urlopen(url, timeout=5) as r:
+        body = json.load(r)
+    assert body["status"] == "success", body
+    return body["data"]["result"]
+
+
+def _value(base: str, promql: str) -> float:
+    """The one series ``promql`` returns, which must be the cpu device's."""
+    result = _query(base, promql)
+    assert len(result) == 1, (promql, result)
+    assert result[0]["metric"]["device"] == "cpu", result
+    return float(result[0]["value"][1])
+
+
+def _scraped(base: str, timeout: float = 20.0) -> None:
+    """Wait until prometheus is up and has scraped the service once."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            if [r for r in _query(base, 'up{job="proofflow"}') if r["value"][1] == "1"] and \
+                    _query(base, "proofflow_jobs_total"):
+                return
+        except OSError:  # not listening yet
+            pass
+        time.sleep(0.25)
+    pytest.fail(f"prometheus did not scrape the prover service within {timeout} s")
+
+
+def test_prometheus_scrapes_the_services_series(service, prometheus, mimc8_key_dir):
+    client, metrics_port = service
+    replies, proofs = [], 3
+    for i in range(proofs):
+        d, n, public = _partition(i)
+        replies.append(client.prove(_job(mimc8_key_dir, d, n)))
+        assert _verifies(mimc8_key_dir, replies[-1], public)
+    with pytest.raises(ServiceError, match="circuit's domain"):
+        client.prove(_job(mimc8_key_dir, d, n // 2))
+    staging = SharedStaging.from_settings().stats()  # the three partitions' segments are still leased
+    assert staging["leased"] > 0
+
+    base = prometheus(f"127.0.0.1:{metrics_port}")
+    _scraped(base)
+
+    assert _value(base, 'proofflow_jobs_total{outcome="done"}') == proofs
+    assert _value(base, 'proofflow_jobs_total{outcome="failed",error_type="InputError"}') == 1
+    for phase in ("h2d", "ntt", "msm", "mutex_wait", "assemble"):
+        assert _value(base, f'proofflow_phase_seconds_count{{phase="{phase}"}}') == proofs, phase
+    assert _value(base, 'proofflow_phase_seconds_count{phase="key_load"}') == 1  # the first proof loaded the key
+    msm = sum(s.end - s.start for r in replies for s in r.spans if s.phase == "msm")
+    assert _value(base, 'proofflow_phase_seconds_sum{phase="msm"}') == pytest.approx(msm, rel=1e-9)
+    busy = sum(s.end - s.start for r in replies for s in r.spans if s.phase in DEVICE_PHASES)
+    assert _value(base, "proofflow_device_busy_seconds_total") == pytest.approx(busy, rel=1e-9)
+    # the CPU backend's copies come from pageable memory, and say so
+    h2d = sum(t.nbytes for r in replies for t in r.transfers.values())
+    assert h2d >= proofs * 3 * n * 32
+    assert _value(base, 'proofflow_h2d_bytes_total{memory="pageable"}') == h2d
+    assert not _query(base, 'proofflow_h2d_bytes_total{memory="pinned"}')
+    h2d_s = sum(t.ms for r in replies for t in r.transfers.values()) / 1e3
+    assert _value(base, 'proofflow_h2d_seconds_total{memory="pageable"}') == pytest.approx(h2d_s, rel=1e-9)
+    assert _value(base, "proofflow_resident_keys") == 1
+    assert _value(base, "proofflow_resident_key_bytes") > 0
+    assert _value(base, "proofflow_key_evictions_total") == 0
+    assert _value(base, "proofflow_staging_leased_bytes") == staging["leased"]
+    assert _value(base, "proofflow_staging_budget_bytes") == staging["budget"]
+    assert _value(base, "proofflow_jobs_queued") == 0 and _value(base, "proofflow_jobs_running") == 0
