@@ -227,3 +227,80 @@ def test_the_resource_check_counts_compressed_keys(monkeypatch):
     old_gpu, old_cpu = resources.estimate(gpu, machine, s), resources.estimate(cpu, machine, s)
     assert old_gpu.key_disk == full + resources.KEY_JSON and old_gpu.key_tables == need.key_tables
     assert cpu_need.host_prove == old_cpu.host_prove + full  # the CPU path holds the tables decompressed
+
+
+# ---- another curve: the C is generic over the descriptor (BN254: 4-limb Fq, arkworks's encoding) ----
+
+def _bn254():
+    """BN254 as its descriptor describes it (the curve itself is added elsewhere): only the
+    constants the compressed tables use, its compression arkworks's (the descriptor's default)."""
+    import dataclasses
+    from proofflow.prover.curves.descriptor import ARKWORKS, PrimeField
+    q = 21888242871839275222246405745257275088696311157297823662689037894645226208583
+    r = 21888242871839275222246405745257275088548364400416034343698204186575808495617
+    inv82 = pow(82, -1, q)
+    return dataclasses.replace(CURVE, name="bn254_test", label="BN254", fr=PrimeField(r, 4, 28, 5),
+                               fq=PrimeField(q, 4), g1_b=3, g2_b=(27 * inv82 % q, -3 * inv82 % q),
+                               compression=ARKWORKS)
+
+
+def _fq2_mul(a, b, q):
+    return ((a[0] * b[0] - a[1] * b[1]) % q, (a[0] * b[1] + a[1] * b[0]) % q)
+
+
+def _affine_multiples(p, k: int, q: int, two: bool) -> list:
+    """p, 2p, ..., kp in affine coordinates (Python integers; Fq2 as pairs when ``two``)."""
+    def add(a, b):
+        (x1, y1), (x2, y2) = a, b
+        if two:
+            num, den = ((y2[0] - y1[0]) % q, (y2[1] - y1[1]) % q), ((x2[0] - x1[0]) % q, (x2[1] - x1[1]) % q)
+            if den == (0, 0):  # doubling: (3 x^2) / (2 y)
+                num, den = tuple(3 * c % q for c in _fq2_mul(x1, x1, q)), (2 * y1[0] % q, 2 * y1[1] % q)
+            norm_inv = pow(den[0] ** 2 + den[1] ** 2, -1, q)
+            lam = _fq2_mul(num, (den[0] * norm_inv % q, -den[1] * norm_inv % q), q)
+            x3 = tuple((c - d - e) % q for c, d, e in zip(_fq2_mul(lam, lam, q), x1, x2))
+            y3 = tuple((c - d) % q for c, d in zip(_fq2_mul(lam, tuple((a_ - b_) % q for a_, b_ in zip(x1, x3)), q), y1))
+            return x3, y3
+        lam = (y2 - y1) * pow(x2 - x1, -1, q) % q if x1 != x2 else 3 * x1 * x1 * pow(2 * y1, -1, q) % q
+        x3 = (lam * lam - x1 - x2) % q
+        return x3, (lam * (x1 - x3) - y1) % q
+    out = [p]
+    while len(out) < k:
+        out.append(add(out[-1], p))
+    return out
+
+
+def _arkworks_bn254(x, y, q: int) -> bytes:
+    """arkworks's compressed BN254 point: x little-endian (G2: c0 then c1), the top bit of its
+    last byte set when y is the larger of y and -y (G2: c1 compared first)."""
+    xs, ys = (list(x), list(y)) if isinstance(x, tuple) else ([x], [y])
+    raw = bytearray(b"".join(c.to_bytes(32, "little") for c in xs))
+    key = ys[1] if len(ys) == 2 and ys[1] else ys[0]
+    raw[-1] |= 0x80 if key > (q - 1) // 2 else 0
+    return bytes(raw)
+
+
+@pytest.mark.parametrize("group", ["g1", "g2"])
+def test_another_curve_needs_only_its_descriptor(group):
+    bn = _bn254()
+    q = bn.fq.modulus
+    if group == "g1":
+        pts = _affine_multiples((1, 2), 40, q, two=False)
+    else:
+        gen = ((10857046999023057135944570762232829481370756359578518086990519993285655852781,
+                11559732032986387107991004021392285783925812861821192530917403151452391805634),
+               (8495653923123431417604973247489272438418190587263600148770280649306958101930,
+                4082367875863433681332203403145435568316851327593401208105741076214120093531))
+        pts = _affine_multiples(gen, 12, q, two=True)
+    neg = [(x, tuple(-c % q for c in y) if isinstance(y, tuple) else -y % q) for x, y in pts]
+    coords = [c for x, y in pts + neg for c in ((*x, *y) if isinstance(x, tuple) else (x, y))]
+    xy = np.frombuffer(b"".join(c.to_bytes(32, "little") for c in coords), dtype=np.uint8)
+    xy = np.concatenate([xy.reshape(len(pts) * 2, -1), np.zeros((1, bn.xy_bytes(group)), dtype=np.uint8)])
+    want = [_arkworks_bn254(x, y, q) for x, y in pts + neg] + [bytes(bn.compressed_bytes(group) - 1) + b"\x40"]
+    rows = compressed.compress(bn, group, xy)
+    assert [bytes(r) for r in rows] == want
+    assert np.array_equal(compressed.decompress(bn, group, rows), xy)
+    off = rows.copy()
+    off[3, 0] ^= 1  # x changed in its lowest bit: no point of the curve has it (for this row)
+    with pytest.raises(KeyFormatError, match="row 3 is not a compressed BN254"):
+        compressed.decompress(bn, group, np.concatenate([off[:4]] * 2))
