@@ -30,8 +30,9 @@ PF_INLINE u32 pf_bswap(u32 v) {
 #endif
 }
 
-// a^e for the exponents of the square roots, square and multiply from the top (the exponent
-// is every thread's, so no branch diverges); E::word(i) is word i of e.
+// a^e for the exponents of the square roots, 2-bit windows from the top (a, a^2, a^3 at hand:
+// half the products of square and multiply, three elements more); the exponent is every
+// thread's, so no branch diverges. E::word(i) is word i of e.
 struct sqrt_exponent {  // (q + 1) / 4
     static PF_INLINE u32 word(int i) { return PF_FQ_SQRT_EXPONENT_WORD(i); }
 };
@@ -40,12 +41,15 @@ struct sqrt_less_one_exponent {  // (q - 3) / 4
 };
 
 template <class E> PF_HD inline fq_t fq_pow_fixed(const fq_t& a) {
-    fq_t r = fq_one();
+    fq_t a2 = a.sqr(), a3 = a2 * a, r = fq_one();
     for (int i = PF_FQ_WORDS - 1; i >= 0; i--) {
         u32 e = E::word(i);
-        for (int b = 31; b >= 0; b--) {
-            r = r.sqr();
-            if ((e >> b) & 1) r = r * a;
+        for (int b = 30; b >= 0; b -= 2) {
+            r = r.sqr().sqr();
+            u32 d = (e >> b) & 3;
+            if (d == 1) r = r * a;
+            else if (d == 2) r = r * a2;
+            else if (d == 3) r = r * a3;
         }
     }
     return r;
@@ -53,21 +57,18 @@ template <class E> PF_HD inline fq_t fq_pow_fixed(const fq_t& a) {
 
 PF_INLINE bool fq_eq(const fq_t& a, const fq_t& b) { return (a - b).is_zero(); }
 
-// a > c, both canonical words
-PF_INLINE bool words_above(const fq_t& a, const u32* c) {
+// a > c as integers (their words, not field elements)
+PF_INLINE bool words_above(const fq_t& a, const fq_t& c) {
+    bool above = false, decided = false;
 #pragma unroll
-    for (int i = PF_FQ_WORDS - 1; i >= 0; i--)
-        if (a.w[i] != c[i]) return a.w[i] > c[i];
-    return false;
+    for (int i = PF_FQ_WORDS - 1; i >= 0; i--) {
+        above = decided ? above : a.w[i] > c.w[i];
+        decided = decided || a.w[i] != c.w[i];
+    }
+    return above;
 }
 
-PF_INLINE bool below_q(const fq_t& a) {
-    const u32 q[PF_FQ_WORDS] = {PF_FQ_MODULUS};
-#pragma unroll
-    for (int i = PF_FQ_WORDS - 1; i >= 0; i--)
-        if (a.w[i] != q[i]) return a.w[i] < q[i];
-    return false;
-}
+PF_INLINE bool below_q(const fq_t& a) { return words_above(fq_t{{PF_FQ_MODULUS}}, a); }
 
 // ---- per field: what the body needs, an overload set each ----
 
@@ -77,10 +78,7 @@ PF_INLINE bool f_eq(const fq_t& a, const fq_t& b) { return fq_eq(a, b); }
 PF_INLINE bool f_eq(const fq2_t& a, const fq2_t& b) { return fq_eq(a.c0, b.c0) && fq_eq(a.c1, b.c1); }
 
 // canonical y: the larger of y and -y (G2: c1 decides unless it is 0)
-PF_INLINE bool f_larger(const fq_t& y) {
-    const u32 half[PF_FQ_WORDS] = {PF_FQ_HALF};
-    return words_above(y, half);
-}
+PF_INLINE bool f_larger(const fq_t& y) { return words_above(y, fq_t{{PF_FQ_HALF}}); }
 PF_INLINE bool f_larger(const fq2_t& y) { return f_larger(y.c1.is_zero() ? y.c0 : y.c1); }
 
 PF_INLINE fq_t f_sqrt(const fq_t& a) { return fq_pow_fixed<sqrt_exponent>(a); }
