@@ -10,8 +10,7 @@ from __future__ import annotations
 import cupy as cp
 import numpy as np
 
-from proofflow.prover.device import pippenger
-from proofflow.prover.device.msm import CupyExecutor
+from proofflow.prover.device import cache, pippenger
 from proofflow.prover.device.options import DeviceOptions
 from proofflow.prover.errors import KeyFormatError
 from proofflow.prover.native.compressed import REASONS
@@ -19,15 +18,13 @@ from proofflow.prover.points import PointTable
 
 CHUNK = 1 << 22  # rows a copy: 384 MiB of G2 rows on BLS12-381, two buffers of it on the device
 _NONE = np.uint64(2**64 - 1)  # no row refused
-_EXECUTORS: dict = {}
+_THREADS = 128  # the kernel's launch bounds
 
 
-def executor(table: PointTable, options: DeviceOptions) -> CupyExecutor:
-    """decompress.cu's kernels for the table's curve and group (loaded once a process)."""
-    key = table.curve.name, table.group, options.curve_variant, options.kernel_dir
-    if key not in _EXECUTORS:
-        _EXECUTORS[key] = CupyExecutor(table.curve, "decompress.cu", table.group, options)
-    return _EXECUTORS[key]
+def kernel(table: PointTable, options: DeviceOptions):
+    """decompress.cu's kernel for the table's curve and group (``cache.load``: once a process)."""
+    module = cache.load(table.curve, options.curve_variant, "decompress.cu", table.group, kernel_dir=options.kernel_dir)
+    return module.get_function(f"decompress_{table.group}")
 
 
 def upload(table: PointTable, options: DeviceOptions, mont: bool = True, chunk: int = CHUNK,
@@ -41,7 +38,7 @@ def upload(table: PointTable, options: DeviceOptions, mont: bool = True, chunk: 
     n, width = len(table), curve.compressed_bytes(group)
     out = cp.empty((n, pippenger.affine_limbs(curve, group)), dtype=cp.uint64)
     bad = cp.full(1, _NONE, dtype=cp.uint64)
-    ex = executor(table, options)
+    fn = kernel(table, options)
     compute, copies = cp.cuda.get_current_stream(), cp.cuda.Stream(non_blocking=True)
     size = max(1, min(chunk, n))
     buffers = [cp.empty((size, width), dtype=cp.uint8) for _ in range(2 if n > size else 1)]
@@ -55,8 +52,8 @@ def upload(table: PointTable, options: DeviceOptions, mont: bool = True, chunk: 
         buffers[b][:hi - lo].set(np.ascontiguousarray(rows[lo:hi]), stream=copies)
         compute.wait_event(copies.record())
         start = compute.record() if spans is not None else None
-        ex.launch(f"decompress_{group}", hi - lo, buffers[b], out[lo:hi], np.uint64(hi - lo), np.uint64(lo),
-                  np.int32(int(mont)), bad)
+        fn((-(-(hi - lo) // _THREADS),), (_THREADS,),
+           (buffers[b], out[lo:hi], np.uint64(hi - lo), np.uint64(lo), np.int32(int(mont)), bad))
         freed[b] = compute.record()
         if start is not None:
             timed.append((start, freed[b]))
