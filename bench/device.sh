@@ -10,6 +10,8 @@
 # Device plans (carry .whl and .kernels.tar.xz unless noted; results and logs go to $OUT):
 #   session                      GPU tests, bench.gpu, an Nsight Compute profile (STEPS, TESTS, BENCH_ONLY)
 #   partition [LOG2 ...]         bench.partition at 2^22 and 2^24: plain, precomputed copies, MSMs overlapped (VARIANTS)
+#   key-upload [LOG2 ...]        bench.key_upload at 2^24: a key's upload, compressed tables against xy, and the GPU
+#                                decompression's tests against the CPU (2^27: the 2p27 plan's upload mode)
 #   stream LOG2 [DUR_S] [WARM_S] bench.stream: sustained load through Airflow (also carry proofflow.egg-info)
 #   circom-prep [SIZES ...]      a circom chain at each 2^SIZE compiled, its test zkey, registered with 64
 #                                inputs for stream-circom (carry .snarkjs, and .kernels.tar.xz if made; resumes)
@@ -325,6 +327,37 @@ plan_partition() {
     return $status
 }
 
+# == plan: key-upload
+# A proving key's upload to the device (bench.key_upload, Backend.prepare as the prover service does it):
+# the key's tables compressed (PROOFFLOW_KEY_TABLES=compressed, the default: decompressed on the device)
+# against the same key's xy tables, at each LOG2 (default 24; both keys from the GPU setup, in
+# /dev/shm/pf-params: 4.8 + 9.7 GB at 2^24), REPEATS (3) uploads each after a warm-up; first the GPU
+# decompression's tests (the GPU against the CPU's decompression, bit for bit at 2^10..2^16, a bad
+# point's refusal, a compressed key's proof). 2^27 (one key at a time): the 2p27 plan's upload mode.
+# Results: key-upload-LABEL-2pL.json, pytest-decompress.log.
+plan_key_upload() {
+    local sizes=${*:-24} label status=0 L dir rc
+    use_wheels .whl /tmp/site
+    unpack_kernels
+    device_info
+    label=$(card_label)
+    timeout -k 5 200 python3 -m pytest -m gpu -q -rfEs -p no:cacheprovider tests/device/test_gpu_decompress.py \
+        > "$OUT/pytest-decompress.log" 2>&1 || status=1
+    tail -3 "$OUT/pytest-decompress.log"
+    for L in $sizes; do
+        dir=/dev/shm/pf-params/mimc-log2_$L-seed0
+        PROOFFLOW_KEY_TABLES=compressed ensure_key mimc "$L" "$dir-compressed" || { status=1; continue; }
+        PROOFFLOW_KEY_TABLES=xy ensure_key mimc "$L" "$dir-xy" || { status=1; continue; }
+        timeout -k 5 "$(left)" python3 -m bench.key_upload --key "$dir-compressed" --key "$dir-xy" \
+            --repeats "${REPEATS:-3}" --out "$OUT/key-upload-$label-2p$L.json" > "$OUT/key-upload-2p$L.log" 2>&1
+        rc=$?
+        [ $rc = 0 ] || status=$rc
+        echo "2^$L: rc $rc at $(since) s"; cat "$OUT/key-upload-2p$L.log"
+    done
+    echo "done at $(since) s (rc $status)"
+    return $status
+}
+
 # == plan: stream
 # bench.stream on one Airflow (LocalExecutor, metadata in pgserver's Postgres: on SQLite the API
 # server's writes failed with "database is locked" under this load), proof_runs of 2^LOG2 (20, 22
@@ -610,14 +643,17 @@ plan_2p26() {
 # (bench.partition; targets: a median device phase <= 7 s for mimc, <= 2 s for bits). One key at a
 # time, in calls back to back (the machine stays warm, /root and /dev/shm with it); each call runs
 # MODE CIRCUIT steps: cs (the kernels and the constraint system's cache), setup (the key on the
-# GPU into /dev/shm), run (1 + REPEATS proofs: 5 bits, 3 mimc), clean (the key and the cache).
+# GPU into /dev/shm, its tables compressed unless PROOFFLOW_KEY_TABLES=xy), run (1 + REPEATS proofs:
+# 5 bits, 3 mimc), upload (bench.key_upload: the key's upload alone, REPEATS (2) times after a
+# warm-up, and its decompression kernels' time; against the xy key's 13.2-13.8 s of the run mode's
+# key_upload in partition-h200-*-2p27.json), clean (the key and the cache).
 # A step is not resumable: one cut at CALL_S is lost. The plan measured on 2026-12-05:
 #   1. bash bench/device.sh 2p27 cs bits setup bits              kernels, cs 53 s, setup 263 s
 #   2. bash bench/device.sh 2p27 run bits clean bits cs mimc     1 + 5 proofs 72 s, clean 9 s, cs 99 s
 #   3. bash bench/device.sh 2p27 setup mimc run mimc             setup 304 s, 1 + 3 proofs 76 s
 # Before step 3 /dev/shm must be free of other work's files: setup wants 100 GiB of MemAvailable.
 # Where things go (docs/sizing.md has the accounting; tests/prover/test_resources.py checks it on a
-# description of this machine): the key (77.3 GB) in /dev/shm, the constraint systems' cache
+# description of this machine): the key (38.7 GB compressed; 77.3 GB as xy) in /dev/shm, the constraint systems' cache
 # (25-31 GB) on the 64 GiB disk, a partition's a/b/c and witness (16 GiB) staged page-locked.
 # On the device the key's tables, NTT tables and a proof's working set take 128.1 of 139.8 GiB,
 # so no precomputed copies and no MSM overlap, and the key budget is raised to 0.6 of the device
@@ -665,6 +701,11 @@ get_circuit(sys.argv[1], 27).constraint_system" "$c"
         echo "setup $c 2^27: $((SECONDS - s0)) s (rc $rc)"
         du -sh "$key"; memory
         ;;
+    upload)
+        timeout -k 5 "$(left)" python3 -m bench.key_upload --key "$key" --repeats "${REPEATS:-2}" \
+            --out "$OUT/key-upload-$(card_label)-$c-2p27.json" 2>&1 | tee "$OUT/key-upload-$c.log"
+        rc=${PIPESTATUS[0]}
+        ;;
     run)
         memory
         repeats=$([ "$c" = mimc ] && echo 3 || echo 5)
@@ -678,7 +719,7 @@ get_circuit(sys.argv[1], 27).constraint_system" "$c"
         rm -rf "$key" "$PROOFFLOW_CACHE"/constraint-systems/"$c"-2^27-*
         memory
         ;;
-    *) echo "mode: cs, setup, run or clean, not $mode"; return 2 ;;
+    *) echo "mode: cs, setup, run, upload or clean, not $mode"; return 2 ;;
     esac
     echo "== $mode $c: $((SECONDS - s0)) s (rc $rc)"
     return $rc
@@ -874,8 +915,8 @@ EOF
 PLAN=${1:-}
 case $PLAN in
     wheels | kernels | snarkjs-pack) ;;
-    session | partition | stream | stream-circom | msm-sweep | pipeline | pipeline-x2 | 2p26 | 2p27 | snarkjs | \
-        circom-family | circom-partition | circom-prep | dropin | staging)
+    session | partition | key-upload | stream | stream-circom | msm-sweep | pipeline | pipeline-x2 | 2p26 | 2p27 | \
+        snarkjs | circom-family | circom-partition | circom-prep | dropin | staging)
         mkdir -p "$OUT" ;;
     *) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -9,8 +9,8 @@ then warm-up proofs and measured ones on one backend, every proof verified.
 
 Timed once (seconds): the backend's warm-up; the key's load (``KeyCache.get``: its tables
 memory-mapped, their digests not read again, and the circuit's constraint system mapped
-from its cache); its upload (``Backend.prepare``: the tables, with the copies the key cache
-plans for them within the device's key budget, PROOFFLOW_MSM_PRECOMPUTE, resident on the
+from its cache); its upload (``Backend.prepare``: the tables, compressed ones decompressed on
+the device, with the copies the key cache plans for them within the device's key budget, PROOFFLOW_MSM_PRECOMPUTE, resident on the
 device); the partition's synthesis into the staging pool (page-locked on the GPU). Each proof: the prover's phases (h2d: a/b/c and the
 witness; ntt: H; msm; assemble), each MSM apart (A, B1, B2 and L over the witness, H over
 H's coefficients), the uploads' bytes and rates, and its verification. The device phase is
@@ -170,7 +170,8 @@ def describe(args, config: RunConfig, key, key_budget: int | None) -> dict:
                               resources.Shape(n, cs.num_variables, cs.num_instance, cs.curve))
     return {"sizes": {"n": n, "variables": cs.num_variables, "abc_bytes": abc_bytes(n),
                       "witness_bytes": cs.num_variables * 32,
-                      "key_table_bytes": sum(getattr(key.pk, t).xy.nbytes for t in MSMS),
+                      "key_table_bytes": sum(getattr(key.pk, t).rows.nbytes for t in MSMS),  # as stored
+                      "key_encodings": sorted({getattr(key.pk, t).encoding for t in MSMS}),
                       "key_resident_bytes": key.nbytes},
             "settings": {"msm_precompute": "auto" if precompute is None else precompute,
                          "key_budget_bytes": key_budget, "msm_overlap": current.msm_overlap,

@@ -11,8 +11,9 @@ row names it). ``--update`` replaces, in the --out file, the rows of the kinds m
 (for that family) and keeps the others.
 
 * setup: ``ensure_key``'s path on the CPU backend (each table written straight into
-  its memory-mapped file in a fresh key directory; with code that predates that, the key
-  built in memory and saved, as ensure_key did), wall seconds, CPU seconds of the process
+  its memory-mapped file in a fresh key directory, in PROOFFLOW_KEY_TABLES's encoding; with
+  code that predates that, the key built in memory and saved, as ensure_key did), the key's
+  table bytes on disk (and a domain point) and their encodings, wall seconds, CPU seconds of the process
   and of its worker processes (sampled every 0.1 s with psutil: on a shared machine the
   wall time mostly measures the other load), and ``evaluate_at`` (the QAP at tau: the
   Lagrange basis, the transposed constraint matrices and their products) apart. The
@@ -170,6 +171,11 @@ def _setup_once(circuit, backend, root: Path) -> dict:
     finally:
         restore()
         unsample()
+    key = root / f"key-{log2}"
+    spans["key_table_bytes"] = sum(p.stat().st_size for p in key.glob("*.npy"))  # the key's tables on disk
+    spans["key_bytes_per_point"] = round(spans["key_table_bytes"] / circuit.domain_size, 1)
+    params = json.loads((key / "params.json").read_text())
+    spans["key_encodings"] = sorted({t.get("encoding", "xy") for t in params["tables"].values()})
     spans["streamed"], spans["cpu_s"] = streamed, round(cpu.seconds, 2)
     spans["peak_anon_bytes"] = mem.bytes
     spans["peak_anon_per_point"] = round(mem.bytes / circuit.domain_size, 1)

@@ -258,6 +258,13 @@ class Settings:
     dags_folder: Path = _opt("PROOFFLOW_DAGS_FOLDER", PATH, Derived(
         "the source tree's `dags/`", lambda v: Path(__file__).resolve().parents[1] / "dags"),
         "the DAG files `proofflow run` loads", WHERE)
+    key_encoding: str = _opt(
+        "PROOFFLOW_KEY_TABLES", _choice("auto", "compressed", "xy"), "auto",
+        "how setup writes a proving key's point tables: compressed (x and flags: 48 bytes a G1 point, 96 a G2 "
+        "one on BLS12-381, half of xy; the GPU decompresses them as it uploads the key, the CPU backend on "
+        "first use, at ~0.3 ms of core time a domain point), xy (affine x and y, the layout of keys before "
+        "compression), or auto: compressed from 2^24 (where the tables pass 9.7 GB as xy), xy below; "
+        "either loads", WHERE)
     cache_root: Path = _opt("PROOFFLOW_CACHE", PATH, Derived(
         "`$XDG_CACHE_HOME/proofflow`, else `~/.cache/proofflow`",
         lambda v: (v.xdg_cache_home or Path.home() / ".cache") / "proofflow"),

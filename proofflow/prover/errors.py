@@ -16,6 +16,11 @@ class InputError(ValueError):
         self.detail = detail
 
 
+class KeyFormatError(ValueError):
+    """A key or proof file is missing, truncated, corrupted or of another format (a table's
+    point that is not on the curve among them)."""
+
+
 class ProofCheckFailed(ValueError):
     """A fresh proof that does not verify; the message says why (the witness, the a/b/c
     vectors, or the key and backend)."""

@@ -116,10 +116,11 @@ def _same_curve(pk: ProvingKey, directory: Path, curve: str) -> None:
 
 def key_bytes(pk: ProvingKey, plans: dict | None = None) -> int:
     """A proving key's footprint where the prover keeps it resident: its point tables' bytes
-    (what ``Backend.prepare`` uploads; on the device the same bytes, as Montgomery limbs, or
-    fewer where a table drops its rows at infinity, ``device.density``), each times the
-    copies its MSM plan (``plans``, by table; None: none) precomputes."""
-    return sum(getattr(pk, name).xy.nbytes * (plans[name].shifts if plans else 1) for name in PK_TABLES)
+    as xy-LE (what ``Backend.prepare`` makes resident, a compressed table decompressed; on the
+    device the same bytes, as Montgomery limbs, or fewer where a table drops its rows at
+    infinity, ``device.density``), each times the copies its MSM plan (``plans``, by table;
+    None: none) precomputes."""
+    return sum(getattr(pk, name).xy_nbytes * (plans[name].shifts if plans else 1) for name in PK_TABLES)
 
 
 @dataclass(frozen=True)

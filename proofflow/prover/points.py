@@ -1,13 +1,17 @@
 """Points of a curve's G1 and G2 through its point library (``Curve.points``), and the
 project's point encoding.
 
-Points are stored as uncompressed little-endian affine coordinates ("xy-LE",
+Points are worked on as uncompressed little-endian affine coordinates ("xy-LE",
 ``Curve.xy_bytes``): G1 x || y, G2 x.c0 || x.c1 || y.c0 || y.c1 (96 and 192 bytes on
 BLS12-381); the point at infinity is all zeros. A ``PointTable`` holds many such points of
-one curve as one uint8 array, the form proving keys are saved in and the form the GPU
-backend uploads; the library's objects are built from it lazily, once, for the CPU path.
+one curve as one uint8 array, the form the GPU's MSMs read; a proving key's table may be
+stored compressed instead (``native.compressed``: x and flags, half the bytes), which the GPU
+decompresses as it uploads it and the CPU path here on first use of ``xy``, once, into
+memory. The library's objects are built from ``xy`` lazily, once, for the CPU path.
 """
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 
@@ -33,20 +37,59 @@ def scalars(curve: Curve, values: np.ndarray) -> list:
 
 
 class PointTable:
-    """n points of one group of ``curve`` as an (n, xy_bytes) uint8 array, plus per-backend caches."""
+    """n points of one group of ``curve`` as an (n, xy_bytes) uint8 array (``xy``), or as the
+    (n, compressed_bytes) rows of a compressed key table (``compressed``; ``of_compressed``),
+    plus per-backend caches. ``origin`` names it in errors (its file)."""
 
-    def __init__(self, curve: Curve, group: str, xy: np.ndarray):
-        width = curve.xy_bytes(group)
-        if xy.dtype != np.uint8 or xy.ndim != 2 or xy.shape[1] != width:
-            raise ValueError(f"{group} table must be uint8 of shape (n, {width})")
+    def __init__(self, curve: Curve, group: str, xy: np.ndarray | None, *, compressed: np.ndarray | None = None,
+                 origin: str | None = None):
+        for rows, width, what in ((xy, curve.xy_bytes(group), "xy"), (compressed, curve.compressed_bytes(group),
+                                                                       "compressed")):
+            if rows is not None and (rows.dtype != np.uint8 or rows.ndim != 2 or rows.shape[1] != width):
+                raise ValueError(f"{group} table ({what}) must be uint8 of shape (n, {width})")
+        if (xy is None) == (compressed is None):
+            raise ValueError("a table is made of its xy rows or of its compressed rows")
         self.curve = curve
         self.group = group
-        self.xy = xy
+        self.compressed = compressed
+        self.origin = origin or f"a {group.upper()} table"
+        self._xy = xy
+        self._decoding = threading.Lock()
         self._points: list | None = None
         self.device_cache: dict = {}  # backends keep their own resident copies here
 
+    @classmethod
+    def of_compressed(cls, curve: Curve, group: str, rows: np.ndarray, origin: str | None = None) -> "PointTable":
+        return cls(curve, group, None, compressed=rows, origin=origin)
+
+    @property
+    def encoding(self) -> str:
+        """How its rows are stored: "compressed" or "xy" (``native.compressed.ENCODINGS``)."""
+        return "xy" if self.compressed is None else "compressed"
+
+    @property
+    def rows(self) -> np.ndarray:
+        """Its rows as stored (in its key file)."""
+        return self._xy if self.compressed is None else self.compressed
+
+    @property
+    def xy(self) -> np.ndarray:
+        """Its points as xy-LE rows: decompressed (every point checked: KeyFormatError naming
+        the table's file and row) on first use, kept in memory."""
+        if self._xy is None:
+            with self._decoding:
+                if self._xy is None:
+                    from proofflow.prover.native import compressed
+                    self._xy = compressed.decompress(self.curve, self.group, self.compressed, origin=self.origin)
+        return self._xy
+
+    @property
+    def xy_nbytes(self) -> int:
+        """Its bytes as xy-LE rows, what the GPU keeps resident (without decompressing it)."""
+        return len(self) * self.curve.xy_bytes(self.group)
+
     def __len__(self) -> int:
-        return self.xy.shape[0]
+        return self.rows.shape[0]
 
     @classmethod
     def from_points(cls, curve: Curve, group: str, points) -> "PointTable":

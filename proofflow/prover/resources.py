@@ -8,9 +8,10 @@ checks a key's part (its disk, its setup's memory).
 
 What is checked:
 
-* disk where the proving key goes: its tables, from the run's curve's point widths
-  (``Curve.xy_bytes``; on BLS12-381 G1 affine 96 bytes: a, b_g1, h, l; G2 192: b_g2; 576 bytes a
-  point of the domain, 77.3 GB at 2^27), unless the key is there already, and the
+* disk where the proving key goes: its tables, from the run's curve's point widths in the
+  encoding setup writes (PROOFFLOW_KEY_TABLES; ``native.compressed.row_bytes``): compressed,
+  on BLS12-381 G1 48 bytes: a, b_g1, h, l; G2 96: b_g2; 288 bytes a point of the domain, 38.7
+  GB at 2^27; xy-LE twice that, 77.3 GB), unless the key is there already, and the
   circuit's constraint system in the cache (PROOFFLOW_CACHE) unless it is there already
   (30 GB at 2^27); together where they share a file system;
 * staging: one partition's a/b/c (3 x n x 32 bytes) and witness must fit in the staging
@@ -21,10 +22,12 @@ What is checked:
   constraint system's first build on the machine, the QAP at tau and the query scalars,
   then what setup holds while the tables go straight to their files), and the proving: the
   staging the run can fill, one partition's synthesis, and on the CPU backend the key's
-  points decoded for arkworks; both with the key and constraint-system files the run
+  points decoded for arkworks (and its compressed tables decompressed, xy-LE in memory); both
+  with the key and constraint-system files the run
   writes to a memory-backed file system (a 2^27 key in /dev/shm is 77 GB of host memory),
   which fill after setup's peaks, while its tables are written;
-* the key budget, on the GPU backend: the key's resident bytes within PROOFFLOW_KEY_BUDGET,
+* the key budget, on the GPU backend: the key's resident bytes (xy-LE, whatever its files'
+  encoding: the device decompresses them) within PROOFFLOW_KEY_BUDGET,
   or the prover service would refuse the key at the run's first proof, after its setup;
 * device memory, on the GPU backend: the key's tables resident on the device (with their
   MSMs' precomputed copies, PROOFFLOW_MSM_PRECOMPUTE: bytes, or under ``auto`` sized from
@@ -149,11 +152,15 @@ def shape(config: RunConfig) -> Shape:
     return Shape(circuit.domain_size, circuit.num_variables, circuit.num_public + 1, circuit.curve)
 
 
-def key_table_bytes(s: Shape) -> int:
-    """The proving key's table files: each table's points at its group's width."""
-    from proofflow.prover.groth16.data_structures import PK_TABLES, table_points
+def key_table_bytes(s: Shape, encoding: str | None = None) -> int:
+    """The proving key's table files in ``encoding`` (default: what setup writes,
+    PROOFFLOW_KEY_TABLES): each table's points at its group's width. In "xy", also what the
+    tables take resident on the device (with a .npy header each)."""
+    from proofflow.prover.groth16.data_structures import PK_TABLES, table_encoding, table_points
+    from proofflow.prover.native.compressed import row_bytes
+    encoding = table_encoding(s.n.bit_length() - 1, encoding)
     points = table_points(s.n, s.variables, s.instance)
-    return sum(points[name] * s.curve.xy_bytes(group) + NPY_HEADER for name, group in PK_TABLES.items())
+    return sum(points[name] * row_bytes(s.curve, group, encoding) + NPY_HEADER for name, group in PK_TABLES.items())
 
 
 def _key_plans(s: Shape, device_total: int | None) -> tuple[tuple, tuple]:
@@ -210,7 +217,7 @@ def estimate(config: RunConfig, machine: Machine, s: Shape | None = None) -> Nee
     s = s or shape(config)
     n, partitions = s.n, int(config.partitions or 0)
     abc, witness = abc_bytes(n), s.variables * FR_BYTES
-    tables = key_table_bytes(s)
+    tables, xy = key_table_bytes(s), key_table_bytes(s, "xy")
     key_disk = 0 if machine.key_on_disk else tables + KEY_JSON
     # the segments in flight: up to the budget (a synthesis past it waits for room), 2 MiB-aligned
     segment = -(-(abc + witness) // (2 << 20)) * (2 << 20)
@@ -228,8 +235,10 @@ def estimate(config: RunConfig, machine: Machine, s: Shape | None = None) -> Nee
     host_prove = 0
     if partitions:
         filled = min(machine.staging_budget, partitions * staging)
-        host_prove = files + filled + SYNTHESIS_HOST * n + (CPU_PROVE_HOST * n if config.backend == "cpu" else 0)
-    resident = tables + (key_copy_bytes(s, machine.device_total) if config.backend == "gpu" else 0)
+        from proofflow.prover.groth16.data_structures import table_encoding
+        cpu = CPU_PROVE_HOST * n + (xy if table_encoding(n.bit_length() - 1) == "compressed" else 0)
+        host_prove = files + filled + SYNTHESIS_HOST * n + (cpu if config.backend == "cpu" else 0)
+    resident = xy + (key_copy_bytes(s, machine.device_total) if config.backend == "gpu" else 0)
     device = None
     if config.backend == "gpu" and partitions:
         device = resident + DEVICE_NTT_TABLES * n + proof_device_bytes(s, machine.device_total)

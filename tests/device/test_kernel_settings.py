@@ -34,7 +34,8 @@ def test_the_kernel_build_takes_the_configured_variant(monkeypatch):
     assert cache.modules(settings.current().curve_variant) == cache.MODULES
     monkeypatch.setenv("PROOFFLOW_CURVE_VARIANT", "wide")
     extra = [m.label for m in cache.modules(settings.current().curve_variant)[len(cache.MODULES):]]
-    assert extra == [f"{name}-wide-{g}-bls12_381" for name in ("msm", "fixed_base", "bitsum") for g in ("g1", "g2")]
+    assert extra == [f"{name}-wide-{g}-bls12_381" for name in ("msm", "fixed_base", "bitsum", "decompress")
+                     for g in ("g1", "g2")]
 
 
 def test_balanced_is_a_switch_on_by_default(monkeypatch):

@@ -215,7 +215,7 @@ def test_resources_size_auto_copies_from_the_device(monkeypatch):
     monkeypatch.setenv("PROOFFLOW_MSM_PRECOMPUTE", "auto")
     monkeypatch.delenv("PROOFFLOW_KEY_BUDGET", raising=False)
     s = resources.Shape(1 << 20, 1 << 20, 2, CURVE)
-    tables = resources.key_table_bytes(s)
+    tables = resources.key_table_bytes(s, "xy")  # resident as xy
     assert resources.key_copy_bytes(s) == resources.key_copy_bytes(s, None) == 0
     big = resources.key_copy_bytes(s, 140 * GIB)
     assert 0 < big <= 35 * GIB - tables + 5 * resources.NPY_HEADER

@@ -193,3 +193,19 @@ TWIN_BITSUM_KERNELS(g2, fq2_t)
 TWIN_AFFINE_KERNELS(g1, fq_t)
 TWIN_AFFINE_KERNELS(g2, fq2_t)
 // ==== end of msm_affine.cuh ====
+
+// ==== decompress.cu: a key table's compressed points made the MSMs' (proofflow/prover/device/decompress.py) ====
+#include "decompress.cu"
+
+#define TWIN_DECOMPRESS_KERNEL(G, F)                                                                   \
+    TWIN void twin_decompress_##G(u64 threads, const uint4* in, u64* out, u64 n, u64 first, int mont, u64* bad) { \
+        for (u64 i = 0; i < threads && i < n; i++) {                                                   \
+            u32 reason = decompress_body<F>(in, out, i, mont);                                         \
+            u64 code = ((first + i) << 8) | reason;                                                    \
+            if (reason && code < *bad) *bad = code;                                                    \
+        }                                                                                              \
+    }
+
+TWIN_DECOMPRESS_KERNEL(g1, fq_t)
+TWIN_DECOMPRESS_KERNEL(g2, fq2_t)
+// ==== end of decompress.cu ====

@@ -1,6 +1,6 @@
 """The CPU twin of the curve kernels (tests/kernel_twin.cpp) for BLS12-381: built with the
-host's C++ compiler on first use, the curve's generated header (``source.curve_header``)
-included first as NVRTC's modules have it, cached like proofflow.prover.native's kernels
+host's C++ compiler on first use, the curve's generated header (``source.curve_header``, and
+decompress.cu's ``source.compression_header``) included first as NVRTC's modules have it, cached like proofflow.prover.native's kernels
 (keyed by the hash of every source it compiles and of that header), loaded with ctypes.
 
 ``TwinExecutor`` runs ``proofflow.prover.device.pippenger`` and ``proofflow.prover.device.fixed_base`` on it:
@@ -31,7 +31,8 @@ fr = Fr.of(CURVE)
 
 _TESTS = Path(__file__).resolve().parent
 _KERNELS = _TESTS.parents[1] / "proofflow" / "prover" / "device"
-SOURCES = [_TESTS / "kernel_twin.cpp"] + sorted(_KERNELS.glob("*.cuh")) + [_KERNELS / "msm.cu", _KERNELS / "fixed_base.cu"]
+SOURCES = [_TESTS / "kernel_twin.cpp"] + sorted(_KERNELS.glob("*.cuh")) + [_KERNELS / "msm.cu", _KERNELS / "fixed_base.cu",
+                                                                          _KERNELS / "decompress.cu"]
 
 FIELD_OPS = {"mul": 0, "sqr": 1, "add": 2, "sub": 3, "neg": 4, "inv": 5, "to_mont": 6, "from_mont": 7}
 XYZZ_OPS = {"madd": 0, "add": 1, "dbl": 2, "affine": 3}
@@ -53,7 +54,7 @@ def load() -> ctypes.CDLL:
     cxx = compiler()
     if cxx is None:
         raise TwinUnavailable("no C++ compiler (g++, c++ or clang++; or set CXX)")
-    header = source.curve_header(CURVE).encode()
+    header = (source.curve_header(CURVE) + source.compression_header(CURVE)).encode()  # decompress.cu's too
     digest = hashlib.sha256(header + b"".join(p.name.encode() + p.read_bytes() for p in SOURCES)).hexdigest()[:16]
     so = cache_dir() / f"kernel_twin-{platform.machine()}-{digest}.so"
     if not so.exists():

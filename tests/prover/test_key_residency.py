@@ -17,7 +17,7 @@ from proofflow.prover.timing import PhaseTimer
 def _key(name: str, nbytes: int) -> Key:
     """A key whose five tables take ``nbytes`` together, each with a device copy to drop."""
     per = nbytes // len(PK_TABLES)
-    pk = SimpleNamespace(**{t: SimpleNamespace(xy=SimpleNamespace(nbytes=per), device_cache={}) for t in PK_TABLES})
+    pk = SimpleNamespace(**{t: SimpleNamespace(xy_nbytes=per, device_cache={}) for t in PK_TABLES})
     return Key(pk, None, name)
 
 

@@ -60,8 +60,8 @@ def test_a_streamed_key_is_the_in_memory_key_byte_for_byte(backend, in_memory, t
     pk = generator.setup(get_circuit("mimc", 9), SEED, backend=kernel, directory=d,
                          progress=lambda stage, done, total: seen.append((done, total)))
     for name in PK_TABLES:  # each table is its file, memory-mapped
-        xy = getattr(pk, name).xy
-        assert isinstance(xy, np.memmap) and str(xy.filename) == str(d / f"{name}.npy") and not xy.flags.writeable
+        rows = getattr(pk, name).rows
+        assert isinstance(rows, np.memmap) and str(rows.filename) == str(d / f"{name}.npy") and not rows.flags.writeable
     assert not (d / "params.json").exists(), "params.json marks a complete key: written by save"
     pk.save(d)
     _same_files(d, in_memory)

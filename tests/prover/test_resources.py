@@ -49,8 +49,8 @@ def test_log2_27_is_in_the_domain_but_refused_on_a_small_machine_naming_each_num
         validate_params({"log2": 28}, gpu_available=lambda: False)
     msg = _refusal(replace(SMALL, cs_cached=False), log2=27, partitions=4, backend="cpu")
     assert msg.startswith("log2 27 does not fit this machine: ")
-    # disk: the key's tables at 576 bytes a point and the constraint system
-    assert ("the proving key (77.3 GB) and the constraint system's cache (32.2 GB) need 109.5 GB on disk at "
+    # disk: the key's tables at 288 bytes a point (compressed; 576 as xy) and the constraint system
+    assert ("the proving key (38.7 GB) and the constraint system's cache (32.2 GB) need 70.9 GB on disk at "
             f"{KEY} (70.0 GB free)") in msg
     assert "a partition's a/b/c and witness need 16.0 GiB of staging (budget 8.0 GiB, PROOFFLOW_STAGING_BUDGET)" in msg
     assert "of host memory (22.0 GiB available, MemAvailable)" in msg
@@ -210,31 +210,37 @@ def _setup_config(circuit: str) -> dict:
 
 
 @pytest.mark.parametrize("circuit", ["mimc", "bits"])
-def test_a_2p27_key_set_up_into_shared_memory_fits_the_h200(circuit):
-    """Its 77.3 GB of tables fill the tmpfs after setup's peaks (the constraint system's build,
-    the QAP), beside what setup holds meanwhile: 17 + 72 GiB of host memory, the most of setup."""
+@pytest.mark.parametrize("encoding, gb, gib", [("compressed", "38.7", 36.0), ("xy", "77.3", 72.0)])
+def test_a_2p27_key_set_up_into_shared_memory_fits_the_h200(circuit, encoding, gb, gib, monkeypatch):
+    """Its 38.7 GB of compressed tables (77.3 as xy) fill the tmpfs after setup's peaks (the
+    constraint system's build, the QAP), beside what setup holds meanwhile: 17 + 36 GiB of host
+    memory (17 + 72 as xy), the most of setup."""
+    monkeypatch.setenv("PROOFFLOW_KEY_TABLES", encoding)
     machine = _h200_2p27(circuit)
     need = resources.estimate(_setup_config(circuit), machine)
     tables = resources.key_table_bytes(resources.shape(_setup_config(circuit)))
-    assert f"{tables / 1e9:.1f}" == "77.3" and need.key_disk == tables + resources.KEY_JSON
+    assert f"{tables / 1e9:.1f}" == gb and need.key_disk == tables + resources.KEY_JSON
     assert need.host_files == need.key_disk and need.cache_disk == 0  # the cache is on disk, built already
     assert need.host_setup == resources.SETUP_TABLES_HOST * N27 + need.key_disk
     assert resources.SETUP_HOST * N27 < need.host_setup < 90 * GiB
     assert resources.check(_setup_config(circuit), machine) == []
     # building the constraint system in the same call peaks before the key's files exist
     assert resources.estimate(_setup_config(circuit), replace(machine, cs_cached=False)).host_setup == need.host_setup
-    assert resources.check(_setup_config(circuit), replace(machine, host_available=88 * GiB)) == [
-        f"the key's setup needs about 89.0 GiB of host memory (88.0 GiB available, MemAvailable; with the new "
-        f"files on memory-backed file systems (72.0 GiB: {machine.key.path}))"]
+    short = need.host_setup - GiB
+    assert resources.check(_setup_config(circuit), replace(machine, host_available=short)) == [
+        f"the key's setup needs about {17 + gib:.1f} GiB of host memory ({short / GiB:.1f} GiB available, MemAvailable; "
+        f"with the new files on memory-backed file systems ({gib:.1f} GiB: {machine.key.path}))"]
 
 
 def test_a_2p27_key_on_the_h200s_disk_does_not_fit():
-    """The 2^26 run's layout (key and cache under /root/pf) at 2^27: refused for the disk, as it was there."""
+    """The 2^26 run's layout (key and cache under /root/pf) at 2^27: refused for the disk, as it was
+    there; compressed, the key alone would fit (the cache built elsewhere)."""
     key = Disk(Path("/root/pf/params/mimc-log2_27-seed0"), 68_400_000_000, fs=1)
     machine = _h200_2p27("mimc", key=key, cache=replace(key, path=Path("/root/pf/cache")), cs_cached=False)
     assert resources.check(_setup_config("mimc"), machine) == [
-        "the proving key (77.3 GB) and the constraint system's cache (32.2 GB) need 109.5 GB on disk at "
+        "the proving key (38.7 GB) and the constraint system's cache (32.2 GB) need 70.9 GB on disk at "
         f"{key.path} (68.4 GB free)"]
+    assert resources.check(_setup_config("mimc"), replace(machine, cs_cached=True)) == []
 
 
 @pytest.mark.parametrize("circuit", ["mimc", "bits"])
@@ -255,7 +261,7 @@ def test_a_2p27_partition_fits_the_h200_with_its_key_resident(circuit, monkeypat
     assert need.host_files == 0 and need.host_setup == 0 and need.staging <= machine.staging_budget
     assert need.host == need.host_prove == need.staging + resources.SYNTHESIS_HOST * N27 < 23 * GiB
     assert f"{need.key_tables / GiB:.1f}" == "72.0" and need.key_tables == resources.key_table_bytes(
-        resources.shape(config))
+        resources.shape(config), "xy")  # resident as xy, whatever the files
     b_g2_scratch = resources.msm_scratch_bytes(resources.shape(config))[2]
     assert 160 * N27 < b_g2_scratch < 161 * N27  # the costliest MSM, above H's coset evaluations (96)
     assert need.device == need.key_tables + (resources.DEVICE_NTT_TABLES + resources.DEVICE_VECTORS) * N27 + b_g2_scratch

@@ -3,7 +3,7 @@ G1: y^2 = x^3 + 4, G2: y^2 = x^3 + 4(1 + u) over Fq2 = Fq[u]/(u^2 + 1); points t
 py-arkworks-bls12381."""
 from __future__ import annotations
 
-from proofflow.prover.curves.descriptor import Curve, PrimeField
+from proofflow.prover.curves.descriptor import ZCASH, Curve, PrimeField
 
 
 def _pairing_check(g1s, g2s) -> bool:
@@ -34,4 +34,5 @@ BLS12_381 = Curve(
     points="py_arkworks_bls12381",
     pairing_check=_pairing_check,
     pairing=_pairing,
+    compression=ZCASH,
 )

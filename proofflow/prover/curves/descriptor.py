@@ -7,8 +7,8 @@ its points and its pairing check.
 Encodings, all derived from Fq's width (``PrimeField.bytes``):
 - xy-LE (key tables, the GPU's uploads): x || y little-endian, G2's coordinates c0 || c1;
   the point at infinity is all zeros;
-- compressed (proofs, verifying keys): x alone with the flags in its top bits, as arkworks
-  (and zcash for BLS12-381) write it, a coordinate's width;
+- compressed (proofs, verifying keys, key tables by default): x alone with the flags in its top
+  bits, as the curve's point library writes it (``Compression``), a coordinate's width;
 - snarkjs: decimal strings in its JSON, coordinates in Montgomery form in its zkeys.
 """
 from __future__ import annotations
@@ -73,6 +73,28 @@ class PrimeField:
 
 
 @dataclass(frozen=True)
+class Compression:
+    """How a curve's point library writes a compressed point: x alone, G2's x = c0 + c1 u as
+    the one number c0 + c1 2^(8w) (w: Fq's bytes), in little-endian bytes or, ``big_endian``,
+    those bytes reversed (zcash's c1 || c0, each big-endian); flags in the top bits of its most
+    significant byte, where q leaves them free: ``infinity`` at the point at infinity (x zero),
+    ``larger`` when y is the larger of y and -y (as canonical integers; G2's c1 compared
+    first, then c0), ``marker`` on every point (zcash's "compressed" bit; 0: none)."""
+    big_endian: bool = False
+    infinity: int = 0x40
+    larger: int = 0x80
+    marker: int = 0
+
+    @property
+    def flags(self) -> int:
+        return self.infinity | self.larger | self.marker
+
+
+ARKWORKS = Compression()  # arkworks's own (BN254's library): little-endian, y's flag the top bit
+ZCASH = Compression(big_endian=True, infinity=0x40, larger=0x20, marker=0x80)  # BLS12-381's
+
+
+@dataclass(frozen=True)
 class Curve:
     """One pairing-friendly curve. ``points`` names the Python module of its points, with
     py-arkworks-bls12381's API: G1Point and G2Point (the generator by calling the class,
@@ -93,6 +115,7 @@ class Curve:
     points: str
     pairing_check: Callable[[Sequence, Sequence], bool]
     pairing: Callable[[object, object], list[int]]
+    compression: Compression = ARKWORKS  # its library's compressed points
 
     def coordinate_bytes(self, group: str) -> int:
         """A coordinate of ``group``'s points: an Fq element, or an Fq2 one."""

@@ -206,7 +206,8 @@ class GpuBackend(Backend):
     def _warm_up(self, curve: Curve) -> None:
         self._kernel(curve, "bitrev_scale")
         for group in ("g1",) + (() if self.g2_on_host else ("g2",)):
-            for name, kernel in (("msm.cu", f"to_montgomery_{group}"), ("bitsum.cu", "bitsum_classify")):
+            for name, kernel in (("msm.cu", f"to_montgomery_{group}"), ("bitsum.cu", "bitsum_classify"),
+                                 ("decompress.cu", f"decompress_{group}")):
                 module = cache.load(curve, self.options.curve_variant, name, group, kernel_dir=self.options.kernel_dir)
                 module.get_function(kernel)
             for table in _warm_tables(curve, group):

@@ -85,11 +85,11 @@ class Module:
 
 
 # Every module proofflow loads, for each registered curve: the NTT module in the variants
-# GpuBackend runs and its benchmark compares, the MSM, fixed-base and bitsum modules of each
+# GpuBackend runs and its benchmark compares, the MSM, fixed-base, bitsum and decompression modules of each
 # group in the variant the curve code uses by default (msm.CupyExecutor); ``modules`` adds
 # those of the configured variant.
 def _curve_modules(curve: Curve, variant: str) -> tuple[Module, ...]:
-    return tuple(Module(curve, name, variant, g) for name in ("msm.cu", "fixed_base.cu", "bitsum.cu")
+    return tuple(Module(curve, name, variant, g) for name in ("msm.cu", "fixed_base.cu", "bitsum.cu", "decompress.cu")
                  for g in source.GROUPS)
 
 

@@ -2,7 +2,7 @@
 ``proofflow/prover/device/msm.cu``) on CuPy.
 
 A point table is uploaded once per device and kept resident (``PointTable.device_cache``),
-converted to Montgomery form there, without its rows at infinity when a key's table has
+converted to Montgomery form there (a compressed key table decompressed there, ``decompress``), without its rows at infinity when a key's table has
 enough of them (``density``: an MSM then gathers its scalars at the rows kept); a plan
 with precomputed copies (``pippenger.Plan``) builds them there from the rows kept, once,
 and keeps them in its place. An MSM runs under the plan of the table's resident copies
@@ -79,15 +79,19 @@ def device_points(table: PointTable, options: DeviceOptions,
     the copies of another plan are dropped."""
     key = _key(table)
     if key not in table.device_cache:
-        width = pippenger.affine_limbs(table.curve, table.group)
-        host = np.ascontiguousarray(table.xy).view(np.uint64).reshape(-1, width)
-        # copied from the (memory-mapped) table itself: cp.asarray would first copy it whole
-        # into a page-locked buffer that CuPy's pinned pool then keeps, 25.8 GB of host
-        # memory for a 2^27 key's G2 table
-        pts = cp.empty(host.shape, dtype=cp.uint64)
-        pts.set(host)
-        n = pts.shape[0]
-        executor(table.curve, table.group, options).launch(f"to_montgomery_{table.group}", n, pts, np.uint64(n))
+        if table.compressed is not None:  # half the bytes up, decompressed (and checked) here
+            from proofflow.prover.device import decompress
+            pts = decompress.upload(table, options)
+        else:
+            width = pippenger.affine_limbs(table.curve, table.group)
+            host = np.ascontiguousarray(table.xy).view(np.uint64).reshape(-1, width)
+            # copied from the (memory-mapped) table itself: cp.asarray would first copy it whole
+            # into a page-locked buffer that CuPy's pinned pool then keeps, 25.8 GB of host
+            # memory for a 2^27 key's G2 table
+            pts = cp.empty(host.shape, dtype=cp.uint64)
+            pts.set(host)
+            n = pts.shape[0]
+            executor(table.curve, table.group, options).launch(f"to_montgomery_{table.group}", n, pts, np.uint64(n))
         rows = density.kept_rows(cp, pts)
         table.device_cache[_rows_key(table)] = rows
         table.device_cache[key] = pts if rows is None else pts[rows]

@@ -1,7 +1,7 @@
 """The CUDA kernels' source and NVRTC options: what a compiled module is built from.
 
 The source lives in this package (``*.cuh`` headers, ``ntt.cu``, ``msm.cu``,
-``fixed_base.cu``, ``bitsum.cu``, ``field.cu``) like the C kernels of ``proofflow.prover.native``: nothing to build at install
+``fixed_base.cu``, ``bitsum.cu``, ``field.cu``, ``decompress.cu``) like the C kernels of ``proofflow.prover.native``: nothing to build at install
 time. ``cache.load`` loads a module once per process from its cubin in the kernel
 directory, compiling and saving it first when there is none for this source, NVRTC and
 the device's arch; ``proofflow kernels build`` compiles them all ahead of time (the GPU
@@ -30,7 +30,7 @@ PRODUCT_VARIANTS = ("mul32", "mul64", "wide")  # those whose Fr or Fq products d
 CURVE_VARIANTS = ("mul32", "wide", "call")  # those whose curve kernels differ (mul64: mul32's)
 _DEFINES = {"mul32": (), "mul64": ("-DFR_MUL64",), "wide": ("-DPF_MUL_WIDE",),
             "call": ("-DPF_MUL_WIDE", "-DPF_FIELD_CALL")}
-GROUPS = ("g1", "g2")  # msm.cu, fixed_base.cu and bitsum.cu build one group's kernels a module
+GROUPS = ("g1", "g2")  # msm.cu, fixed_base.cu, bitsum.cu and decompress.cu build one group's kernels a module
 CURVE_VARIANT = "call"  # msm.cu's, fixed_base.cu's and bitsum.cu's variant unless PROOFFLOW_CURVE_VARIANT says
 
 
@@ -84,9 +84,42 @@ def curve_header(curve: Curve) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _exponent(name: str, x: int, count: int) -> str:
+    """#define ``name``(i): word i of ``x`` as one expression of the word index (as
+    PF_FQ_INV_EXPONENT_WORD: a run-time index into an array would put it in local memory)."""
+    words = _words(x, count)
+    return f"#define {name}(i) (" + " : ".join(f"(i) == {i} ? {w}" for i, w in enumerate(words[:-1])) + \
+        f" : {words[-1]})"
+
+
+def compression_header(curve: Curve) -> str:
+    """What decompress.cu takes besides the curve's header: the curve library's compressed
+    encoding (``descriptor.Compression``) and the constants of its square roots
+    (``native.compressed.constants``, the CPU twin's), Fq values in 32-bit words."""
+    from proofflow.prover.native.compressed import constants
+    k, c, n = constants(curve), curve.compression, 2 * curve.fq.limbs
+    return "\n".join([
+        f"// {curve.label}'s compressed points (source.compression_header)",
+        f"#define PF_COMPRESSED_BIG_ENDIAN {int(c.big_endian)}",
+        f"#define PF_FLAG_INFINITY 0x{c.infinity:02x}u",
+        f"#define PF_FLAG_LARGER 0x{c.larger:02x}u",
+        f"#define PF_FLAG_MARKER 0x{c.marker:02x}u",
+        _exponent("PF_FQ_SQRT_EXPONENT_WORD", k["sqrt_exp"], n) + "  // (q + 1) / 4",
+        _exponent("PF_FQ_SQRT_LESS_ONE_EXPONENT_WORD", k["sqrt_exp_less_one"], n) + "  // (q - 3) / 4",
+        f"#define PF_FQ_HALF {', '.join(_words(k['half'], n))}  // (q - 1) / 2",
+        f"#define PF_FQ_HALF_MONT {', '.join(_words(k['half_mont'], n))}  // 1/2, Montgomery",
+        f"#define PF_G1_B {', '.join(_words(k['g1_b'], n))}  // Montgomery",
+        f"#define PF_G2_B0 {', '.join(_words(k['g2_b'][0], n))}",
+        f"#define PF_G2_B1 {', '.join(_words(k['g2_b'][1], n))}"]) + "\n"
+
+
+# the modules that take a header of their own after the curve's
+MODULE_HEADERS = {"decompress.cu": compression_header}
+
+
 def source(name: str, curve: Curve) -> str:
-    """``name``'s text for ``curve``: its ``curve_header``, then the file with its local
-    includes inlined, each header once (first use)."""
+    """``name``'s text for ``curve``: its ``curve_header`` (and its own, ``MODULE_HEADERS``),
+    then the file with its local includes inlined, each header once (first use)."""
     seen: set[str] = set()
 
     def expand(file: str) -> str:
@@ -98,7 +131,8 @@ def source(name: str, curve: Curve) -> str:
             return expand(header)
         return _INCLUDE.sub(include, (_DIR / file).read_text())
 
-    return curve_header(curve) + expand(name)
+    own = MODULE_HEADERS[name](curve) if name in MODULE_HEADERS else ""
+    return curve_header(curve) + own + expand(name)
 
 
 def options(variant: str = "mul32", group: str | None = None, name: str | None = None) -> tuple[str, ...]:

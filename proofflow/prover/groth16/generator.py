@@ -24,7 +24,7 @@ from proofflow.prover.curves import registry
 from proofflow.prover.curves.descriptor import Curve
 from proofflow.prover.field.fr import Fr
 from proofflow.prover.groth16 import r1cs_to_qap
-from proofflow.prover.groth16.data_structures import KeyTables, ProvingKey, VerifyingKey
+from proofflow.prover.groth16.data_structures import KeyTables, ProvingKey, VerifyingKey, table_encoding
 from proofflow.prover.points import PointTable
 from proofflow.prover.process_pool import process_pool
 
@@ -124,7 +124,7 @@ def setup(circuit: Circuit, seed: int, progress: Callable[[str, int, int], None]
     if isinstance(backend, str):
         backend = get_backend(backend)
     curve, fr = circuit.curve, circuit.fr
-    tables = KeyTables(curve, directory)
+    tables = KeyTables(curve, directory, table_encoding(circuit.log2))
 
     cs = circuit.constraint_system
     tw = toxic_waste(seed, curve)

@@ -105,7 +105,7 @@ def check_key(pk: ProvingKey, curve, num_variables: int) -> None:
     """ValueError unless ``pk`` is over ``curve`` and has a point per variable."""
     if pk.curve.name != curve.name:
         raise ValueError(f"the proving key is over {pk.curve.name}, the constraint system over {curve.name}")
-    if pk.a_query.xy.shape[0] != num_variables:
+    if len(pk.a_query) != num_variables:
         raise ValueError("the proving key does not match this constraint system "
                          f"({len(pk.a_query)} variables in the key, {num_variables} in the circuit)")
 
