@@ -221,6 +221,8 @@ def test_decoding_checks_the_curve_and_the_subgroup():
         G2.from_xy_bytes_le(outside)
     assert G2.from_xy_bytes_unchecked_le(outside).to_xy_bytes_le() == outside  # on the curve: unchecked takes it
     assert CurveKernels.of(CURVE).check("g2", g2 + outside + g2) == 1
+    with pytest.raises(ValueError, match="outside BN254's subgroup cannot be paired"):
+        CURVE.pairing_check([G1()], [G2.from_xy_bytes_unchecked_le(outside)])
     table = points.PointTable(CURVE, "g1", np.frombuffer(g1 + bytes(off), dtype=np.uint8).reshape(2, 64).copy())
     with pytest.raises(ValueError, match="g1 point 1 is not on the curve"):
         table.check_on_curve()

@@ -16,14 +16,13 @@ def _twist_b() -> tuple[int, int]:
     return 27 * inv82 % Q, -3 * inv82 % Q
 
 
+# through the point library the descriptor names (``Curve.library``: it imports this module)
 def _pairing_check(g1s, g2s) -> bool:
-    from proofflow.prover.curves import bn254_points
-    return bn254_points.pairing_check(g1s, g2s)
+    return BN254.library().pairing_check(g1s, g2s)
 
 
 def _pairing(g1, g2) -> list[int]:
-    from proofflow.prover.curves import bn254_points
-    return bn254_points.pairing(g1, g2)
+    return BN254.library().pairing(g1, g2)
 
 
 BN254 = Curve(

@@ -166,7 +166,10 @@ class _Point:
             return self
         coords = self.coordinates()
         half = len(coords) // 2
-        return type(self)._of(_le(*coords[:half], *((Q - c) % Q for c in coords[half:])))
+        neg = type(self)._of(_le(*coords[:half], *((Q - c) % Q for c in coords[half:])))
+        if self._arkworks is not None:  # the verifier negates key and proof points: keep theirs made
+            neg._arkworks = -self._arkworks
+        return neg
 
     def __sub__(self, other):
         return self + (-other)
@@ -224,10 +227,15 @@ class _Point:
         if self._arkworks is None:
             ark = _ark()
             c = self.coordinates()
-            if self.GROUP == "g1":
-                self._arkworks = ark.PointG1.identity() if self.is_identity() else ark.PointG1(*c)
-            else:
-                self._arkworks = ark.g2() * 0 if self.is_identity() else ark.PointG2(*c)
+            try:
+                if self.GROUP == "g1":
+                    self._arkworks = ark.PointG1.identity() if self.is_identity() else ark.PointG1(*c)
+                else:
+                    self._arkworks = ark.g2() * 0 if self.is_identity() else ark.PointG2(*c)
+            except BaseException as exc:  # the bindings panic (a BaseException) on a point outside the subgroup
+                if type(exc).__name__ != "PanicException":
+                    raise
+                raise ValueError(f"a {self.GROUP.upper()} point outside BN254's subgroup cannot be paired") from None
         return self._arkworks
 
 
