@@ -3,7 +3,7 @@
 #
 # A device call runs one command for at most 600 s, from the repository root, with no package
 # index and only the git-ignored paths it carries. So prepare here first (needs PyPI):
-#   bash bench/device.sh wheels         .whl/: Airflow, Great Expectations, arkworks, ... (carry it)
+#   bash bench/device.sh wheels         .whl/: Airflow, Great Expectations, arkworks, zksnake, ... (carry it)
 #   bash bench/device.sh kernels        .kernels.tar.xz: every cubin for sm_90, NVRTC 13.0 (optional)
 #   bash bench/device.sh snarkjs-pack   .snarkjs/: node, circom2, snarkjs, circomlib, arkworks, wasmtime
 #                                       (for `snarkjs`, `circom-family` and `circom-prep`)
@@ -139,7 +139,7 @@ plan_wheels() {
         --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
         --platform manylinux2014_x86_64 --platform manylinux1_x86_64 -d "$WHEELS_TMP" \
         apache-airflow-core==3.3.2 apache-airflow-task-sdk==1.3.2 apache-airflow-providers-standard==1.21.0 \
-        great-expectations==1.24.1 sqlalchemy==2.1.9 alembic==1.20.1 py-arkworks-bls12381==0.5.0 \
+        great-expectations==1.24.1 sqlalchemy==2.1.9 alembic==1.20.1 py-arkworks-bls12381==0.5.0 zksnake==0.1.0 \
         psycopg2-binary==2.9.13 asyncpg==0.32.0 pgserver==0.1.4  # pgserver: Postgres for the stream's metadata
     # the image's packages, normalized (lower case, '-' for '_' and '.'); babel (11 MB) is only for the
     # task SDK's locale date macros, which no proofflow task uses
@@ -209,15 +209,16 @@ PY
 
 # == plan: snarkjs-pack
 # .snarkjs/ (~40 MB): node, the circom toolchain of tests/circom (npm ci there first: circom2,
-# snarkjs, circomlib), arkworks's and SQLAlchemy's wheels (from .whl/) and wasmtime's (proofflow's witnesses from a
-# circuit's .wasm), for the snarkjs and circom-family plans
+# snarkjs, circomlib), arkworks's (BLS12-381's, and BN254's pairing: zksnake) and SQLAlchemy's wheels (from
+# .whl/) and wasmtime's (proofflow's witnesses from a circuit's .wasm), for the snarkjs and circom-family plans
 plan_snarkjs_pack() {
     set -e
     ls .whl/py_arkworks_bls12381-*.whl > /dev/null || { echo "run the wheels plan first"; exit 1; }
     rm -rf .snarkjs && mkdir -p .snarkjs/whl
     xz -T0 -c "$(command -v node)" > .snarkjs/node.xz
     # SQLAlchemy too: the proofflow CLI (setup, circuit add) builds its parser with the timing store's
-    cp .whl/py_arkworks_bls12381-*.whl .whl/sqlalchemy-*.whl .whl/greenlet-*.whl .snarkjs/whl/
+    cp .whl/py_arkworks_bls12381-*.whl .whl/zksnake-*.whl .whl/joblib-*.whl .whl/sqlalchemy-*.whl .whl/greenlet-*.whl \
+        .snarkjs/whl/
     "${PY:-python3}" -m pip download -q --only-binary=:all: --no-deps --python-version 3.12 --implementation cp \
         --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
         --platform manylinux1_x86_64 -d .snarkjs/whl "wasmtime==$(sed -n 's/.*"wasmtime==\([^"]*\)".*/\1/p' pyproject.toml)"

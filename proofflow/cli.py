@@ -349,7 +349,8 @@ def parser() -> argparse.ArgumentParser:
                                    "With --r1cs X.r1cs --out X.zkey: a snarkjs Groth16 zkey for that circuit from a "
                                    "seeded toxic waste, for tests and benchmarks only (no ceremony: anyone who knows "
                                    "the seed can forge proofs; the file says so).")
-    s.add_argument("--r1cs", help="a circom .r1cs (of a registered curve: BLS12-381) to write a test-only zkey for")
+    s.add_argument("--r1cs", help="a circom .r1cs (of a registered curve: BLS12-381 or BN254) to write a test-only "
+                                        "zkey for")
     s.add_argument("--out", help="the .zkey to write (with --r1cs)")
     s.add_argument("--seed", type=_int_in(0, MAX_SEED, "seed"), default=0, help="the toxic waste's seed (with --r1cs)")
     s.add_argument("--force", action="store_true", help="replace an existing --out (with --r1cs; without it an "

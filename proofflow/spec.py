@@ -17,7 +17,7 @@ from proofflow import settings
 CIRCUITS = ("mimc", "bits")
 # The engine's registered curves by name (proofflow.prover.curves.registry, which spec must
 # not import: tests/prover/test_curves.py checks they agree); the first is the default.
-CURVES = ("bls12_381",)
+CURVES = ("bls12_381", "bn254")
 MIN_LOG2, MAX_LOG2 = 8, 27  # up to 2^27 where the machine has room (proofflow.prover.resources)
 MIN_PARTITIONS, MAX_PARTITIONS = 1, 64
 BACKENDS = ("auto", "cpu", "gpu")

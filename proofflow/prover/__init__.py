@@ -1,4 +1,4 @@
-"""proofflow's proving engine: Groth16 over the registered curves (BLS12-381) on the CPU and the GPU.
+"""proofflow's proving engine: Groth16 over the registered curves (BLS12-381, BN254) on the CPU and the GPU.
 
 Layers, bottom up: ``curves`` (each curve's descriptor: its constants, encodings, point
 library and pairing; everything above takes one), ``field`` (a curve's Fr), ``polynomial``

@@ -7,7 +7,8 @@ BLS12-381); the point at infinity is all zeros. A ``PointTable`` holds many such
 one curve as one uint8 array, the form the GPU's MSMs read; a proving key's table may be
 stored compressed instead (``native.compressed``: x and flags, half the bytes), which the GPU
 decompresses as it uploads it and the CPU path here on first use of ``xy``, once, into
-memory. The library's objects are built from ``xy`` lazily, once, for the CPU path.
+memory. The library's objects are built from ``xy`` lazily, once, for the CPU path, unless the
+library sums rows straight from the table (``multiexp_xy_le``: BN254's).
 """
 from __future__ import annotations
 
@@ -34,6 +35,12 @@ def scalars(curve: Curve, values: np.ndarray) -> list:
     fr = Fr.of(curve)
     raw, Scalar = fr.to_bytes_le(values), curve.library().Scalar
     return [Scalar.from_le_bytes(raw[i:i + fr.BYTES]) for i in range(0, len(raw), fr.BYTES)]
+
+
+def sums_rows(curve: Curve, group: str) -> bool:
+    """Whether the library's MSM takes xy-LE rows and canonical scalars (``multiexp_xy_le``),
+    so the CPU path needs no point objects."""
+    return hasattr(curve.point_class(group), "multiexp_xy_le")
 
 
 class PointTable:
@@ -96,6 +103,21 @@ class PointTable:
         raw = b"".join(p.to_xy_bytes_le() for p in points)
         return cls(curve, group, np.frombuffer(raw, dtype=np.uint8).reshape(-1, curve.xy_bytes(group)).copy())
 
+    def prepare(self) -> None:
+        """What the CPU MSMs need, made before threads share the table: the library's
+        objects, unless it sums the rows themselves."""
+        if not sums_rows(self.curve, self.group):
+            self.points()
+
+    def check_on_curve(self) -> None:
+        """ValueError unless every point is on the curve: the library's objects decoded, or
+        where the library sums rows, the rows checked in bulk (``first_off_curve_xy_le``)."""
+        cls = self.curve.point_class(self.group)
+        if not sums_rows(self.curve, self.group):
+            self.points()
+        elif (bad := cls.first_off_curve_xy_le(self.xy)) is not None:
+            raise ValueError(f"{self.group} point {bad} is not on the curve")
+
     def points(self) -> list:
         """The library's objects, decoded once (on-curve checked; the key file's digest covers the rest)."""
         if self._points is None:
@@ -120,13 +142,18 @@ def msm(table: PointTable, values: np.ndarray, lo: int = 0, hi: int | None = Non
     cls = table.curve.point_class(table.group)
     if hi == lo:
         return cls.identity()
+    if sums_rows(table.curve, table.group):
+        return cls.multiexp_xy_le(table.xy[lo:hi], Fr.of(table.curve).to_canonical(np.ascontiguousarray(values[lo:hi])))
     return cls.multiexp_unchecked(table.points()[lo:hi], scalars(table.curve, values[lo:hi]))
 
 
 def msm_split(table: PointTable, values: np.ndarray, lo: int = 0, hi: int | None = None):
     """``msm`` with the scalars split by value, as the GPU splits a witness MSM
     (``proofflow.prover.device.sparse``): zeros skipped, the points of ones added up, the
-    rest through the library's multiexp."""
+    rest through the library's multiexp. A library that sums rows takes them all at once
+    (its buckets skip the zeros and add the ones)."""
+    if sums_rows(table.curve, table.group):
+        return msm(table, values, lo, hi)
     hi = _rows(table, values, lo, hi)
     part = values[lo:hi]
     ones = (part == Fr.of(table.curve).one()).all(axis=1)

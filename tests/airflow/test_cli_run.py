@@ -79,7 +79,7 @@ def test_run_json_then_table(tmp_path):
     (["--partitions", "0"], "partitions must be in 1..64, got 0"),
     (["--log2", "30"], "log2 must be in 8..27, got 30"),
     (["--circuit", "sha"], "unknown circuit 'sha'"),
-    (["--curve", "bn254"], "invalid choice: 'bn254'"),
+    (["--curve", "secp256k1"], "invalid choice: 'secp256k1'"),
 ])
 def test_bad_arguments_fail_fast(args, msg, tmp_path):
     out = _proofflow("run", "--home", str(tmp_path / "h"), *args, timeout=60)

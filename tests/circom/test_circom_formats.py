@@ -69,9 +69,13 @@ def test_r1cs_errors_name_the_section(tmp_path):
     data[first_coefficient:first_coefficient + 32] = P.to_bytes(32, "little")
     with pytest.raises(circom.CorruptFile, match="section 2: coefficient 0 is not below the field's prime"):
         circom.read_r1cs(_write(tmp_path, "p.r1cs", bytes(data)))
-    with pytest.raises(circom.WrongField, match=r"bn128 \(BN254\) scalar field"):
-        circom.read_r1cs(_write(tmp_path, "b.r1cs", circom_files.r1cs(CONSTRAINTS, 5, 1, 1, 1,
-                                                                      prime=circom_files.BN128_R)))
+    with pytest.raises(circom.WrongField, match="made for the Goldilocks field, not the BLS12-381 scalar field or "
+                                                "the BN254 scalar field"):
+        circom.read_r1cs(_write(tmp_path, "g.r1cs", circom_files.r1cs(CONSTRAINTS, 5, 1, 1, 1,
+                                                                      prime=circom_files.GOLDILOCKS)))
+    bn128 = _write(tmp_path, "b.r1cs", circom_files.r1cs(CONSTRAINTS, 5, 1, 1, 1, prime=circom_files.BN128_R))
+    with pytest.raises(circom.WrongField, match="made for the BN254 scalar field, not the BLS12-381 scalar field"):
+        circom.read_r1cs(bn128, CURVE)
 
 
 def test_container_errors(tmp_path):
@@ -97,7 +101,7 @@ def test_container_errors(tmp_path):
 def test_wtns_values_and_errors(tmp_path):
     values = _witness(11, 13)
     assert fr.to_ints(circom.read_wtns(_write(tmp_path, "w.wtns", circom_files.wtns(values)), CURVE)) == values
-    with pytest.raises(circom.WrongField, match="bn128"):
+    with pytest.raises(circom.WrongField, match="made for the BN254 scalar field, not the BLS12-381 scalar field"):
         circom.read_wtns(_write(tmp_path, "b.wtns", circom_files.wtns(values, prime=circom_files.BN128_R)), CURVE)
     with pytest.raises(circom.CorruptFile, match="section 2: witness value 3 is not below the field's prime"):
         circom.read_wtns(_write(tmp_path, "r.wtns", circom_files.wtns([1, 2, 3, P])), CURVE)
@@ -106,9 +110,11 @@ def test_wtns_values_and_errors(tmp_path):
 
 
 def test_zkey_of_another_curve_or_protocol(tmp_path):
-    with pytest.raises(circom.WrongField, match=r"bn128 \(BN254\) scalar field, not the BLS12-381 scalar field"):
-        circom.read_zkey(_write(tmp_path, "b.zkey", circom_files.zkey_head(r=circom_files.BN128_R,
-                                                                           q=circom_files.BN128_Q)))
+    with pytest.raises(circom.WrongField, match="made for the Goldilocks field, not the BLS12-381 scalar field"):
+        circom.read_zkey(_write(tmp_path, "g.zkey", circom_files.zkey_head(r=circom_files.GOLDILOCKS)))
+    # BN254's scalar field with BLS12-381's base field: the base field is named
+    with pytest.raises(circom.WrongField, match="made for the BLS12-381 base field, not the BN254 base field"):
+        circom.read_zkey(_write(tmp_path, "b.zkey", circom_files.zkey_head(r=circom_files.BN128_R)))
     with pytest.raises(circom.CorruptFile, match="section 1: protocol 2 is not Groth16"):
         circom.read_zkey(_write(tmp_path, "p.zkey", circom_files.zkey_head(protocol=2)))
 
@@ -201,8 +207,9 @@ def test_json_errors_name_the_field(tmp_path):
         snarkjs_json.point_from_json(CURVE, "p.json", "pi_a", "g1", [str(CURVE.fq.modulus), g1[1], "1"])
     with pytest.raises(circom.CorruptFile, match="pi_a: is not in affine form"):
         snarkjs_json.point_from_json(CURVE, "p.json", "pi_a", "g1", [*g1[:2], "2"])
-    proof = _write(tmp_path, "proof.json", b'{"protocol": "groth16", "curve": "bn128"}')
-    with pytest.raises(circom.WrongField, match="made for the curve 'bn128', not the curve 'bls12381'"):
+    proof = _write(tmp_path, "proof.json", b'{"protocol": "groth16", "curve": "bls12377"}')
+    with pytest.raises(circom.WrongField, match="made for the curve 'bls12377', not the curve 'bls12381' or the "
+                                                "curve 'bn128'"):
         snarkjs_json.read_proof(proof)
     proof = _write(tmp_path, "proof2.json", b'{"protocol": "groth16", "curve": "bls12381"}')
     with pytest.raises(circom.CorruptFile, match="pi_a: missing"):

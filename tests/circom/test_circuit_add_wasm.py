@@ -37,7 +37,7 @@ def test_a_bn254_wasm_is_refused(ceremony, toolchain, home, tmp_path, capsys):
     _, bn_wasm = toolchain.compile_chain(tmp_path / "bn128", 100, prime="bn128")  # the same circuit, BN254's prime
     rc, err = _add(capsys, chain, bn_wasm)
     assert rc == 2 and _registered(home) == []
-    assert f"{bn_wasm}: made for the bn128 (BN254) scalar field" in err
+    assert f"{bn_wasm}: made for the BN254 scalar field, not the BLS12-381 scalar field" in err
 
 
 def test_the_circuits_own_wasm_registers(ceremony, home, capsys):

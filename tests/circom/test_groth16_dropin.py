@@ -101,9 +101,10 @@ def test_refusals_are_one_line_exit_2_and_write_nothing(chain, ceremony, tmp_pat
     other = ceremony["gadgets"].witness({"secret": 123456789, "salt": 42, "bound": 10**9}, "dropin_other")
     _refused(_proofflow(home, "groth16", "prove", c.zkey, other, proof, public), "number of signals")
 
-    bn128 = tmp_path / "bn128.zkey"
-    bn128.write_bytes(circom_files.zkey_head(r=circom_files.BN128_R, q=circom_files.BN128_Q))
-    _refused(_proofflow(home, "groth16", "prove", bn128, chain["wtns"], proof, public), str(bn128), "bn128 (BN254)")
+    other_field = tmp_path / "goldilocks.zkey"
+    other_field.write_bytes(circom_files.zkey_head(r=circom_files.GOLDILOCKS))
+    _refused(_proofflow(home, "groth16", "prove", other_field, chain["wtns"], proof, public), str(other_field),
+             "Goldilocks")
 
     missing = tmp_path / "missing.wtns"
     _refused(_proofflow(home, "groth16", "prove", c.zkey, missing, proof, public), str(missing))
@@ -113,7 +114,7 @@ def test_refusals_are_one_line_exit_2_and_write_nothing(chain, ceremony, tmp_pat
     bad_input = tmp_path / "bad.json"
     bad_input.write_text('{"x": "3", "nosuch": "1", "c": "5"}')
     _refused(_proofflow(home, "groth16", "fullprove", bad_input, c.wasm, c.zkey, proof, public), "nosuch")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.json", "bn128.zkey"]  # no output, no temporary
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.json", "goldilocks.zkey"]  # no output, no temporary
 
 
 def test_a_zkey_rewritten_in_place_is_not_served_from_the_cache(chain, tmp_path):
@@ -124,5 +125,5 @@ def test_a_zkey_rewritten_in_place_is_not_served_from_the_cache(chain, tmp_path)
     zkey.write_bytes(c.zkey.read_bytes())
     first = _proofflow(home, "g16p", zkey, chain["wtns"], tmp_path / "p.json", tmp_path / "q.json", "-v")
     assert first.returncode == 0 and "parsed into the key cache" in first.stderr, first.stderr
-    zkey.write_bytes(circom_files.zkey_head(r=circom_files.BN128_R, q=circom_files.BN128_Q))
-    _refused(_proofflow(home, "g16p", zkey, chain["wtns"], tmp_path / "p2.json", tmp_path / "q2.json"), "bn128")
+    zkey.write_bytes(circom_files.zkey_head(r=circom_files.GOLDILOCKS))
+    _refused(_proofflow(home, "g16p", zkey, chain["wtns"], tmp_path / "p2.json", tmp_path / "q2.json"), "Goldilocks")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
+from proofflow.prover.curves import registry
 from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
 from proofflow.prover.curves.descriptor import PrimeField
 from proofflow.prover.device import cache, source
@@ -61,9 +62,9 @@ def test_the_header_s_words_are_the_descriptor_s_values():
 
 
 def test_every_module_is_compiled_with_its_curve_s_header():
-    header = source.curve_header(CURVE)
     for m in cache.MODULES:
-        assert m.curve is CURVE and m.text().startswith(header) and m.label.endswith("-bls12_381")
+        assert m.text().startswith(source.curve_header(m.curve)) and m.label.endswith(f"-{m.curve.name}")
+    assert [c for c in dict.fromkeys(m.curve.name for m in cache.MODULES)] == list(registry.NAMES)
 
 
 def test_another_curve_is_another_module():

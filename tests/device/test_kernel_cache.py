@@ -12,8 +12,12 @@ import time
 import pytest
 
 from proofflow import cli, settings
+from proofflow.prover.curves import registry
 from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
 from proofflow.prover.device import cache, source
+
+
+PER_CURVE = 10  # modules a curve: ntt.cu in 2 product variants, msm.cu, fixed_base.cu, bitsum.cu and decompress.cu per group
 
 
 @pytest.fixture
@@ -61,9 +65,10 @@ def test_an_edited_header_gives_another_name(tmp_path, monkeypatch):
 
 
 def test_the_modules_are_those_the_code_loads():
-    assert [m.label for m in cache.MODULES] == [f"{m}-bls12_381" for m in (
+    assert [m.label for m in cache.MODULES] == [f"{m}-{c}" for c in registry.NAMES for m in (
         "ntt-mul32", "ntt-mul64", "msm-call-g1", "msm-call-g2", "fixed_base-call-g1", "fixed_base-call-g2",
         "bitsum-call-g1", "bitsum-call-g2", "decompress-call-g1", "decompress-call-g2")]
+    assert len(cache.MODULES) == PER_CURVE * len(registry.CURVES)
     assert NTT.options() == ("-std=c++17",) + cache.FLAGS
 
 
@@ -141,25 +146,26 @@ def test_processes_starting_together_compile_once(kernel_dir, monkeypatch):
 
 
 def test_kernels_build_and_list(kernel_dir, nvrtc, capsys):
+    n = len(cache.MODULES)
     assert cli.main(["kernels", "build", "--arch", "90,80"]) == 0
-    assert len(nvrtc) == 20 and len(list(kernel_dir.glob("*.cubin"))) == 20
-    assert "20 compiled, 0 already cached" in capsys.readouterr().out
+    assert len(nvrtc) == 2 * n and len(list(kernel_dir.glob("*.cubin"))) == 2 * n
+    assert f"{2 * n} compiled, 0 already cached" in capsys.readouterr().out
     assert cli.main(["kernels", "build", "--arch", "sm_90", "--json"]) == 0
-    assert [r["built"] for r in json.loads(capsys.readouterr().out)] == [False] * 10 and len(nvrtc) == 20
+    assert [r["built"] for r in json.loads(capsys.readouterr().out)] == [False] * n and len(nvrtc) == 2 * n
     assert cli.main(["kernels", "list", "--json"]) == 0
     listing = json.loads(capsys.readouterr().out)
-    assert listing["directory"] == str(kernel_dir) and len(listing["kernels"]) == 20
+    assert listing["directory"] == str(kernel_dir) and len(listing["kernels"]) == 2 * n
     assert {e["status"] for e in listing["kernels"]} == {"current"}
     assert cli.main(["kernels", "list"]) == 0
     out = capsys.readouterr().out
-    assert "20 cubin(s)" in out and "msm-call-g2" in out and "sm_80" in out
+    assert f"{2 * n} cubin(s)" in out and "msm-call-g2" in out and "sm_80" in out
 
 
 def test_variants_add_the_modules_compared_in_them():
     assert cache.modules(source.CURVE_VARIANT) == cache.MODULES
     labels = [m.label for m in cache.modules(source.CURVE_VARIANT, ["wide", "call", "mul32"])]
     assert labels[:len(cache.MODULES)] == [m.label for m in cache.MODULES] and len(set(labels)) == len(labels)
-    assert set(labels[len(cache.MODULES):]) == {f"{m}-bls12_381" for m in (
+    assert set(labels[len(cache.MODULES):]) == {f"{m}-{c}" for c in registry.NAMES for m in (
         "ntt-wide", "field-wide", "field-mul32",
         *(f"{name}-{v}-{g}" for name in ("msm", "fixed_base", "bitsum", "decompress") for v in ("wide", "mul32")
           for g in ("g1", "g2")))}
@@ -169,7 +175,9 @@ def test_variants_add_the_modules_compared_in_them():
 
 def test_kernels_build_with_variants(kernel_dir, nvrtc, capsys):
     assert cli.main(["kernels", "build", "--arch", "90", "--variants", "wide"]) == 0
-    assert len(nvrtc) == 20 and len(list(kernel_dir.glob("*-wide-g[12]-bls12_381-sm_90-*.cubin"))) == 8
+    # each curve's modules, and its ntt.cu, field.cu and eight curve modules in the wide variant
+    assert len(nvrtc) == 2 * PER_CURVE * len(registry.CURVES)
+    assert len(list(kernel_dir.glob("*-wide-g[12]-bls12_381-sm_90-*.cubin"))) == 8
     with pytest.raises(SystemExit):
         cli.main(["kernels", "build", "--arch", "90", "--variants", "fast"])
     assert "invalid choice: 'fast'" in capsys.readouterr().err
@@ -182,7 +190,7 @@ def test_kernels_build_needs_an_arch_without_a_gpu(kernel_dir, nvrtc, monkeypatc
     assert cli.main(["kernels", "build"]) == cli.EXIT_FAILED
     assert "--arch" in capsys.readouterr().err and nvrtc == []
     monkeypatch.setenv("PROOFFLOW_CUDA_ARCHS", "90")
-    assert cli.main(["kernels", "build"]) == 0 and len(nvrtc) == 10
+    assert cli.main(["kernels", "build"]) == 0 and len(nvrtc) == len(cache.MODULES)
     assert cli.main(["kernels", "build", "--arch", "ampere"]) == cli.EXIT_BAD_INPUT
 
 
@@ -191,7 +199,8 @@ def test_setup_builds_the_kernels_best_effort(kernel_dir, nvrtc, monkeypatch, ca
     assert cli._setup_kernels() == {"skipped": "CuPy is not installed"} and nvrtc == []
     monkeypatch.setattr(cache, "cupy_installed", lambda: True)
     monkeypatch.setenv("PROOFFLOW_CUDA_ARCHS", "90")
-    assert cli._setup_kernels() == {"directory": str(kernel_dir), "archs": ["90"], "cubins": 10, "compiled": 10}
+    n = len(cache.MODULES)
+    assert cli._setup_kernels() == {"directory": str(kernel_dir), "archs": ["90"], "cubins": n, "compiled": n}
 
     def no_nvrtc():
         raise cache.KernelBuildError("NVRTC is missing or unusable (libnvrtc.so.12)")

@@ -10,6 +10,7 @@ import pytest
 from proofflow import settings
 from proofflow.prover import points
 from proofflow.prover.backend.by_name import device_options
+from proofflow.prover.curves import registry
 from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
 from proofflow.prover.device import cache, pippenger, source
 from proofflow.prover.field.fr import Fr
@@ -34,7 +35,7 @@ def test_the_kernel_build_takes_the_configured_variant(monkeypatch):
     assert cache.modules(settings.current().curve_variant) == cache.MODULES
     monkeypatch.setenv("PROOFFLOW_CURVE_VARIANT", "wide")
     extra = [m.label for m in cache.modules(settings.current().curve_variant)[len(cache.MODULES):]]
-    assert extra == [f"{name}-wide-{g}-bls12_381" for name in ("msm", "fixed_base", "bitsum", "decompress")
+    assert extra == [f"{name}-wide-{g}-{c}" for c in registry.NAMES for name in ("msm", "fixed_base", "bitsum", "decompress")
                      for g in ("g1", "g2")]
 
 

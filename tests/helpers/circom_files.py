@@ -14,6 +14,7 @@ fr = Fr.of(CURVE)
 
 BN128_R = 0x30644E72E131A029B85045B68181585D2833E84879B9709143E1F593F0000001
 BN128_Q = 0x30644E72E131A029B85045B68181585D97816A916871CA8D3C208C16D87CFD47
+GOLDILOCKS = 0xFFFFFFFF00000001  # a prime circom offers (-p goldilocks) that no registered curve has
 
 
 def container(magic: bytes, version: int, sections: list[tuple[int, bytes]]) -> bytes:

@@ -28,9 +28,9 @@ def test_the_registry_names_what_spec_offers():
 def test_a_run_names_a_registered_curve():
     config = spec.validate_params({"log2": 8, "partitions": 1, "backend": "cpu"}, gpu_available=lambda: False)
     assert config.curve == registry.DEFAULT and spec.RunConfig.from_dict(config.to_dict()) == config
-    with pytest.raises(spec.InvalidParams, match="curve must be one of bls12_381, got 'bn254'"):
-        spec.validate_params({"curve": "bn254"}, gpu_available=lambda: False)
-    for bad in ("bn254", 7):
+    with pytest.raises(spec.InvalidParams, match="curve must be one of bls12_381, bn254, got 'secp256k1'"):
+        spec.validate_params({"curve": "secp256k1"}, gpu_available=lambda: False)
+    for bad in ("secp256k1", 7):
         with pytest.raises(spec.InvalidParams, match="curve"):
             spec.RunConfig.from_dict({**config.to_dict(), "curve": bad})
 
@@ -39,7 +39,7 @@ def test_a_prove_job_names_its_curve():
     from proofflow.prover.service.protocol import ProveJob
     job = ProveJob("/k", "mimc", 8, "bls12_381", "seg", 256, spec.MemoryKind.PINNED)
     assert ProveJob.from_wire(job.to_wire()) == job
-    for bad in ({"curve": "bn254"}, {"curve": None}):
+    for bad in ({"curve": "secp256k1"}, {"curve": None}):
         with pytest.raises(InputError, match="curve"):
             ProveJob.from_wire({**job.to_wire(), **bad})
 
@@ -121,11 +121,12 @@ def test_the_c_kernels_get_the_constants_fr_c_and_fq_montgomery_c_held():
 def test_the_registry_looks_curves_up():
     assert registry.get_curve("bls12_381") is CURVE and registry.DEFAULT == "bls12_381"
     assert registry.by_scalar_prime(R) is CURVE and registry.by_scalar_prime(Q) is None
-    assert registry.by_snarkjs_name("bls12381") is CURVE and registry.by_snarkjs_name("bn128") is None
-    with pytest.raises(registry.UnknownCurve, match="unknown curve 'bn254': the registered curves are bls12_381"):
-        registry.get_curve("bn254")
+    assert registry.by_snarkjs_name("bls12381") is CURVE and registry.by_snarkjs_name("bls12377") is None
+    with pytest.raises(registry.UnknownCurve, match="unknown curve 'secp256k1': the registered curves are "
+                                                    "bls12_381, bn254"):
+        registry.get_curve("secp256k1")
     with pytest.raises(ValueError, match="unknown curve"):
-        get_circuit("mimc", 8, "bn254")
+        get_circuit("mimc", 8, "secp256k1")
 
 
 # ---- keys and bundles record their curve -------------------------------------------------
@@ -174,11 +175,11 @@ def test_a_key_of_before_curves_were_recorded_is_bls12_381(key8, tmp_path):
 
 def test_a_key_of_an_unknown_curve_is_refused_by_name(key8, tmp_path):
     d = _copy(key8[0], tmp_path)
-    _edit(d / "params.json", lambda j: j.update(curve="bn254", format="proofflow-groth16-bn254/1"))
+    _edit(d / "params.json", lambda j: j.update(curve="secp256k1", format="proofflow-groth16-secp256k1/1"))
     with pytest.raises(KeyFormatError, match="params.json is a proving key over a curve this proofflow does not "
-                                             "know .*unknown curve 'bn254'"):
+                                             "know .*unknown curve 'secp256k1'"):
         ProvingKey.load(d)
-    _edit(d / "vk.json", lambda j: j.update(curve="bn254"))
+    _edit(d / "vk.json", lambda j: j.update(curve="secp256k1"))
     with pytest.raises(KeyFormatError, match="verifying key over a curve this proofflow does not know"):
         VerifyingKey.load(d / "vk.json")
     _edit(d / "vk.json", lambda j: j.update(curve="bls12_381", format="proofflow-groth16-bn254/1"))
@@ -228,6 +229,6 @@ def test_bundles_record_their_curve(proved, tmp_path):
     assert json.loads(manifest.read_text())["curve"] == "bls12_381"
     _edit(manifest, lambda j: j.pop("curve"))  # a bundle of before curves were recorded
     assert [r.ok for r in bundle.verify_bundle(tmp_path)] == [True]
-    _edit(manifest, lambda j: j.update(curve="bn254"))
+    _edit(manifest, lambda j: j.update(curve="secp256k1"))
     with pytest.raises(bundle.BundleError, match="over a curve this proofflow does not know"):
         bundle.verify_bundle(tmp_path)

@@ -3,8 +3,9 @@ ones split into row ranges of equal work whose sums are added at the end.
 
 Threads, not processes: arkworks' multiexp (``py_arkworks_bls12381``) runs on one core but
 releases the GIL while it computes (another thread, sleeping 1 ms at a time, wakes on time
-throughout a 2^14 multiexp), so threads of one process run multiexps in parallel, over the
-point objects the key already decoded, with nothing pickled. What holds the GIL is small:
+throughout a 2^14 multiexp), and so does BN254's C one (``native/curve.c``, through ctypes),
+so threads of one process run multiexps in parallel, over the point objects the key already
+decoded (BN254's: over the table's rows), with nothing pickled. What holds the GIL is small:
 building the Scalars and the points' list (a few percent of a multiexp), and the witness's
 ones, added one by one (``points.msm_split``, a twentieth of a multiexp's cost a point).
 
@@ -91,7 +92,7 @@ def msms(jobs: list[MsmJob], threads: int) -> list:
     """Each job's MSM, in the jobs' order, on ``threads`` threads: the same points as
     computing them one after another."""
     for job in jobs:  # decoded here once, not raced for by the threads
-        job.table.points()
+        job.table.prepare()
     pieces = plan(jobs, threads)
     futures = [_pool(threads).submit(_piece, jobs[p.job], p) for p in pieces]
     sums = [job.table.curve.point_class(job.table.group).identity() for job in jobs]

@@ -1,7 +1,7 @@
-"""circom circuits with snarkjs Groth16 keys on a registered curve (BLS12-381).
+"""circom circuits with snarkjs Groth16 keys on a registered curve (BLS12-381, BN254).
 
 Users bring a circuit's ``.r1cs``, a witness (``.wtns``) and a ``.zkey`` from a snarkjs
-ceremony of that curve (``-p bls12381``); each file's prime (or, in JSON, its curve name)
+ceremony of that curve (``-p bls12381``, ``-p bn128``); each file's prime (or, in JSON, its curve name)
 names the curve, and a file of a curve not registered in ``proofflow.prover.curves`` is
 refused (WrongField). Proofs made here verify in ``snarkjs groth16 verify``, and
 snarkjs's proofs verify here. Readers for the binary files (``r1cs``, ``wtns``, ``zkey``,

@@ -67,7 +67,7 @@ def add_parser(sub) -> None:
     csub = c.add_subparsers(dest="circuit_command", required=True, metavar="ACTION")
     a = csub.add_parser("add", help="check and register a circuit's files")
     a.add_argument("name", help="the name proof runs use (lower-case letters, digits, _ and -)")
-    a.add_argument("--r1cs", required=True, help="the circuit's .r1cs (circom --r1cs -p bls12381)")
+    a.add_argument("--r1cs", required=True, help="the circuit's .r1cs (circom --r1cs -p bls12381, or -p bn128)")
     a.add_argument("--zkey", required=True, help="its Groth16 .zkey (snarkjs groth16 setup, or proofflow setup --r1cs)")
     a.add_argument("--wasm", help="its witness generator (circom --wasm), to prove from input.json files")
     g = a.add_mutually_exclusive_group()

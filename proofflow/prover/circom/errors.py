@@ -12,8 +12,6 @@ __all__ = ["CircomFileError", "CorruptFile", "WrongField", "NotEvmCurve", "KeyMi
 
 # Primes circom and snarkjs offer besides the registered curves' fields, named in errors.
 _OTHER_PRIMES = {
-    0x30644E72E131A029B85045B68181585D2833E84879B9709143E1F593F0000001: "the bn128 (BN254) scalar field",
-    0x30644E72E131A029B85045B68181585D97816A916871CA8D3C208C16D87CFD47: "the bn128 (BN254) base field",
     0xFFFFFFFF00000001: "the Goldilocks field",
 }
 

@@ -139,7 +139,7 @@ def read_zkey(path, decode_points: bool = True) -> ZKey:
         table = points_from_montgomery(curve, raw[sid], group, f.path, sid, what)
         if decode_points:
             try:
-                table.points()
+                table.check_on_curve()
             except ValueError as exc:
                 raise CorruptFile(f.path, f"a {what} point is not on the curve: {exc}", sid) from None
         return table

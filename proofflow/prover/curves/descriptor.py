@@ -103,7 +103,13 @@ class Curve:
     Scalar) and Scalar (``from_le_bytes``). ``pairing_check(g1s, g2s)``: whether
     prod e(g1s[i], g2s[i]) is one; ``pairing(g1, g2)``: e(g1, g2) as its 12 Fq coefficients in
     the tower Fq12 = Fq6[w], Fq6 = Fq2[v], Fq2 = Fq[u], in order c0.c0.c0, c0.c0.c1, c0.c1.c0,
-    ..., c1.c2.c1 (snarkjs's vk_alphabeta_12). Both are imported only when points are made."""
+    ..., c1.c2.c1 (snarkjs's vk_alphabeta_12). Both are imported only when points are made.
+
+    A library may also work on a table's rows, no point objects made: the point classes'
+    ``multiexp_xy_le(rows, scalars)`` ((n, xy_bytes) uint8 rows, (n, 4) uint64 canonical
+    scalars), ``multiples_xy_le(scalars)`` (the generator's multiples, as rows) and
+    ``first_off_curve_xy_le(rows)``; the CPU MSMs, the setup and the zkey reader use them
+    where present (``points.sums_rows``)."""
     name: str  # what runs, keys, bundles and the timing store record
     label: str  # as people write it
     fr: PrimeField

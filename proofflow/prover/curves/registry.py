@@ -3,9 +3,10 @@ need: circom and snarkjs name a curve by its scalar field's prime or by their ow
 from __future__ import annotations
 
 from proofflow.prover.curves.bls12_381 import BLS12_381
+from proofflow.prover.curves.bn254 import BN254
 from proofflow.prover.curves.descriptor import Curve
 
-CURVES: dict[str, Curve] = {c.name: c for c in (BLS12_381,)}
+CURVES: dict[str, Curve] = {c.name: c for c in (BLS12_381, BN254)}
 NAMES = tuple(CURVES)
 # The curve of whatever names none: keys, bundles and runs from before the curve was recorded.
 DEFAULT = BLS12_381.name

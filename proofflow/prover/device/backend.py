@@ -86,12 +86,13 @@ class GpuBackend(Backend):
         self.variant = variant
         self.g2_on_host = not g2_on_gpu
         self.overlap = options.msm_overlap if overlap is None else overlap
-        self._mods = {c.name: cache.load(c, variant, kernel_dir=options.kernel_dir) for c in registry.CURVES.values()}
         self._fn = {}
+        self._warm: set[str] = set()
 
     def _kernel(self, curve: Curve, name: str):
         if (curve.name, name) not in self._fn:
-            self._fn[curve.name, name] = self._mods[curve.name].get_function(name)
+            module = cache.load(curve, self.variant, kernel_dir=self.options.kernel_dir)
+            self._fn[curve.name, name] = module.get_function(name)
         return self._fn[curve.name, name]
 
     def tables(self, domain: Radix2Domain) -> _Tables:
@@ -192,10 +193,10 @@ class GpuBackend(Backend):
         CuPy compiles its own scans, searches and reductions on their first use (into its
         disk cache, ~10 s on a fresh machine, measured as a first proof's 10.5 s MSM phase),
         and that belongs to the service's start, not to a proof's device phase. Several table
-        sizes (``_WARM_ROWS``): CuPy picks its scans' and reductions' kernels by size. Every
-        registered curve's modules and paths."""
-        for c in registry.CURVES.values():
-            self._warm_up(c)
+        sizes (``_WARM_ROWS``): CuPy picks its scans' and reductions' kernels by size. The
+        default curve's modules and paths; another curve's when its first key is prepared
+        (``prepare``: in that key's upload), so a service proving one curve loads no other's."""
+        self._warm_up(registry.get_curve(registry.DEFAULT))
         if self.overlap:  # the MSM lanes' threads and streams, made once
             device = cp.cuda.runtime.getDevice()
             _lanes(device)
@@ -204,6 +205,9 @@ class GpuBackend(Backend):
         cp.cuda.get_current_stream().synchronize()
 
     def _warm_up(self, curve: Curve) -> None:
+        if curve.name in self._warm:
+            return
+        self._warm.add(curve.name)
         self._kernel(curve, "bitrev_scale")
         for group in ("g1",) + (() if self.g2_on_host else ("g2",)):
             for name, kernel in (("msm.cu", f"to_montgomery_{group}"), ("bitsum.cu", "bitsum_classify"),
@@ -222,6 +226,7 @@ class GpuBackend(Backend):
         """The key's tables on the device, each with the precomputed copies of its plan in
         ``plans`` (``KeyCache`` chose them, and ``keys.key_bytes`` counts them in the
         key budget; None: plain)."""
+        self._warm_up(pk.curve)
         for name in PK_TABLES:
             if name != "b_g2_query" or not self.g2_on_host:
                 table = getattr(pk, name)
