@@ -85,6 +85,6 @@ def test_a_setup_that_does_not_fit_is_refused_naming_the_numbers(tmp_path, monke
     out = tmp_path / "keys"
     assert cli.main(["setup", "--log2", "22", "--out", str(out), "--backend", "cpu"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"error: log2 22 does not fit this machine: the proving key needs 1.2 GB on disk at {out} "
+    assert err.startswith(f"error: log2 22 does not fit this machine: the proving key needs 2.4 GB on disk at {out} "
                           "(1.0 GB free)"), err
     assert "Traceback" not in err and not out.exists()
