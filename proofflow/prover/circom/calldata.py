@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 from proofflow.prover import bounded_json, files
+from proofflow.prover.circom import snarkjs_json
 from proofflow.prover.circom.errors import CorruptFile, NotEvmCurve
 from proofflow.prover.curves.descriptor import Curve
 from proofflow.prover.groth16.data_structures import Proof
@@ -79,24 +80,14 @@ def calldata(proof, public, proof_source="proof.json", public_source="public.jso
             f"[{','.join(map(_hex, signals))}]")
 
 
-def _load(path) -> object:
-    try:
-        return bounded_json.load(path)
-    except bounded_json.JsonRefused as exc:
-        raise CorruptFile(path, str(exc)) from None
-    except OSError as exc:
-        raise CorruptFile(path, f"cannot read: {exc.strerror or exc}") from None
-
-
 def calldata_files(public_path, proof_path) -> str:
     """``snarkjs zkey export soliditycalldata public.json proof.json``'s line (argument order
     as snarkjs's), without its newline."""
-    return calldata(_load(proof_path), _load(public_path), proof_path, public_path)
+    return calldata(snarkjs_json.load_json(proof_path), snarkjs_json.load_json(public_path), proof_path, public_path)
 
 
 def proof_calldata(proof: Proof, public: list[int]) -> str:
     """The calldata of a proof made here, as snarkjs prints it for its proof.json and public.json."""
-    from proofflow.prover.circom import snarkjs_json
     return calldata(snarkjs_json.proof_to_json(proof), [str(x) for x in public])
 
 

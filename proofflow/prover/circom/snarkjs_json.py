@@ -25,7 +25,8 @@ _DECIMAL = re.compile(f"[0-9]{{1,{bounded_json.MAX_DIGITS}}}")
 _INFINITY = {"g1": ["0", "1", "0"], "g2": [["0", "0"], ["1", "0"], ["0", "0"]]}
 
 
-def _load(path) -> object:
+def load_json(path) -> object:
+    """A snarkjs JSON file, bounded (``bounded_json``); CorruptFile naming it when refused or unreadable."""
     try:
         return bounded_json.load(path)
     except bounded_json.JsonRefused as exc:
@@ -96,7 +97,7 @@ def _field(path, d: dict, name: str):
 
 
 def read_verification_key(path) -> VerifyingKey:
-    d = _load(path)
+    d = load_json(path)
     curve = _header(path, d, "verification key")
     ic = _field(path, d, "IC")
     if not isinstance(ic, list) or not ic:
@@ -111,7 +112,7 @@ def read_verification_key(path) -> VerifyingKey:
 
 
 def read_proof(path) -> Proof:
-    d = _load(path)
+    d = load_json(path)
     curve = _header(path, d, "proof")
     return Proof(curve, *(point_from_json(curve, path, name, group, _field(path, d, name))
                           for name, group in (("pi_a", "g1"), ("pi_b", "g2"), ("pi_c", "g1"))))
@@ -120,7 +121,7 @@ def read_proof(path) -> Proof:
 def read_public(path) -> list[int]:
     """The public signals as integers. Values at or above r are returned as they are: the
     verifier rejects them, as snarkjs does."""
-    d = _load(path)
+    d = load_json(path)
     if not isinstance(d, list):
         raise CorruptFile(path, "is not a JSON list of public signals")
     return [_number(path, f"[{i}]", v) for i, v in enumerate(d)]

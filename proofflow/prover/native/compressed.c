@@ -28,14 +28,9 @@
 #error "compile with a curve's constants (proofflow.prover.native.compressed.defines)"
 #endif
 
-typedef unsigned __int128 u128;
+#include "fq.h"
 
-#define N FQ_LIMBS
 #define W (8 * N) /* bytes of an Fq element */
-static const uint64_t Q[N] = {FQ_MODULUS};
-static const uint64_t QINV = FQ_INV;         /* -q^-1 mod 2^64 */
-static const uint64_t ONE[N] = {FQ_ONE};     /* R mod q */
-static const uint64_t R2[N] = {FQ_R2};       /* R^2 mod q */
 static const uint64_t HALF_M[N] = {FQ_HALF_MONT}; /* 1/2, Montgomery */
 static const uint64_t SQRT_EXP[N] = {FQ_SQRT_EXP};           /* (q + 1) / 4 */
 static const uint64_t SQRT_EXP_LESS_ONE[N] = {FQ_SQRT_EXP_LESS_ONE}; /* (q - 3) / 4 */
@@ -47,129 +42,11 @@ static const uint64_t B2[2 * N] = {G2_B};    /* Montgomery, c0 then c1 */
 /* why a row is refused (compressed.py's REASONS) */
 enum { OK = 0, BAD_FLAGS = 1, NOT_BELOW_Q = 2, NOT_ON_CURVE = 3 };
 
-/* ---- Fq: N limbs, Montgomery form, fully reduced ---- */
-
-static inline int cmp(const uint64_t *a, const uint64_t *b) { /* -1, 0, 1 */
-    for (int i = N - 1; i >= 0; i--) {
-        if (a[i] > b[i]) return 1;
-        if (a[i] < b[i]) return -1;
-    }
-    return 0;
-}
-
-static inline int is_zero(const uint64_t *a) {
-    uint64_t d = 0;
-    for (int i = 0; i < N; i++) d |= a[i];
-    return d == 0;
-}
-
-static inline void sub_q(uint64_t *t) {
-    u128 borrow = 0;
-    for (int i = 0; i < N; i++) {
-        u128 d = (u128)t[i] - Q[i] - borrow;
-        t[i] = (uint64_t)d;
-        borrow = (d >> 64) & 1;
-    }
-}
-
-/* a * b / R mod q: CIOS without the carry words ("no-carry" Montgomery, as gnark's): q's top
- * limb below 2^63 - 1 (compressed.py checks it) keeps each row's sum within N words. */
-static void fq_mul(const uint64_t *a, const uint64_t *b, uint64_t *out) {
-    uint64_t t[N] = {0};
-    for (int i = 0; i < N; i++) {
-        u128 c = (u128)a[0] * b[i] + t[0];
-        t[0] = (uint64_t)c;
-        uint64_t m = t[0] * QINV;
-        u128 c2 = ((u128)m * Q[0] + t[0]) >> 64;
-        c >>= 64;
-        for (int j = 1; j < N; j++) {
-            c += (u128)a[j] * b[i] + t[j];
-            c2 += (u128)m * Q[j] + (uint64_t)c;
-            t[j - 1] = (uint64_t)c2;
-            c >>= 64;
-            c2 >>= 64;
-        }
-        t[N - 1] = (uint64_t)c + (uint64_t)c2;
-    }
-    if (cmp(t, Q) >= 0) sub_q(t);
-    memcpy(out, t, W);
-}
-
-static void fq_add(const uint64_t *a, const uint64_t *b, uint64_t *out) {
-    uint64_t t[N];
-    u128 c = 0;
-    for (int i = 0; i < N; i++) {
-        c += (u128)a[i] + b[i];
-        t[i] = (uint64_t)c;
-        c >>= 64;
-    }
-    if (cmp(t, Q) >= 0) sub_q(t); /* a + b < 2q < 2^(64N): no carry out */
-    memcpy(out, t, W);
-}
-
-static void fq_sub(const uint64_t *a, const uint64_t *b, uint64_t *out) {
-    uint64_t t[N];
-    u128 borrow = 0;
-    for (int i = 0; i < N; i++) {
-        u128 d = (u128)a[i] - b[i] - borrow;
-        t[i] = (uint64_t)d;
-        borrow = (d >> 64) & 1;
-    }
-    if (borrow) {
-        u128 c = 0;
-        for (int i = 0; i < N; i++) {
-            c += (u128)t[i] + Q[i];
-            t[i] = (uint64_t)c;
-            c >>= 64;
-        }
-    }
-    memcpy(out, t, W);
-}
-
-static void fq_neg(const uint64_t *a, uint64_t *out) {
-    static const uint64_t zero[N];
-    fq_sub(zero, a, out);
-}
-
-/* a^e, e of N limbs: 4-bit windows from the top (the same value as square and multiply) */
-static void fq_pow(const uint64_t *a, const uint64_t *e, uint64_t *out) {
-    uint64_t pw[16][N], r[N];
-    memcpy(pw[0], ONE, W);
-    memcpy(pw[1], a, W);
-    for (int j = 2; j < 16; j++) fq_mul(pw[j - 1], a, pw[j]);
-    memcpy(r, ONE, W);
-    for (int i = N - 1; i >= 0; i--)
-        for (int shift = 60; shift >= 0; shift -= 4) {
-            for (int s = 0; s < 4; s++) fq_mul(r, r, r);
-            fq_mul(r, pw[(e[i] >> shift) & 15], r);
-        }
-    memcpy(out, r, W);
-}
-
-static void to_mont(const uint64_t *a, uint64_t *out) { fq_mul(a, R2, out); }
+static void to_mont(const uint64_t *a, uint64_t *out) { fq_mul(a, FQ_R2_M, out); }
 
 static void from_mont(const uint64_t *a, uint64_t *out) {
     static const uint64_t one[N] = {1};
     fq_mul(a, one, out);
-}
-
-/* ---- Fq2 = Fq[u]/(u^2 + 1): c0 then c1 ---- */
-
-static void fq2_mul(const uint64_t *a, const uint64_t *b, uint64_t *out) {
-    uint64_t v0[N], v1[N], s[N], t[N];
-    fq_mul(a, b, v0);
-    fq_mul(a + N, b + N, v1);
-    fq_add(a, a + N, s);
-    fq_add(b, b + N, t);
-    fq_mul(s, t, s);
-    fq_sub(v0, v1, out);
-    fq_sub(s, v0, s);
-    fq_sub(s, v1, out + N);
-}
-
-static void fq2_add(const uint64_t *a, const uint64_t *b, uint64_t *out) {
-    fq_add(a, b, out);
-    fq_add(a + N, b + N, out + N);
 }
 
 /* ---- the curve equation's right side and square roots ---- */
@@ -193,10 +70,10 @@ static int is_root(int k, const uint64_t *y, const uint64_t *a) {
     uint64_t t[2 * N];
     if (k == 1) {
         fq_mul(y, y, t);
-        return cmp(t, a) == 0;
+        return fq_cmp(t, a) == 0;
     }
     fq2_mul(y, y, t);
-    return cmp(t, a) == 0 && cmp(t + N, a + N) == 0;
+    return fq_cmp(t, a) == 0 && fq_cmp(t + N, a + N) == 0;
 }
 
 /* A square root of a when a is a square (else a value that is_root refuses), Montgomery. */
@@ -210,14 +87,14 @@ static void fq2_sqrt(const uint64_t *a, uint64_t *out) {
     fq_sqrt(norm, d);
     fq_add(a, d, t);
     fq_mul(t, HALF_M, t);
-    if (is_zero(t)) memcpy(t, a, W); /* d = -a0: a1 = 0, and (a0 - d) / 2 = a0 */
+    if (fq_is_zero(t)) memcpy(t, a, W); /* d = -a0: a1 = 0, and (a0 - d) / 2 = a0 */
     fq_pow(t, SQRT_EXP_LESS_ONE, s);
     fq_mul(s, t, r);
     fq_mul(s, r, l);
     fq_mul(s, l, inv);                /* 1 / r (0 when t is 0) */
     fq_mul(a + N, inv, z);
     fq_mul(z, HALF_M, z);             /* a1 / 2r */
-    if (cmp(l, ONE) == 0) {
+    if (fq_cmp(l, FQ_ONE_M) == 0) {
         memcpy(out, r, W);
         memcpy(out + N, z, W);
     } else {
@@ -228,8 +105,8 @@ static void fq2_sqrt(const uint64_t *a, uint64_t *out) {
 
 /* whether canonical y is the larger of y and -y (G2: c1 decides unless 0) */
 static int larger(int k, const uint64_t *y) {
-    const uint64_t *top = k == 2 && !is_zero(y + N) ? y + N : y;
-    return cmp(top, HALF) > 0;
+    const uint64_t *top = k == 2 && !fq_is_zero(y + N) ? y + N : y;
+    return fq_cmp(top, HALF) > 0;
 }
 
 /* ---- rows ---- */
@@ -257,7 +134,7 @@ static void write_x(int k, const uint64_t *x, int flags, uint8_t *row) {
 static int decompress_row(int k, const uint8_t *row, uint64_t *xy) {
     uint64_t x[2 * N], xm[2 * N], a[2 * N], y[2 * N], yc[2 * N];
     int flags = read_x(k, row, x), zero = 1;
-    for (int c = 0; c < k; c++) zero &= is_zero(x + c * N);
+    for (int c = 0; c < k; c++) zero &= fq_is_zero(x + c * N);
     if ((flags & FLAG_MARKER) != FLAG_MARKER) return BAD_FLAGS;
     if (flags & FLAG_INFINITY) {
         if ((flags & FLAG_LARGER) || !zero) return BAD_FLAGS;
@@ -265,14 +142,14 @@ static int decompress_row(int k, const uint8_t *row, uint64_t *xy) {
         return OK;
     }
     for (int c = 0; c < k; c++)
-        if (cmp(x + c * N, Q) >= 0) return NOT_BELOW_Q;
+        if (fq_cmp(x + c * N, Q) >= 0) return NOT_BELOW_Q;
     for (int c = 0; c < k; c++) to_mont(x + c * N, xm + c * N);
     rhs(k, xm, a);
     if (k == 1) fq_sqrt(a, y); else fq2_sqrt(a, y);
     if (!is_root(k, y, a)) return NOT_ON_CURVE;
     for (int c = 0; c < k; c++) from_mont(y + c * N, yc + c * N);
     int y_zero = 1;
-    for (int c = 0; c < k; c++) y_zero &= is_zero(yc + c * N);
+    for (int c = 0; c < k; c++) y_zero &= fq_is_zero(yc + c * N);
     if (y_zero && (flags & FLAG_LARGER)) return BAD_FLAGS; /* y = -y: the flag must be clear */
     if (larger(k, yc) != !!(flags & FLAG_LARGER))
         for (int c = 0; c < k; c++) fq_neg(yc + c * N, yc + c * N);
@@ -285,7 +162,7 @@ static int decompress_row(int k, const uint8_t *row, uint64_t *xy) {
 static int compress_row(int k, const uint64_t *xy, uint8_t *row) {
     const uint64_t *x = xy, *y = xy + k * N;
     int zero = 1;
-    for (int c = 0; c < 2 * k; c++) zero &= is_zero(xy + c * N);
+    for (int c = 0; c < 2 * k; c++) zero &= fq_is_zero(xy + c * N);
     if (zero) {
         static const uint64_t none[2 * N];
         write_x(k, none, FLAG_INFINITY | FLAG_MARKER, row);
@@ -293,7 +170,7 @@ static int compress_row(int k, const uint64_t *xy, uint8_t *row) {
     }
     uint64_t xm[2 * N], ym[2 * N], a[2 * N];
     for (int c = 0; c < 2 * k; c++)
-        if (cmp(xy + c * N, Q) >= 0) return NOT_BELOW_Q;
+        if (fq_cmp(xy + c * N, Q) >= 0) return NOT_BELOW_Q;
     for (int c = 0; c < k; c++) {
         to_mont(x + c * N, xm + c * N);
         to_mont(y + c * N, ym + c * N);

@@ -14,7 +14,7 @@ import numpy as np
 
 from proofflow.prover.curves.descriptor import GROUPS, Curve
 from proofflow.prover.errors import KeyFormatError
-from proofflow.prover.native import field_defines, load
+from proofflow.prover.native import field_defines, limbs, load
 
 ENCODINGS = ("compressed", "xy")  # a key table's rows: the library's compressed points, or xy-LE
 # why a row is refused, by compressed.c's (and decompress.cu's) code
@@ -47,17 +47,14 @@ def constants(curve: Curve) -> dict[str, int | tuple[int, int]]:
             "g2_b": (curve.g2_b[0] * r % q, curve.g2_b[1] * r % q)}
 
 
-def _limbs(x: int, count: int) -> str:
-    return ",".join(f"0x{(x >> (64 * i)) & (2**64 - 1):016x}ULL" for i in range(count))
-
 
 def defines(curve: Curve) -> tuple[str, ...]:
     """compressed.c's -D constants for ``curve``."""
     k, n, c = constants(curve), curve.fq.limbs, curve.compression
-    return (*field_defines("FQ", curve.fq), f"-DFQ_R2={_limbs(curve.fq.montgomery_r2, n)}",
-            f"-DFQ_HALF_MONT={_limbs(k['half_mont'], n)}", f"-DFQ_SQRT_EXP={_limbs(k['sqrt_exp'], n)}",
-            f"-DFQ_SQRT_EXP_LESS_ONE={_limbs(k['sqrt_exp_less_one'], n)}", f"-DFQ_HALF={_limbs(k['half'], n)}",
-            f"-DG1_B={_limbs(k['g1_b'], n)}", f"-DG2_B={_limbs(k['g2_b'][0] | k['g2_b'][1] << (64 * n), 2 * n)}",
+    return (*field_defines("FQ", curve.fq),
+            f"-DFQ_HALF_MONT={limbs(k['half_mont'], n)}", f"-DFQ_SQRT_EXP={limbs(k['sqrt_exp'], n)}",
+            f"-DFQ_SQRT_EXP_LESS_ONE={limbs(k['sqrt_exp_less_one'], n)}", f"-DFQ_HALF={limbs(k['half'], n)}",
+            f"-DG1_B={limbs(k['g1_b'], n)}", f"-DG2_B={limbs(k['g2_b'][0] | k['g2_b'][1] << (64 * n), 2 * n)}",
             f"-DBIG_ENDIAN_X={int(c.big_endian)}", f"-DFLAG_INFINITY=0x{c.infinity:02x}",
             f"-DFLAG_LARGER=0x{c.larger:02x}", f"-DFLAG_MARKER=0x{c.marker:02x}")
 
@@ -91,27 +88,26 @@ def decompress(curve: Curve, group: str, rows: np.ndarray, out: np.ndarray | Non
                origin: str = "a table") -> np.ndarray:
     """Compressed rows of ``group`` as xy-LE rows (into ``out`` if given), every point checked;
     KeyFormatError naming ``origin`` and the first refused row otherwise."""
-    k = 1 + GROUPS.index(group)
-    rows = _rows(rows, curve.compressed_bytes(group), "compressed points")
-    out = _out(out, (len(rows), curve.xy_bytes(group)))
-    reason = ctypes.c_int32(0)
-    bad = _lib(curve).decompress_rows(k, rows.ctypes.data, out.ctypes.data, len(rows), ctypes.byref(reason))
-    if bad >= 0:
-        raise KeyFormatError(f"{origin}: row {bad} is not a compressed {curve.label} {group.upper()} point: "
-                             f"{REASONS[reason.value]}")
-    return out
+    return _convert(curve, group, "decompress_rows", _rows(rows, curve.compressed_bytes(group), "compressed points"),
+                    _out(out, (len(rows), curve.xy_bytes(group))), f"{origin}: row {{}} is not a compressed "
+                    f"{curve.label} {group.upper()} point")
 
 
 def compress(curve: Curve, group: str, xy: np.ndarray, out: np.ndarray | None = None,
              origin: str = "a table") -> np.ndarray:
     """xy-LE rows of ``group`` compressed (into ``out`` if given); each point must be on the
     curve (KeyFormatError naming ``origin`` and the first row that is not)."""
-    k = 1 + GROUPS.index(group)
-    xy = _rows(xy, curve.xy_bytes(group), "xy-LE points")
-    out = _out(out, (len(xy), curve.compressed_bytes(group)))
+    return _convert(curve, group, "compress_rows", _rows(xy, curve.xy_bytes(group), "xy-LE points"),
+                    _out(out, (len(xy), curve.compressed_bytes(group))),
+                    f"{origin}: row {{}} is not a {curve.label} {group.upper()} point")
+
+
+def _convert(curve: Curve, group: str, fn: str, rows: np.ndarray, out: np.ndarray, refused: str) -> np.ndarray:
+    """``rows`` through compressed.c's ``fn`` into ``out``; ``refused`` (with the row) and the
+    reason make the KeyFormatError of the first row it refuses."""
     reason = ctypes.c_int32(0)
-    bad = _lib(curve).compress_rows(k, xy.ctypes.data, out.ctypes.data, len(xy), ctypes.byref(reason))
+    bad = getattr(_lib(curve), fn)(1 + GROUPS.index(group), rows.ctypes.data, out.ctypes.data, len(rows),
+                                   ctypes.byref(reason))
     if bad >= 0:
-        raise KeyFormatError(f"{origin}: row {bad} is not a {curve.label} {group.upper()} point: "
-                             f"{REASONS[reason.value]}")
+        raise KeyFormatError(f"{refused.format(bad)}: {REASONS[reason.value]}")
     return out

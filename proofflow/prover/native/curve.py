@@ -13,7 +13,7 @@ from functools import lru_cache
 import numpy as np
 
 from proofflow.prover.curves.descriptor import GROUPS, Curve
-from proofflow.prover.native import field_defines, load
+from proofflow.prover.native import field_defines, limbs, load
 
 _P64 = ctypes.POINTER(ctypes.c_uint64)
 _i64 = ctypes.c_int64
@@ -22,12 +22,9 @@ _SIGNATURES = {"check": ([_P64, _i64, ctypes.c_int], _i64), "add_points": ([_P64
                "multiples": ([_P64, _P64, _i64, _P64], ctypes.c_int)}
 
 
-def _limbs(x: int, count: int) -> str:
-    return ",".join(f"0x{(x >> (64 * i)) & (2**64 - 1):016x}ULL" for i in range(count))
-
 
 def curve_defines(curve: Curve) -> tuple[str, ...]:
-    """curve.c's constants: Fq's (``field_defines``), R^2 mod q, each group's b in Montgomery
+    """curve.c's constants: Fq's (``field_defines``: R^2 mod q among them), each group's b in Montgomery
     form and r. curve.c takes u^2 = -1 and scalars of 4 limbs."""
     if curve.fq2_non_residue != -1 or curve.fr.limbs != 4:
         raise ValueError(f"curve.c takes Fq2 = Fq[u]/(u^2 + 1) and a 4-limb Fr, not {curve.label}'s")
@@ -36,9 +33,9 @@ def curve_defines(curve: Curve) -> tuple[str, ...]:
     def mont(x: int) -> int:
         return x * fq.montgomery_r % fq.modulus
     b2 = mont(curve.g2_b[0]) | mont(curve.g2_b[1]) << (64 * n)
-    return (*field_defines("FQ", fq), f"-DFQ_R2={_limbs(fq.montgomery_r2, n)}",
-            f"-DG1_B={_limbs(mont(curve.g1_b), n)}", f"-DG2_B={_limbs(b2, 2 * n)}",
-            f"-DFR_MODULUS={_limbs(curve.fr.modulus, 4)}")
+    return (*field_defines("FQ", fq),
+            f"-DG1_B={limbs(mont(curve.g1_b), n)}", f"-DG2_B={limbs(b2, 2 * n)}",
+            f"-DFR_MODULUS={limbs(curve.fr.modulus, 4)}")
 
 
 def _ptr(a: np.ndarray):
