@@ -271,8 +271,8 @@ def load(store, run_ids: set[str]) -> dict:
                                      "FROM gpu_partitions WHERE dag_id = :d", p)
                 if r["run_id"] in run_ids and r["busy_s"]]
     rows = store.query("SELECT run_id, task_id, map_index, try_number, phase, start, \"end\", duration_s "
-                       "FROM task_timings WHERE dag_id = :d AND phase IN ('task', " + ", ".join(
-                           f"'{ph}'" for ph in SYNTH_PHASES) + ")", p)
+                       "FROM task_timings WHERE dag_id = :d "
+                       "AND phase IN ('task', 'synthesis', 'witness_map', 'staging_wait')", p)  # SYNTH_PHASES
     tasks: dict = {}
     for r in rows:
         if r["run_id"] in run_ids:
