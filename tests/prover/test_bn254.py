@@ -5,11 +5,18 @@ against Python's integers, its groups (the engine's C, ``native/curve.c``) again
 Ethereum's words against EIP-197's generator), the pairing against py-ecc's, and Groth16 on
 the CPU backend end to end."""
 import random
+import sys
 
 import numpy as np
 import pytest
-from py_ecc import optimized_bn128 as ref
-from py_ecc.optimized_bn128 import optimized_pairing
+
+_RECURSION_LIMIT = sys.getrecursionlimit()
+from py_ecc import optimized_bn128 as ref  # noqa: E402
+from py_ecc.optimized_bn128 import optimized_pairing  # noqa: E402
+
+# py_ecc raises the interpreter's recursion limit to 100000 when imported, for the whole test
+# session: a later test's 100000-deep JSON would then recurse instead of being refused at once
+sys.setrecursionlimit(_RECURSION_LIMIT)
 
 from proofflow.prover import bundle, points
 from proofflow.prover.backend.by_name import get_backend
