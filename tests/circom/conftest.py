@@ -2,13 +2,10 @@
 a small real ceremony, shared by the session's circom tests."""
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
-from circom_toolchain import CIRCUITS, Toolchain, installed
+from circom_toolchain import CIRCUITS, Circuit, Toolchain, installed, power as _power
 
 
 @pytest.fixture
@@ -28,38 +25,6 @@ def home_at(tmp_path, monkeypatch):
 @pytest.fixture(scope="session")
 def toolchain() -> Toolchain:
     return installed()
-
-
-@dataclass
-class Circuit:
-    """A compiled circuit with its zkey (after one contribution) and verification key."""
-    toolchain: Toolchain
-    name: str
-    dir: Path
-    r1cs: Path
-    wasm: Path
-    zkey: Path | None = None
-    vk: Path | None = None
-
-    def witness(self, inputs: dict, label: str = "w") -> Path:
-        """A .wtns by ``snarkjs wtns calculate`` from the circuit's wasm (values may be
-        nested lists); ``label`` names its files in the circuit's directory."""
-        src, out = self.dir / f"{label}.input.json", self.dir / f"{label}.wtns"
-        src.write_text(json.dumps({k: _decimal_strings(v) for k, v in inputs.items()}))
-        self.toolchain.snarkjs("wtns", "calculate", self.wasm, src, out)
-        return out
-
-
-def _decimal_strings(value):
-    return [_decimal_strings(v) for v in value] if isinstance(value, list) else str(value)
-
-
-def _power(r1cs_paths) -> int:
-    """The smallest powers-of-tau power that fits every circuit: its domain (the smallest
-    power of two above nConstraints + nPublic) must be at most 2^power."""
-    from proofflow.prover.circom import read_r1cs
-    sizes = [read_r1cs(p) for p in r1cs_paths]
-    return max((r.n_constraints + r.n_public).bit_length() for r in sizes)
 
 
 @pytest.fixture(scope="session")

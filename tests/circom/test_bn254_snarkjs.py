@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 def bn(toolchain, tmp_path_factory):
     """The chain circuit (20 steps) on BN254 through a one-contribution ceremony; snarkjs's
     witness, proof and verification key."""
-    from conftest import Circuit, _power
+    from circom_toolchain import Circuit, power as _power
     root = tmp_path_factory.mktemp("bn254")
     r1cs, wasm = toolchain.compile_chain(root / "chain", 20, prime="bn128")
     c = Circuit(toolchain, "chain", root / "chain", r1cs, wasm)

@@ -9,6 +9,10 @@ tmp directory.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import json
+
 import shutil
 import subprocess
 from pathlib import Path
@@ -60,3 +64,35 @@ def installed() -> Toolchain:
         if proc.returncode != 0:
             raise RuntimeError(f"npm ci in {HERE} failed:\n{proc.stdout}\n{proc.stderr}")
     return Toolchain()
+
+
+@dataclass
+class Circuit:
+    """A compiled circuit with its zkey (after one contribution) and verification key."""
+    toolchain: Toolchain
+    name: str
+    dir: Path
+    r1cs: Path
+    wasm: Path
+    zkey: Path | None = None
+    vk: Path | None = None
+
+    def witness(self, inputs: dict, label: str = "w") -> Path:
+        """A .wtns by ``snarkjs wtns calculate`` from the circuit's wasm (values may be
+        nested lists); ``label`` names its files in the circuit's directory."""
+        src, out = self.dir / f"{label}.input.json", self.dir / f"{label}.wtns"
+        src.write_text(json.dumps({k: _decimal_strings(v) for k, v in inputs.items()}))
+        self.toolchain.snarkjs("wtns", "calculate", self.wasm, src, out)
+        return out
+
+
+def _decimal_strings(value):
+    return [_decimal_strings(v) for v in value] if isinstance(value, list) else str(value)
+
+
+def power(r1cs_paths) -> int:
+    """The smallest powers-of-tau power that fits every circuit: its domain (the smallest
+    power of two above nConstraints + nPublic) must be at most 2^power."""
+    from proofflow.prover.circom import read_r1cs
+    sizes = [read_r1cs(p) for p in r1cs_paths]
+    return max((r.n_constraints + r.n_public).bit_length() for r in sizes)

@@ -111,11 +111,12 @@ def test_the_c_kernels_get_the_constants_fr_c_and_fq_montgomery_c_held():
         "-DFR_LIMBS=4",
         "-DFR_MODULUS=0xffffffff00000001ULL,0x53bda402fffe5bfeULL,0x3339d80809a1d805ULL,0x73eda753299d7d48ULL",
         "-DFR_ONE=0x00000001fffffffeULL,0x5884b7fa00034802ULL,0x998c4fefecbc4ff5ULL,0x1824b159acc5056fULL",
+        "-DFR_R2=0xc999e990f3f29c6dULL,0x2b6cedcb87925c23ULL,0x05d314967254398fULL,0x0748d9d99f59ff11ULL",
         "-DFR_INV=0xfffffffeffffffffULL")
     fq = native.field_defines("FQ", CURVE.fq)
     assert fq[1] == ("-DFQ_MODULUS=0xb9feffffffffaaabULL,0x1eabfffeb153ffffULL,0x6730d2a0f6b0f624ULL,"
                      "0x64774b84f38512bfULL,0x4b1ba7b6434bacd7ULL,0x1a0111ea397fe69aULL")
-    assert fq[0] == "-DFQ_LIMBS=6" and fq[3] == "-DFQ_INV=0x89f3fffcfffcfffdULL"
+    assert fq[0] == "-DFQ_LIMBS=6" and fq[4] == "-DFQ_INV=0x89f3fffcfffcfffdULL"
 
 
 def test_the_registry_looks_curves_up():
