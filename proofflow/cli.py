@@ -1,6 +1,6 @@
 """``proofflow``: run a whole proof_run through Airflow on a local, embedded setup.
 
-    proofflow run [--log2 K] [--partitions N] [--backend B] [--staging S] [--seed S] [--json]
+    proofflow run [--log2 K] [--partitions N] [--backend B] [--staging S] [--seed S] [--request-id ID] [--json]
     proofflow setup [--gpu-slots N]     # pool `gpu` + connection + timing tables (+ GPU kernels), for a deployment
     proofflow kernels build [--arch 90 ...]   # compile the GPU kernels into the kernel cache ahead of time
     proofflow kernels list [--json]     # the cached cubins: module, arch, size, current or stale
@@ -50,6 +50,14 @@ def _int_in(lo, hi, name):
     return parse
 
 
+def _request_id(text: str) -> str:
+    from proofflow.spec import check_request_id
+    try:
+        return check_request_id(text)
+    except InvalidParams as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 @contextlib.contextmanager
 def _output_to(path: Path | None):
     """Send fds 1 and 2 (Airflow's logs, the tasks' prints) to a file for the block."""
@@ -76,7 +84,11 @@ def _output_to(path: Path | None):
 def print_summary(s: dict) -> None:
     from proofflow.timing.report import run_heading
     print(f"proof_run {s['run_id']}: {s['state']}")
-    print(f"  {run_heading(s, partitions=True)}" + (f", seed {s['seed']}" if s["seed"] is not None else ""))
+    if s.get("duplicate_of"):  # a run of a request an earlier run holds: it proved nothing
+        print(f"  its request is run {s['duplicate_of']}'s: `proofflow summary {s['duplicate_of']}`")
+        return
+    print(f"  {run_heading(s, partitions=True)}" + (f", seed {s['seed']}" if s["seed"] is not None else "")
+          + (f", request {s['request_id']}" if s.get("request_id") else ""))
     print(f"  {'task':<30}{'phase':<14}{'count':>6}{'total s':>10}{'mean s':>10}{'max s':>10}")
     for p in s["phases"]:
         if p["phase"] == "task":
@@ -130,7 +142,7 @@ def _as_given(text: str, staged: Path, sources: list[Path]) -> str:
 
 def cmd_run(args) -> int:
     conf = {"circuit": args.circuit, "log2": args.log2, "curve": args.curve, "partitions": args.partitions,
-            "backend": args.backend, "staging": args.staging, "seed": args.seed}
+            "backend": args.backend, "staging": args.staging, "seed": args.seed, "request_id": args.request_id}
     if not args.inputs:
         return _run(conf, args)
     staged, sources = stage_inputs([Path(p) for p in args.inputs])
@@ -166,7 +178,13 @@ def _run(conf: dict, args, as_given=lambda text: text) -> int:
         return EXIT_FAILED
     from proofflow.timing.store import open_store
     from proofflow.timing.summary import summarize
-    summary = summarize(open_store(run.timing_url), "proof_run", run.run_id)
+    store = open_store(run.timing_url)
+    summary = summarize(store, "proof_run", run.run_id)
+    duplicate = summary["duplicate_of"] is not None  # the request's earlier run is the answer
+    if duplicate:
+        summary = {**summarize(store, "proof_run", summary["duplicate_of"]), "duplicate_run_id": run.run_id}
+        _say(f"proofflow: request {conf['request_id']!r} is run {summary['run_id']} ({summary['state']}): "
+             "not proved again")
     summary["airflow_state"] = run.state
     summary["command_s"] = round(time.time() - t0, 3)
     summary["timing_db"] = _redact(run.timing_url)
@@ -178,11 +196,13 @@ def _run(conf: dict, args, as_given=lambda text: text) -> int:
         print(json.dumps(summary, default=str))
     else:
         print_summary(summary)
-    ok = summary["airflow_state"] == "success" and summary["proofs_verified"] == summary["partitions"]
+    # a duplicate's own dag run succeeded: the earlier run's state (its proofs') decides
+    state = summary["state"] if duplicate else summary["airflow_state"]
+    ok = state == "success" and summary["proofs_verified"] == summary["partitions"]
     if not ok:
         if summary["error"]:
             _say(f"error: {summary['error']}")
-        _say(f"proofflow: run {run.run_id} {summary['airflow_state']}" + (f"; see {log_path}" if log_path else ""))
+        _say(f"proofflow: run {summary['run_id']} {state}" + (f"; see {log_path}" if log_path and not duplicate else ""))
     return EXIT_OK if ok else EXIT_FAILED
 
 
@@ -336,6 +356,9 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--staging", choices=STAGING, default=DEFAULTS["staging"],
                    help="default pinned (the CPU backend has no page-locked memory: pageable there)")
     r.add_argument("--seed", type=_int_in(0, MAX_SEED, "seed"), default=DEFAULTS["seed"])
+    r.add_argument("--request-id", type=_request_id, metavar="ID",
+                   help="an idempotency key: when an earlier run (of this home's timing store) has it, nothing is "
+                        "proved again and that run's summary is printed (1 to 128 letters, digits or . _ : -)")
     r.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     r.add_argument("--verbose", action="store_true", help="Airflow's log on stderr instead of a log file")
     r.set_defaults(func=cmd_run)

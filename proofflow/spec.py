@@ -47,8 +47,11 @@ STAGING = MemoryKind.choices()
 MAX_SEED = (1 << 63) - 1  # the timing store keeps it in a 64-bit column
 
 DEFAULTS = {"circuit": "mimc", "log2": 10, "curve": CURVES[0], "partitions": 4, "backend": "auto", "staging": "pinned",
-            "seed": 0, "inputs": None}
+            "seed": 0, "inputs": None, "request_id": None}
 CIRCUIT_NAME = re.compile(r"[a-z][a-z0-9_-]{0,62}")
+# A client's idempotency key: a second run of the same request returns the first one
+# (``proofflow.timing.requests``); a UUID, a hash or a name of the client's ("batch-7:42").
+REQUEST_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 INPUT_SUFFIXES = (".json", ".wtns")  # an input.json for the circuit's .wasm, or a ready witness
 
 
@@ -142,6 +145,13 @@ def circuit_info(name: str) -> dict | None:
         return None
 
 
+def check_request_id(value) -> str | None:
+    if value is not None and (not isinstance(value, str) or not REQUEST_ID.fullmatch(value)):
+        raise InvalidParams(f"request_id must be 1 to 128 letters, digits or . _ : - (starting with a letter or a "
+                            f"digit), got {value!r}")
+    return value
+
+
 def check_circuit(name) -> str:
     if name not in CIRCUITS and circuit_info(name) is None:
         known = ", ".join([*CIRCUITS, *registered_circuits()])
@@ -231,6 +241,7 @@ class RunConfig:
     backend_requested: str | None = None
     staging_requested: MemoryKind | None = None
     curve: str = CURVES[0]  # a registered curve's name (CURVES)
+    request_id: str | None = None  # the client's idempotency key (REQUEST_ID), if it gave one
 
     def __post_init__(self):
         object.__setattr__(self, "staging", MemoryKind(self.staging))
@@ -272,6 +283,7 @@ class RunConfig:
             raise InvalidParams(f"run config curve must be one of {', '.join(CURVES)}, got {config.curve!r}")
         if config.backend not in ("cpu", "gpu"):
             raise InvalidParams(f"run config backend must be cpu or gpu, got {config.backend!r}")
+        check_request_id(config.request_id)
         return config
 
 
@@ -301,6 +313,7 @@ def validate_params(params: dict, gpu_available: Callable[[], bool],
         lambda: check_choice("backend", p["backend"], BACKENDS),
         lambda: check_choice("staging", p["staging"], STAGING),
         lambda: check_choice("curve", p["curve"], CURVES),
+        lambda: check_request_id(p["request_id"]),
     ]
     for check in checks:
         try:
@@ -324,7 +337,7 @@ def validate_params(params: dict, gpu_available: Callable[[], bool],
     backend = resolve_backend(p["backend"], gpu_available)
     config = RunConfig(p["circuit"], p["log2"], p["partitions"], backend, resolve_staging(p["staging"], backend),
                        p["seed"], p["inputs"] if info is not None else None, info is not None, p["backend"],
-                       MemoryKind(p["staging"]), p["curve"])
+                       MemoryKind(p["staging"]), p["curve"], p["request_id"])
     if input_check is not None:
         input_check(config)
     if fit_check is not None and (refusal := fit_check(config)):

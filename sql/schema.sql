@@ -84,8 +84,12 @@ CREATE TABLE runs (
 	failed_map_index INTEGER,
 	failed_input TEXT,
 	error TEXT,
+	request_id VARCHAR(128),
+	duplicate_of VARCHAR(250),
 	CONSTRAINT pk_runs PRIMARY KEY (dag_id, run_id)
 );
+
+CREATE UNIQUE INDEX uq_runs_request ON runs (dag_id, request_id);
 
 CREATE TABLE task_timings (
 	id BIGSERIAL NOT NULL,

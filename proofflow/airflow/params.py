@@ -4,7 +4,7 @@ same domains again with ``spec.validate_params``."""
 from __future__ import annotations
 
 from proofflow.spec import (BACKENDS, CIRCUIT_NAME, CIRCUITS, CURVES, DEFAULTS, MAX_LOG2, MAX_PARTITIONS, MAX_SEED,
-                            MIN_LOG2, MIN_PARTITIONS, STAGING, registered_circuits)
+                            MIN_LOG2, MIN_PARTITIONS, REQUEST_ID, STAGING, registered_circuits)
 
 
 def _range(lo: int, hi: int | None = None) -> dict:
@@ -62,6 +62,10 @@ SCHEMA = {
                                "absolute path of a directory of them, in the workers' input roots "
                                "(PROOFFLOW_INPUT_ROOTS). Its size and the number of inputs replace log2 and "
                                "partitions. Empty for the built-in families."),
+    "request_id": dict(type=["null", "string"], pattern=f"^{REQUEST_ID.pattern}$", title="Request id",
+                       description="Optional idempotency key: a run whose request_id an earlier run of proof_run "
+                                   "has proves nothing and points at that run (its state, its bundle). 1 to 128 "
+                                   "letters, digits or . _ : -."),
 }
 
 

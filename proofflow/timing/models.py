@@ -48,6 +48,13 @@ runs = Table(
     Column("failed_map_index", Integer),
     Column("failed_input", Text),
     Column("error", Text),
+    # the client's idempotency key (spec.REQUEST_ID): at most one run of a dag holds a request id
+    # (the unique index makes the claim atomic); a later run of the same request is recorded
+    # with state "duplicate", no request_id and duplicate_of naming the run that holds it
+    # (proofflow.timing.requests)
+    Column("request_id", String(128)),
+    Column("duplicate_of", String(ID)),
+    Index("uq_runs_request", "dag_id", "request_id", unique=True),
 )
 
 task_timings = Table(

@@ -29,7 +29,7 @@ from sqlalchemy import (BigInteger, DateTime, Engine, Float, Integer, String, Ta
                         select, text)
 from sqlalchemy.sql import column, table as table_clause
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError, SQLAlchemyError
 from sqlalchemy.schema import CreateIndex, CreateTable
 
 from proofflow import settings, spec
@@ -39,7 +39,7 @@ MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 VERSION_TABLE = "proofflow_alembic_version"
 # The newest migration's revision (a test holds it equal to Alembic's head): a store already
 # there is recognized by one SELECT, so a task process does not load Alembic and its scripts.
-SCHEMA_REVISION = "0008"
+SCHEMA_REVISION = "0009"
 _ADVISORY_LOCK_KEY = 0x70726F6F66  # "proof"
 _migrated: set[str] = set()
 TIMESTAMP_COLUMNS = {"start", "end", "started_at", "finished_at", "created_at", "ready_at", "window_start",
@@ -50,7 +50,7 @@ log = logging.getLogger(__name__)
 INT64 = (-(1 << 63), (1 << 63) - 1)
 INT32 = (-(1 << 31), (1 << 31) - 1)
 MEMORY_KINDS = tuple(k.value for k in spec.MemoryKind)
-RUN_STATES = ("running", "success", "failed")
+RUN_STATES = ("running", "success", "failed", "duplicate")  # duplicate: proofflow.timing.requests
 # Beyond the column types, what a value of the proof-run tables must also satisfy: a
 # minimum, or the allowed strings.
 _RULES = {
@@ -418,6 +418,27 @@ class TimingStore:
     def run(self, dag_id: str, run_id: str) -> dict | None:
         rows = self._rows(select(runs).where(runs.c.dag_id == dag_id, runs.c.run_id == run_id))
         return rows[0] if rows else None
+
+    def claim_request(self, dag_id: str, run_id: str, request_id: str, **fields) -> dict | None:
+        """The run's row written with ``fields``, holding ``request_id`` (returns None); or,
+        when another run of the dag holds it (the unique index ``uq_runs_request`` refused
+        the write, so two runs claiming it at once cannot both win), that run's row, nothing
+        written."""
+        try:
+            self.upsert_run(dag_id, run_id, request_id=request_id, **fields)
+            return None
+        except IntegrityError:
+            holder = self._rows(select(runs).where(runs.c.dag_id == dag_id, runs.c.request_id == request_id))
+            if not holder:
+                raise
+            return holder[0]
+
+    def latest_runs(self, dag_id: str, limit: int, state: str | None = None) -> list[dict]:
+        """The dag's runs, the latest started first (of ``state`` only, when given)."""
+        stmt = select(runs).where(runs.c.dag_id == dag_id)
+        if state is not None:
+            stmt = stmt.where(runs.c.state == state)
+        return self._rows(stmt.order_by(runs.c.started_at.desc().nulls_last(), runs.c.run_id.desc()).limit(limit))
 
     @_reconnecting
     def latest_end(self, dag_id: str, run_id: str, task_id: str, map_index: int) -> dt.datetime | None:

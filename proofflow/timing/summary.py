@@ -13,6 +13,7 @@ from dataclasses import asdict
 from urllib.parse import quote
 
 from proofflow.spec import RunFailure
+from proofflow.timing.requests import Served, served
 
 NOTE_MAX_CHARS = 1000  # DAGRunPatchBody.note's max_length in Airflow 3.3
 
@@ -34,6 +35,8 @@ def run_figures(store, dag_id: str, run_id: str) -> dict | None:
         latest[h["partition"]] = h
     flags = store.flags(dag_id, run_id)
     flagged = sorted({f["partition"] for f in flags if f["partition"] is not None})
+    row = store.run(dag_id, run_id) or {}
+    holder = served(store, dag_id, row)
     return {
         "dag_id": dag_id, "run_id": run_id, "state": s["state"], "circuit": s["circuit"], "log2": s["log2"],
         "backend": s["backend"], "backend_requested": s["backend_requested"], "staging": s["staging"],
@@ -45,6 +48,8 @@ def run_figures(store, dag_id: str, run_id: str) -> dict | None:
         "flagged_partitions": flagged,
         "flags": [{"partition": f["partition"], "reason": f["reason"]} for f in flags],
         "error": rep["error"],
+        "request_id": row.get("request_id"),
+        "served_by": asdict(holder) if holder else None,
         "report": rep,
     }
 
@@ -66,6 +71,8 @@ def note_markdown(fig: dict, link_prefix: str = "") -> str:
     headline figures (the run page shows only that line until the note is opened). When the
     per-partition H2D list does not fit, it is cut and says how many the full report adds."""
     from proofflow.timing.report import run_heading
+    if fig.get("served_by"):
+        return _duplicate_note(fig["served_by"], report_path(fig["dag_id"], fig["served_by"]["run_id"], link_prefix))
     page = report_path(fig["dag_id"], fig["run_id"], link_prefix)
     flagged = ", ".join(map(str, fig["flagged_partitions"])) or "none"
     if any(f["partition"] is None for f in fig["flags"]):
@@ -93,6 +100,14 @@ def note_markdown(fig: dict, link_prefix: str = "") -> str:
             shown = shown[:-1]
     text = "\n".join(head + [line] + tail)
     return text if len(text) <= NOTE_MAX_CHARS else text[:NOTE_MAX_CHARS - 1] + "…"  # a very long run id
+
+
+def _duplicate_note(holder: dict, page: str) -> str:
+    """The note of a run whose request an earlier run holds (``requests.claim``)."""
+    bundle = f"Bundle: `{holder['bundle_dir']}`\n\n" if holder.get("bundle_dir") else ""
+    text = (f"**Request `{holder['request_id']}` already served** by run {holder['run_id']} ({holder['state']}): "
+            f"not proved again.\n\n{bundle}[Its report]({page})")
+    return text if len(text) <= NOTE_MAX_CHARS else text[:NOTE_MAX_CHARS - 1] + "…"
 
 
 def html_page(fig: dict, png_src: str) -> str:
@@ -124,6 +139,8 @@ def html_page(fig: dict, png_src: str) -> str:
                      _num(p["max_s"], ".3f")] for p in rep["phases"]])
     title = f"Proof run {fig['run_id']}"
     error = f'<p id="proofflow-error"><b>Error:</b> {e(fig["error"])}</p>' if fig.get("error") else ""
+    if fig.get("served_by"):
+        error += f'<p id="proofflow-served-by">{e(Served(**fig["served_by"]).line())}</p>'
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{e(title)}</title>
 <style>
@@ -173,6 +190,8 @@ def summarize(store, dag_id: str, run_id: str) -> dict:
         "transfers": by_dir,
         "error": failure.line() if failure else None,
         "failure": asdict(failure) if failure else None,
+        "request_id": run.get("request_id"),
+        "duplicate_of": run.get("duplicate_of"),
     }
 
 

@@ -75,7 +75,8 @@ def test_params_schema_matches_prover_and_builds_the_form(proof_run_dag):
     with pytest.raises(ValueError, match=f"in {MIN_LOG2}..{MAX_LOG2}"):
         get_circuit("mimc", MAX_LOG2 + 1)
     params = proof_run_dag.params
-    assert set(params.keys()) == {"circuit", "log2", "curve", "partitions", "backend", "staging", "seed", "inputs"}
+    assert set(params.keys()) == {"circuit", "log2", "curve", "partitions", "backend", "staging", "seed", "inputs",
+                                  "request_id"}
     for name in params.keys():
         param = params.get_param(name)
         assert param.schema.get("title") and param.description, name
@@ -94,6 +95,9 @@ def test_params_schema_matches_prover_and_builds_the_form(proof_run_dag):
     assert params.get_param("curve").schema["enum"] == list(registry.NAMES) and params["curve"] == registry.DEFAULT
     assert "mimc" in params.get_param("circuit").schema["examples"]
     assert params.get_param("inputs").resolve(None) is None
+    assert params.get_param("request_id").resolve(None) is None and params.get_param("request_id").resolve("r-1:2")
+    with pytest.raises(ParamValidationError, match="does not match"):
+        params.get_param("request_id").resolve("two words")
     assert set(params.get_param("staging").schema["values_display"]) == {"pinned", "pageable"}
     prove = proof_run_dag.get_task("partition.prove_gpu")
     assert prove.pool == "gpu"
@@ -108,6 +112,8 @@ def test_params_schema_matches_prover_and_builds_the_form(proof_run_dag):
     ({"backend": "tpu"}, "backend must be one of auto, cpu, gpu"),
     ({"staging": "mapped"}, "staging must be one of pinned, pageable"),
     ({"log2": "10"}, "log2 must be an integer"),
+    ({"request_id": "two words"}, "request_id must be 1 to 128 letters, digits or . _ : -"),
+    ({"request_id": "x" * 129}, "request_id must be 1 to 128"),
 ])
 def test_validate_rejects_bad_params_with_a_clear_message(bad, msg):
     with pytest.raises(InvalidParams, match=msg.replace("(", r"\(")):

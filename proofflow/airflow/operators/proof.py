@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from airflow.sdk import BaseOperator
-from airflow.sdk.exceptions import AirflowFailException, AirflowTaskTimeout
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException, AirflowTaskTimeout
 
 from proofflow import settings, spec
 from proofflow.spec import RunConfig
@@ -83,6 +83,9 @@ class ProofflowOperator(BaseOperator):
             out = self.run(context, rec)
             failed = False
             return out
+        except AirflowSkipException:  # validate's duplicate request: nothing failed
+            failed = False
+            raise
         except (InputError, ProofCheckFailed, spec.InvalidParams) as exc:
             self._record_failure(rec, exc, final=True)
             where = f"partition {part}: " if part is not None else ""
@@ -144,7 +147,7 @@ class ValidateOperator(ProofflowOperator):
     fits this machine, before any work; fails
     (no retry) with one clear message.
     Returns the normalized config (backend and staging as they will really be used,
-    partition_ids listed)."""
+    partition_ids listed). A run whose request_id an earlier run holds is skipped here."""
 
     ui_color = "#fce8e6"
 
@@ -159,13 +162,27 @@ class ValidateOperator(ProofflowOperator):
         dag_run = context.get("dag_run")
         started = getattr(dag_run, "start_date", None) or dt.datetime.now(dt.timezone.utc)
         # what ran beside what was asked for: the dag run's conf keeps the request as typed
-        _store().upsert_run(ti.dag_id, ti.run_id, circuit=config.circuit, log2=config.log2,
-                            partitions=config.partitions, backend=config.backend, staging=config.staging.value,
-                            backend_requested=config.backend_requested,
-                            staging_requested=config.staging_requested.value,
-                            seed=config.seed, curve=config.curve, state="running", started_at=started, host=rec.host)
+        row = dict(circuit=config.circuit, log2=config.log2, partitions=config.partitions, backend=config.backend,
+                   staging=config.staging.value, backend_requested=config.backend_requested,
+                   staging_requested=config.staging_requested.value, seed=config.seed, curve=config.curve,
+                   state="running", started_at=started, host=rec.host)
+        if config.request_id:
+            self._claim(ti, config.request_id, row)
+        else:
+            _store().upsert_run(ti.dag_id, ti.run_id, **row)
         log.info("proof run %s: %s", ti.run_id, json.dumps(config.to_dict()))
         return config.to_dict()
+
+    def _claim(self, ti, request_id: str, row: dict) -> None:
+        """The run's request held by this run, or the run skipped (the rest of it with it, but
+        for the teardowns): an earlier run holds the request (``proofflow.timing.requests``),
+        which the XCom ``request`` names for REST clients, as the run's note does."""
+        from dataclasses import asdict
+        from proofflow.timing.requests import claim
+        served = claim(_store(), ti.dag_id, ti.run_id, request_id, row)
+        if served is not None:
+            ti.xcom_push(key="request", value=asdict(served))
+            raise AirflowSkipException(served.line())
 
 
 class SetupOperator(ProofflowOperator):
@@ -419,7 +436,8 @@ class FinalizeRunOperator(ProofflowOperator):
 
 class CleanupScratchOperator(ProofflowOperator):
     """Teardown: removes the run's scratch directory whatever happened upstream, and marks
-    the run failed in the timing store unless finalize_run recorded success."""
+    the run failed in the timing store unless finalize_run recorded success (or validate a
+    duplicate request)."""
 
     ui_color = "#f1f3f4"
 
@@ -432,6 +450,6 @@ class CleanupScratchOperator(ProofflowOperator):
             SharedStaging.from_settings().release_owned(layout.run_owner(ti.dag_id, ti.run_id))
             store = _store()
             row = store.run(ti.dag_id, ti.run_id)
-            if row is None or row.get("state") != "success":
+            if row is None or row.get("state") not in ("success", "duplicate"):
                 store.upsert_run(ti.dag_id, ti.run_id, state="failed", finished_at=time.time())
         return {"removed": removed}
