@@ -7,6 +7,8 @@
     proofflow summary RUN_ID [--json]   # a run's summary from the timing tables
     proofflow calibrate [--device D]    # this host's reference H2D rate (proofflow/timing/calibrate.py)
     proofflow report RUN_ID [--png FILE] [--compare OTHER_RUN]   # views, PNG (proofflow/timing/report.py)
+    proofflow status [--json]           # prover services (queue, keys, staging), runs in flight and latest
+    proofflow keys preload|evict NAME [--device cuda:N] | keys list   # proving keys resident on the devices
 
 ``run`` sets up a local AIRFLOW_HOME (default ~/.proofflow/airflow, or --home /
 PROOFFLOW_AIRFLOW_HOME): SQLite metadata DB, pool ``gpu``, connection ``proofflow_timing``
@@ -427,9 +429,12 @@ def parser() -> argparse.ArgumentParser:
     st.set_defaults(func=cmd_staging_receiver)
     from proofflow.prover.circom import cli as circuit_cli
     from proofflow.prover.circom import groth16_cli
-    from proofflow.timing import calibrate, report
+    from proofflow.prover.service import keys_cli
+    from proofflow.timing import calibrate, report, status
     calibrate.add_parser(sub)
     report.add_parser(sub)
+    status.add_parser(sub)
+    keys_cli.add_parser(sub)
     circuit_cli.add_parser(sub)
     groth16_cli.add_parser(sub)
     _accept_home(sub)

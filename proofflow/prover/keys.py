@@ -317,6 +317,21 @@ class KeyCache:
             self._trim(keep=key)
         return victims
 
+    def evict(self, directory) -> int | None:
+        """The key of ``directory`` off the device and forgotten (its next use loads it again);
+        the bytes it held resident, None when it was not resident. Only the thread that runs
+        the proofs on the device may call this (as ``make_resident``)."""
+        d = str(Path(directory))
+        with self._lock:
+            victims = [k for k in self._resident.values() if str(k.directory) == d]
+            for k in victims:
+                del self._resident[id(k)]
+            self._keys.pop(d, None)
+        for k in victims:
+            drop_resident(k)
+            log.info("evicted proving key %s (%d bytes), as asked", k.directory, k.nbytes)
+        return sum(k.nbytes for k in victims) if victims else None
+
     def drop_all(self) -> None:
         """Every resident key's tables off the device (after the device ran out of memory)."""
         with self._lock:
@@ -344,10 +359,11 @@ class KeyCache:
             return list(self._keys)
 
     def resident(self) -> list[dict]:
-        """The resident keys, least recently used first: directory, bytes, last use, and
-        each table's MSM plan as [digit bits, copies]."""
+        """The resident keys, least recently used first: directory, circuit, log2, curve,
+        bytes, last use, and each table's MSM plan as [digit bits, copies]."""
         with self._lock:
-            return [{"directory": str(k.directory), "bytes": k.nbytes, "used_at": k.used_at,
+            return [{"directory": str(k.directory), "circuit": k.pk.circuit, "log2": k.pk.log2,
+                     "curve": k.pk.curve.name, "bytes": k.nbytes, "used_at": k.used_at,
                      "plans": {name: [p.c, p.shifts] for name, p in (k.plans or {}).items()}}
                     for k in self._resident.values()]
 

@@ -17,7 +17,8 @@ from proofflow.prover.timing import PhaseTimer
 def _key(name: str, nbytes: int) -> Key:
     """A key whose five tables take ``nbytes`` together, each with a device copy to drop."""
     per = nbytes // len(PK_TABLES)
-    pk = SimpleNamespace(**{t: SimpleNamespace(xy_nbytes=per, device_cache={}) for t in PK_TABLES})
+    pk = SimpleNamespace(**{t: SimpleNamespace(xy_nbytes=per, device_cache={}) for t in PK_TABLES},
+                         circuit="mimc", log2=8, curve=SimpleNamespace(name="bls12_381"))
     return Key(pk, None, name)
 
 
@@ -93,6 +94,20 @@ def test_a_reloaded_key_replaces_its_older_version_and_a_failed_upload_leaves_no
     assert [r["directory"] for r in cache.resident()] == ["a"]
     cache.drop_all()
     assert cache.resident() == [] and not new.resident and not _on_device(new)
+
+
+def test_an_evicted_key_leaves_the_device_and_uploads_again_on_its_next_use():
+    cache, up = KeyCache(300), _Device()
+    a, b = _key("a", 100), _key("b", 100)
+    cache.make_resident(a, up)
+    cache.make_resident(b, up)
+    assert cache.evict("a") == 100 and not a.resident and not _on_device(a) and _on_device(b)
+    assert [r["directory"] for r in cache.resident()] == ["b"] and cache.resident_bytes() == 100
+    assert cache.evictions == 0  # asked for: not an eviction to fit another key
+    assert cache.evict("a") is None  # not resident: nothing to do
+    timer = PhaseTimer()
+    assert cache.make_resident(a, up, timer) == [] and a.resident and len(up.uploads) == 3
+    assert [s.phase for s in timer.spans] == ["key_upload"]
 
 
 def test_no_budget_keeps_every_key():

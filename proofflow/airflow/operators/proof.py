@@ -83,9 +83,6 @@ class ProofflowOperator(BaseOperator):
             out = self.run(context, rec)
             failed = False
             return out
-        except AirflowSkipException:  # validate's duplicate request: nothing failed
-            failed = False
-            raise
         except (InputError, ProofCheckFailed, spec.InvalidParams) as exc:
             self._record_failure(rec, exc, final=True)
             where = f"partition {part}: " if part is not None else ""
@@ -107,8 +104,8 @@ class ProofflowOperator(BaseOperator):
         """The run's cause of failure into its runs row, when this try fails for good (no
         retry follows) and neither another task's failure nor finalize_run's success is
         there before it: the first failure is the cause. A try past its execution_timeout
-        says so, with the timeout."""
-        if not final:
+        says so, with the timeout. A skip (validate's duplicate request) is no failure."""
+        if not final or isinstance(exc, AirflowSkipException):
             return
         try:
             part = self.partition if isinstance(self.partition, int) else None

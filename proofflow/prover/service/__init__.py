@@ -13,4 +13,6 @@ computes the one before, so the device goes from one partition straight to the n
                  tables resident within a device-memory budget (least recently used evicted)
     client.py    connect (spawning the service on first use), submit a job, status, stop
     protocol.py  the wire format: one JSON object a line over a Unix socket
+    admin.py     the operator's requests (preload, evict a key) and the typed status
+    keys_cli.py  ``proofflow keys preload|evict|list``
 """

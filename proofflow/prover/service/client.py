@@ -24,6 +24,7 @@ from proofflow import settings
 from proofflow.prover import faults, private_dir
 from proofflow.prover.errors import ErrorType, ProtocolError
 from proofflow.prover.service import protocol
+from proofflow.prover.service.admin import KeyJob, KeyLoaded, ServiceStatus
 from proofflow.prover.service.protocol import ProveJob, ProveReply, StageJob
 
 
@@ -80,6 +81,21 @@ class ServiceClient:
 
     def status(self, timeout: float = 5.0) -> dict:
         return self._request({"op": "status"}, timeout)
+
+    def state(self, timeout: float = 5.0) -> ServiceStatus:
+        """The typed status (``admin.ServiceStatus``) of the running service; ServiceUnavailable
+        when none runs (none is started)."""
+        return ServiceStatus.from_wire(self.status(timeout))
+
+    def preload(self, key: KeyJob, timeout: float | None = None) -> KeyLoaded:
+        """Make ``key`` resident on the device (the service must be running: ``ensure_running``)."""
+        return KeyLoaded.from_wire(self._request({"op": "preload", "job": key.to_wire()},
+                                                 timeout or settings.current().service_job_timeout_s))
+
+    def evict(self, key: KeyJob, timeout: float | None = None) -> int | None:
+        """Drop ``key`` from the device; the bytes it held, None when it was not resident."""
+        reply = self._request({"op": "evict", "job": key.to_wire()}, timeout or settings.current().service_job_timeout_s)
+        return reply["bytes"]
 
     def stop(self) -> None:
         try:
@@ -155,6 +171,20 @@ def least_busy(backend: str, devices: list[int], prefer: int = 0) -> int:
             return 0
     n = len(devices)
     return min(devices, key=lambda d: (load(d), (devices.index(d) - prefer) % n))
+
+
+def running_services(timeout: float = 2.0) -> list[tuple[ServiceClient, ServiceStatus]]:
+    """The prover services of this home running for this worker's devices
+    (PROOFFLOW_GPU_DEVICES, on either backend), each with its status; none is started."""
+    found = []
+    for backend in ("gpu", "cpu"):
+        for device in settings.current().gpu_devices:
+            client = ServiceClient(backend, device)
+            try:
+                found.append((client, client.state(timeout)))
+            except ServiceUnavailable:
+                pass
+    return found
 
 
 def stop_all(root: Path | None = None) -> int:

@@ -21,6 +21,8 @@ Threads:
   resident (``KeyCache.make_resident``: the key's tables uploaded once, ``key_upload``),
   evicting the least recently used resident keys when the keys would exceed the key budget
   (PROOFFLOW_KEY_BUDGET); ``status`` lists the resident keys and counts the evictions.
+  Between two proofs it also runs the operator's key requests (``admin``: ``preload`` a key,
+  ``evict`` one), so a preloaded key's first proof pays no upload.
 
 Every step is a span (epoch seconds) in the reply, so the caller records where the time went.
 The service stops after ``idle_s`` seconds without a job, on a ``stop`` request, or on SIGTERM,
@@ -45,7 +47,7 @@ import socket
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 
@@ -58,6 +60,7 @@ from proofflow.prover.staging.staged import Staged
 from proofflow.prover.backend.by_name import device_options
 from proofflow.prover.errors import CallerGone, InputError, ProofCheckFailed, ProtocolError, error_reply
 from proofflow.prover.service import protocol
+from proofflow.prover.service.admin import JobState, KeyJob, KeyLoaded
 from proofflow.prover.service.metrics import ServiceMetrics, ServiceState
 from proofflow.prover.service.protocol import KeySource, ProveJob, ProveReply, StageJob, TransferRecord
 from proofflow.prover.staging.shared import SharedStaging
@@ -104,6 +107,15 @@ class _Job:
     evicted: list = field(default_factory=list)  # keys evicted from the device to fit this job's
 
 
+@dataclass
+class _DeviceCall:
+    """An operator's request the device thread runs between two proofs (a preload, an eviction)."""
+    fn: object
+    done: threading.Event = field(default_factory=threading.Event)
+    result: object = None
+    error: BaseException | None = None
+
+
 class ProverService:
     def __init__(self, socket_path: str | Path, config: settings.Settings, backend: str = "cpu", device: int = 0,
                  idle_s: float = 600.0, key_budget: int | None = None):
@@ -126,6 +138,10 @@ class ProverService:
         self._waiting = 0  # prove jobs prefetched, not yet on the device
         self._last_activity = time.time()
         self._busy = False
+        self._in_queue: dict[int, _Job] = {}  # the jobs prefetched, not yet on the device, in order
+        self._running: tuple[_Job, float] | None = None  # the job on the device, since when
+        self._key_ops: queue.Queue = queue.Queue()  # preloads and evictions (_DeviceCall), for the device thread
+        self._device_stopped = threading.Event()
         self._stop = threading.Event()
         self.backend = None
         self.segments = {}
@@ -198,7 +214,7 @@ class ProverService:
                     job.uploaded = pipeline.upload(job.staged, self.backend, job.timer)
                 except BaseException as exc:
                     self._ahead.release()
-                    self._dequeued()
+                    self._dequeued(job)
                     job.error = exc
                     self._recover(exc)
                     job.done.set()
@@ -210,13 +226,14 @@ class ProverService:
         from proofflow.prover.backend.standin import StandinBackend
         self._use_device()
         while True:
-            job = self._queue.get()
+            job = self._next_job()
             if job is None:
+                self._device_stopped.set()
                 return
             start = time.time()
             job.timer.spans.append(Span(Phase.MUTEX_WAIT, job.ready_at, start))
-            self._dequeued()
-            self._busy = True
+            self._dequeued(job)
+            self._busy, self._running = True, (job, start)
             try:
                 if self._stop.is_set():
                     raise RuntimeError("the prover service is stopping")
@@ -234,13 +251,69 @@ class ProverService:
                 self._recover(exc)
             finally:
                 job.uploaded = None  # the device copies go back to the pool
-                self._busy = False
+                self._busy, self._running = False, None
                 self._ahead.release()
                 job.done.set()
 
-    def _dequeued(self) -> None:
+    def _dequeued(self, job: _Job) -> None:
         with self._state:
             self._waiting -= 1
+            self._in_queue.pop(id(job), None)
+
+    def _next_job(self) -> _Job | None:
+        """The next uploaded job (None: stop), the key operations asked for meanwhile run
+        first: between two proofs, on this thread, as ``KeyCache`` wants them."""
+        while True:
+            self._run_key_ops()
+            try:
+                job = self._queue.get(timeout=0.05)  # an idle device takes a preload within this
+            except queue.Empty:
+                continue
+            self._run_key_ops()
+            return job
+
+    def _run_key_ops(self) -> None:
+        while True:
+            try:
+                op = self._key_ops.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                op.result = op.fn()
+            except BaseException as exc:
+                op.error = exc
+            op.done.set()
+
+    def _on_device_thread(self, fn):
+        """``fn()`` run by the device thread between two proofs; its result (or its error)."""
+        op = _DeviceCall(fn)
+        self._key_ops.put(op)
+        while not op.done.wait(0.5):
+            if self._device_stopped.is_set():  # it will never run: the service is stopping
+                raise RuntimeError("the prover service is stopping")
+        if op.error is not None:
+            raise op.error
+        return op.result
+
+    # ---- operator requests: keys ---------------------------------------------------------------
+    def _preload(self, job: KeyJob) -> KeyLoaded:
+        """The key resident on the device, as a proof's first use would make it (loaded on this
+        thread, uploaded on the device thread), so the next proof with it pays no upload."""
+        timer = PhaseTimer()
+        get = self.keys.get_zkey if job.key_source is KeySource.ZKEY else self.keys.get
+        key = get(job.params_dir, job.circuit, job.log2, timer, curve=job.curve)
+        evicted = self._on_device_thread(lambda: self.keys.make_resident(key, self.backend.prepare, timer))
+        upload = [s.end - s.start for s in timer.spans if s.phase is Phase.KEY_UPLOAD]
+        return KeyLoaded(self.device_label, str(key.directory), key.nbytes, upload[0] if upload else None,
+                         tuple(str(k.directory) for k in evicted))
+
+    def _evict(self, job: KeyJob) -> dict:
+        directory = Path(job.params_dir)
+        if job.key_source is KeySource.ZKEY:
+            from proofflow.prover.circom import zkey_cache
+            directory = directory / zkey_cache.KEY
+        freed = self._on_device_thread(lambda: self.keys.evict(directory))
+        return {"ok": True, "device": self.device_label, "directory": str(directory), "bytes": freed}
 
     def _recover(self, exc: BaseException) -> None:
         """After a failed job. Out of memory: give back the device memory the service
@@ -274,7 +347,17 @@ class ProverService:
                 "key_budget_bytes": self.keys.budget, "resident_keys": self.keys.resident(),
                 "resident_key_bytes": self.keys.resident_bytes(), "key_evictions": self.keys.evictions,
                 "evicted_keys": list(self.keys.evicted),
-                "segments": {k: m.stats() for k, m in self.segments.items()}}
+                "segments": {k: m.stats() for k, m in self.segments.items()}, **self._jobs_state(),
+                "staging": self.staging.stats()}
+
+    def _jobs_state(self) -> dict:
+        """The job on the device and the queue, as ``admin.ServiceStatus`` reads them."""
+        def state(job: _Job, since: float) -> dict:
+            return asdict(JobState(job.spec.job_id, job.spec.holder, job.spec.circuit, job.spec.log2, since))
+        with self._state:
+            running, queued = self._running, list(self._in_queue.values())
+        return {"running": state(*running) if running else None,
+                "queue": [state(j, j.ready_at) for j in queued]}
 
     def _metrics_state(self) -> ServiceState:
         staging = self.staging.stats()
@@ -290,6 +373,7 @@ class ProverService:
         try:
             with self._state:
                 self._waiting += 1
+                self._in_queue[id(job)] = job
             job.ready_at = time.time()  # its mutex_wait: until the device takes it, the upload running meanwhile
             self._uploads.put(job)
             job.done.wait()
@@ -333,6 +417,10 @@ class ProverService:
         if op == "stage":
             job = StageJob.from_wire(req.get("job"))
             return {"ok": True, **self.segments[job.staging].stage(job.segment, job.holder)}
+        if op == "preload":
+            return self._preload(KeyJob.from_wire(req.get("job"))).to_wire()
+        if op == "evict":
+            return self._evict(KeyJob.from_wire(req.get("job")))
         if op != "prove":
             raise ProtocolError(f"unknown op {op!r}")
         with self._state:
