@@ -55,6 +55,31 @@ def _callback_logged(root, run_id) -> bool:
     return found
 
 
+REQUEST = "rest-request-1"
+
+
+def _same_request_again(base, procs, conf, run_id) -> str:
+    """The request of ``run_id`` triggered again through REST, as a client that lost the
+    answer would: its run proves nothing and names ``run_id`` (XCom ``request``, the note).
+    Under a run id named after the request (the REST recipe of docs/prover-service.md), a
+    third POST is refused at once (409)."""
+    body = {"logical_date": None, "conf": conf, "dag_run_id": REQUEST}
+    assert stack.api(base, "/api/v2/dags/proof_run/dagRuns", body)["dag_run_id"] == REQUEST
+    state, tis = stack.wait_for_run(base, "proof_run", REQUEST, 300, procs)
+    states = {(t["task_id"], t["map_index"]): t["state"] for t in tis}
+    assert state == "success" and states[("validate", -1)] == "skipped", states
+    assert not [k for k, v in states.items() if k[0].startswith("partition.") and v != "skipped"], states
+    served = stack.api(base, f"/api/v2/dags/proof_run/dagRuns/{REQUEST}/taskInstances/validate/xcomEntries/request")
+    value = json.loads(served["value"]) if isinstance(served["value"], str) else served["value"]
+    assert (value["request_id"], value["run_id"], value["state"]) == (REQUEST, run_id, "success")
+    note = stack.wait("the duplicate's note", lambda: stack.api(base, f"/api/v2/dags/proof_run/dagRuns/{REQUEST}")
+                      ["note"], 60, 2, procs=procs)
+    assert note.startswith(f"**Request `{REQUEST}` already served** by run {run_id} (success): not proved again.")
+    status, _body = stack.request(base, "/api/v2/dags/proof_run/dagRuns", body)
+    assert status == 409
+    return REQUEST
+
+
 def _overlap(a, b) -> bool:
     return a["start"] < b["end"] and b["start"] < a["end"]
 
@@ -91,7 +116,8 @@ def test_scheduler_rest_trigger_pool_mutex_and_sigkill_retry(tmp_path, pg_new_da
             api = stack.api
             stack.wait("proof_run to be parsed", lambda: api(base, "/api/v2/dags/proof_run")["is_paused"] is False,
                        180, 2, procs=procs)
-            conf = {"log2": 10, "partitions": PARTITIONS, "backend": "cpu", "staging": "pinned", "seed": 3}
+            conf = {"log2": 10, "partitions": PARTITIONS, "backend": "cpu", "staging": "pinned", "seed": 3,
+                    "request_id": REQUEST}
             run_id = stack.trigger(base, "proof_run", conf)
             # pending work for proof_batch, whose run (triggered here as its cron would) launches a proof_run
             pending = tmp_path / "proofflow" / "pending"
@@ -113,10 +139,12 @@ def test_scheduler_rest_trigger_pool_mutex_and_sigkill_retry(tmp_path, pg_new_da
             assert launched["state"] == "success" and launched["conf"]["log2"] == 8
             assert api(base, f"/api/v2/dags/proof_batch/dagRuns/{batch}")["state"] == "success"
             assert [p.name for p in (pending / "claimed").iterdir()] == ["work-1.json"]
+            duplicate = _same_request_again(base, procs, conf, run_id)
 
             # A run that fails (validate refuses its circuit): the DAG's failure callback runs in
             # the dag processor and marks the run failed in the store.
-            failing = stack.trigger(base, "proof_run", {**conf, "partitions": 1, "circuit": "no-such-circuit"})
+            failing = stack.trigger(base, "proof_run", {**conf, "partitions": 1, "circuit": "no-such-circuit",
+                                                        "request_id": None})
             assert stack.wait_for_run(base, "proof_run", failing, 300, procs)[0] == "failed"
             stack.wait("the failure callback", lambda: _callback_logged(tmp_path, failing), 120, 2, procs=procs)
     finally:
@@ -128,6 +156,9 @@ def test_scheduler_rest_trigger_pool_mutex_and_sigkill_retry(tmp_path, pg_new_da
     record = store.run("proof_run", run_id)
     assert record["state"] == "success" and record["proofs_verified"] == PARTITIONS
     assert store.run("proof_run", failing)["state"] == "failed"
+    assert record["request_id"] == REQUEST
+    assert store.run("proof_run", duplicate)["duplicate_of"] == run_id
+    assert {r["task_id"] for r in store.timings("proof_run", duplicate)} == {"validate", "cleanup_scratch"}
     assert all(r.ok for r in verify_bundle(record["bundle_dir"]))
     rows = store.timings("proof_run", run_id)
     assert max(Counter((r["task_id"], r["map_index"], r["try_number"], r["phase"]) for r in rows).values()) == 1

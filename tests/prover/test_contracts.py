@@ -100,3 +100,25 @@ def test_a_run_config_is_made_once_and_crosses_xcom_as_a_plain_dict():
                 {**wire, "colour": 1}, [wire]):
         with pytest.raises(InvalidParams):
             RunConfig.from_dict(bad)
+
+
+def test_the_operator_requests_round_trip_and_refuse_malformed_ones():
+    from proofflow.prover.service.admin import KeyJob, KeyLoaded, ServiceStatus
+    key = KeyJob("/k", "mimc", 8, "bls12_381")
+    assert KeyJob.from_wire(json.loads(json.dumps(key.to_wire()))) == key and key.key_source is KeySource.CIRCUIT
+    for change, message in (({"log2": "8"}, "job field 'log2' must be a int"), ({"curve": "p256"}, "curve must be"),
+                            ({"key_source": "r1cs"}, "key_source must be one of"), ({"seed": 1}, "unknown job field")):
+        with pytest.raises(InputError, match=re.escape(message)):
+            KeyJob.from_wire({**key.to_wire(), **change})
+    loaded = KeyLoaded("cuda:0", "/k", 123, None, ("/old",))
+    assert KeyLoaded.from_wire(json.loads(json.dumps(loaded.to_wire()))) == loaded
+    with pytest.raises(ProtocolError, match="malformed status reply"):
+        ServiceStatus.from_wire({"ok": True, "device": "cpu"})  # a service of before the status had its queue
+
+
+def test_a_run_config_carries_its_request_id():
+    from proofflow.spec import InvalidParams, RunConfig, validate_params
+    config = validate_params({"log2": 8, "request_id": "batch-7:42"}, gpu_available=lambda: False)
+    assert config.request_id == "batch-7:42" and RunConfig.from_dict(config.to_dict()) == config
+    with pytest.raises(InvalidParams, match="request_id must be"):
+        RunConfig.from_dict({**config.to_dict(), "request_id": "a/b"})
