@@ -1,31 +1,12 @@
 """`proofflow run`: a whole proof_run through Airflow on a fresh local home, no Postgres,
 no GPU needed, and a summary from the timing tables."""
 import json
-import os
-import shutil
-import subprocess
-import sys
 
 import pytest
 
+from proofflow_cli import proofflow
+
 PARTITIONS = 4
-
-
-def _env(user_home=None):
-    """A clean environment, as on a fresh clone: no Airflow or proofflow settings (and, with
-    ``user_home``, a fresh user: HOME and PATH only)."""
-    if user_home is not None:
-        return {"HOME": str(user_home), "PATH": os.environ["PATH"], "PYTHONUNBUFFERED": "1"}
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "PROOFFLOW_"))}
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
-
-
-def _proofflow(*args, timeout=300, user_home=None, env=None):
-    exe = shutil.which("proofflow")
-    cmd = [exe] if exe else [sys.executable, "-m", "proofflow.cli"]
-    return subprocess.run(cmd + list(args), capture_output=True, text=True, env={**_env(user_home), **(env or {})},
-                          timeout=timeout)
 
 
 @pytest.mark.slow
@@ -34,14 +15,14 @@ def test_a_fresh_user_runs_then_reports_with_no_environment(tmp_path):
     that `proofflow run` made."""
     user = tmp_path / "user"
     user.mkdir()
-    out = _proofflow("run", "--log2", "8", "--partitions", "2", "--json", user_home=user)
+    out = proofflow("run", "--log2", "8", "--partitions", "2", "--json", user_home=user)
     assert out.returncode == 0, out.stderr[-4000:]
     run_id = json.loads(out.stdout.strip().splitlines()[-1])["run_id"]
     assert (user / ".proofflow" / "timing.db").exists() and (user / ".proofflow" / "airflow" / "airflow.db").exists()
-    report = _proofflow("report", run_id, user_home=user)
+    report = proofflow("report", run_id, user_home=user)
     assert report.returncode == 0, report.stderr[-3000:]
     assert run_id in report.stdout and "success" in report.stdout
-    summary = _proofflow("summary", run_id, "--json", user_home=user)
+    summary = proofflow("summary", run_id, "--json", user_home=user)
     assert summary.returncode == 0, summary.stderr[-3000:]
     s = json.loads(summary.stdout)
     assert s["proofs_verified"] == 2 and s["staging"] == "pageable"  # the CPU backend pins nothing
@@ -53,7 +34,7 @@ def test_a_fresh_user_runs_then_reports_with_no_environment(tmp_path):
 @pytest.mark.slow
 def test_run_json_then_table(tmp_path):
     home = tmp_path / "pf"
-    out = _proofflow("run", "--log2", "10", "--partitions", str(PARTITIONS), "--json", "--home", str(home))
+    out = proofflow("run", "--log2", "10", "--partitions", str(PARTITIONS), "--json", "--home", str(home))
     assert out.returncode == 0, out.stderr[-4000:]
     lines = [line for line in out.stdout.splitlines() if line.strip()]
     assert len(lines) == 1, f"--json prints one JSON object and nothing else on stdout: {out.stdout[:2000]}"
@@ -68,11 +49,11 @@ def test_run_json_then_table(tmp_path):
     assert (home / "airflow" / "airflow.db").exists() and (home / "timing.db").exists()
 
     # again in the same home: the proving key comes from the params cache, a table is printed
-    out = _proofflow("--home", str(home), "run", "--partitions", "2", "--staging", "pageable")
+    out = proofflow("--home", str(home), "run", "--partitions", "2", "--staging", "pageable")
     assert out.returncode == 0, out.stderr[-4000:]
     assert "2/2 proofs verify" in out.stdout
     assert "load_cached" in out.stdout and "pool_wait" in out.stdout
-    assert _proofflow("summary", s["run_id"], "--home", str(home)).returncode == 0
+    assert proofflow("summary", s["run_id"], "--home", str(home)).returncode == 0
 
 
 @pytest.mark.parametrize("args,msg", [
@@ -82,7 +63,7 @@ def test_run_json_then_table(tmp_path):
     (["--curve", "secp256k1"], "invalid choice: 'secp256k1'"),
 ])
 def test_bad_arguments_fail_fast(args, msg, tmp_path):
-    out = _proofflow("run", "--home", str(tmp_path / "h"), *args, timeout=60)
+    out = proofflow("run", "--home", str(tmp_path / "h"), *args, timeout=60)
     assert out.returncode == 2 and msg in out.stderr
     assert not (tmp_path / "h").exists(), "no Airflow home set up for bad arguments"
 
@@ -91,7 +72,7 @@ def test_a_run_that_does_not_fit_is_refused_before_any_work(tmp_path):
     """log2 27 is in the domain, but its partitions' a/b/c cannot fit a 1 GiB staging budget
     (nor, on most machines, its 77 GB key on disk or its setup in memory): one message with
     the numbers, no traceback, nothing set up."""
-    out = _proofflow("run", "--log2", "27", "--home", str(tmp_path / "h"), timeout=60,
+    out = proofflow("run", "--log2", "27", "--home", str(tmp_path / "h"), timeout=60,
                      env={"PROOFFLOW_STAGING_BUDGET": str(1 << 30)})
     assert out.returncode == 2, out.stderr[-3000:]
     assert out.stderr.startswith("error: log2 27 does not fit this machine: ") and out.stderr.count("\n") == 1
@@ -105,5 +86,5 @@ def test_gpu_asked_for_but_absent(tmp_path):
     from proofflow.prover.device import available as gpu_available
     if gpu_available():
         pytest.skip("a GPU is visible here")
-    out = _proofflow("run", "--backend", "gpu", "--home", str(tmp_path / "h"), timeout=60)
+    out = proofflow("run", "--backend", "gpu", "--home", str(tmp_path / "h"), timeout=60)
     assert out.returncode == 2 and "no GPU is visible" in out.stderr

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from test_cli_run import _proofflow
+from proofflow_cli import proofflow
 
 
 @pytest.mark.slow
@@ -14,7 +14,7 @@ def test_preload_status_and_a_run_that_pays_no_key_upload(tmp_path):
     env = {"PROOFFLOW_SERVICE_IDLE_S": "60"}  # a service left by a failing test stops soon
 
     def pf(*args):
-        out = _proofflow("--home", str(home), *args, env=env)
+        out = proofflow("--home", str(home), *args, env=env)
         assert out.returncode == 0, out.stderr[-4000:]
         return out.stdout
 

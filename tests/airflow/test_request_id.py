@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from test_cli_run import _proofflow
+from proofflow_cli import proofflow
 
 CONF = {"log2": 8, "partitions": 2, "backend": "cpu", "staging": "pinned", "seed": 5}
 
@@ -70,11 +70,11 @@ def test_proofflow_run_twice_with_a_request_id_proves_once(tmp_path):
     home = tmp_path / "pf"
     args = ("--home", str(home), "run", "--log2", "8", "--partitions", "1", "--backend", "cpu",
             "--request-id", "batch-7:42", "--json")
-    first = _proofflow(*args)
+    first = proofflow(*args)
     assert first.returncode == 0, first.stderr[-4000:]
     proved = json.loads(first.stdout)
     assert proved["proofs_verified"] == 1 and proved["request_id"] == "batch-7:42"
-    second = _proofflow(*args)
+    second = proofflow(*args)
     assert second.returncode == 0, second.stderr[-4000:]
     again = json.loads(second.stdout)
     assert again["run_id"] == proved["run_id"] and again["bundle_dir"] == proved["bundle_dir"]
@@ -87,9 +87,9 @@ def test_proofflow_run_twice_with_a_request_id_proves_once(tmp_path):
                                      "AND phase = 'task'")]
     assert [r["run_id"] for r in proofs] == [proved["run_id"]], "the second call proved again"
     # `proofflow summary` names the request, and the duplicate's earlier run; a bad id is refused (exit 2)
-    holder = _proofflow("--home", str(home), "summary", proved["run_id"])
+    holder = proofflow("--home", str(home), "summary", proved["run_id"])
     assert holder.returncode == 0 and "request batch-7:42" in holder.stdout
-    dup = _proofflow("--home", str(home), "summary", again["duplicate_run_id"])
+    dup = proofflow("--home", str(home), "summary", again["duplicate_run_id"])
     assert dup.returncode == 0 and f"duplicate\n  its request is run {proved['run_id']}'s" in dup.stdout
-    bad = _proofflow("--home", str(home), "run", "--request-id", "two words")
+    bad = proofflow("--home", str(home), "run", "--request-id", "two words")
     assert bad.returncode == 2 and "request_id must be 1 to 128" in bad.stderr

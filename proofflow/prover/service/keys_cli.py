@@ -19,6 +19,7 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import asdict
 
 from proofflow import settings, spec
 
@@ -86,7 +87,7 @@ def cmd_preload(args) -> int:
             _say(f"error: {backend} device {index}: {exc}")
             return EXIT_FAILED
     if args.json:
-        print(json.dumps([{**r.to_wire(), "circuit": job.circuit, "log2": job.log2, "curve": job.curve}
+        print(json.dumps([{**asdict(r), "circuit": job.circuit, "log2": job.log2, "curve": job.curve}
                           for r in loaded]))
         return EXIT_OK
     for r in loaded:
@@ -122,7 +123,6 @@ def cmd_evict(args) -> int:
 
 
 def cmd_list(args) -> int:
-    from dataclasses import asdict
     from proofflow.prover.service.client import running_services
     services = [s for _c, s in running_services()]
     if args.json:
