@@ -105,21 +105,28 @@ def _running_run_id():
 @pytest.mark.slow
 def test_a_low_run_waits_behind_a_high_one_then_proofflow_cancel_drops_it(proof_run_dag, mimc8_key_dir, monkeypatch,
                                                                          tmp_path):
+    url = f"sqlite:///{tmp_path / 'timing.db'}"
+    monkeypatch.setenv("PROOFFLOW_DB_URL", url)
+    monkeypatch.setenv("PROOFFLOW_RUNTIME", str(tmp_path / "rt"))
+    service = ServiceClient("cpu", 0)
+    service.ensure_running()
+    try:
+        _cancel_a_waiting_low_run(service, mimc8_key_dir, url)
+    finally:
+        service.stop()
+
+
+def _cancel_a_waiting_low_run(service, key_dir, url):
     from airflow.models.dagrun import DagRun
     from airflow.utils.session import create_session
     from sqlalchemy import select
     from proofflow.prover import layout
     from proofflow.prover.staging.shared import SharedStaging
     from proofflow.timing import TimingStore
-    url = f"sqlite:///{tmp_path / 'timing.db'}"
-    monkeypatch.setenv("PROOFFLOW_DB_URL", url)
-    monkeypatch.setenv("PROOFFLOW_RUNTIME", str(tmp_path / "rt"))
-    service = ServiceClient("cpu", 0)
-    service.ensure_running()
     code = ("import json, sys\nfrom airflow.dag_processing.dagbag import DagBag\n"
             f"dr = DagBag({str(ROOT / 'dags')!r}).get_dag('proof_run').test(run_conf=json.loads(sys.argv[1]))\n"
             "print('STATE', dr.state)\n")
-    with _Blockers(mimc8_key_dir) as blockers:
+    with _Blockers(key_dir) as blockers:
         _until(lambda: service.status()["busy"], "the blockers on the device")
         run = subprocess.Popen([sys.executable, "-c", code, json.dumps(CONF)], stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)
