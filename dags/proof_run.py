@@ -71,12 +71,15 @@ with DAG(
     # task and alerts (email/webhook notifiers), it never loses a proof.
     check = CheckH2DOperator(task_id="check_h2d")
     cleanup = CleanupScratchOperator(task_id="cleanup_scratch")
-    # A teardown too: it runs after the cleanup has recorded the run's final state, and a
-    # teardown does not count for the run's state (check_h2d's outcome still does).
-    summary = PublishSummaryOperator(task_id="publish_summary")
+    # A teardown too: it runs after the cleanup has recorded the run's final state. It counts
+    # for the run's state only where it fails, which it does for a run stopped from outside
+    # before its proofs (check_h2d skipped: the run would read success); check_h2d's outcome
+    # decides the others.
+    summary = PublishSummaryOperator(task_id="publish_summary", verdict_task_id=check.task_id)
 
     validate >> setup >> prepare
-    finalize >> check >> cleanup.as_teardown(setups=prepare) >> summary.as_teardown(setups=prepare)
+    finalize >> check >> cleanup.as_teardown(setups=prepare) >> summary.as_teardown(setups=prepare,
+                                                                                   on_failure_fail_dagrun=True)
     # whatever failed, validate or prepare_scratch included: a teardown's own rule would mark
     # them upstream_failed when its setup did not succeed, and the run would get no summary
     cleanup.trigger_rule = summary.trigger_rule = TriggerRule.ALL_DONE

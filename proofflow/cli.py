@@ -1,6 +1,8 @@
 """``proofflow``: run a whole proof_run through Airflow on a local, embedded setup.
 
-    proofflow run [--log2 K] [--partitions N] [--backend B] [--staging S] [--seed S] [--request-id ID] [--json]
+    proofflow run [--log2 K] [--partitions N] [--backend B] [--staging S] [--seed S] [--priority P]
+                  [--request-id ID] [--json]
+    proofflow cancel RUN_ID             # mark a run failed, drop its queued proofs, release its staging and scratch
     proofflow setup [--gpu-slots N]     # pool `gpu` + connection + timing tables (+ GPU kernels), for a deployment
     proofflow kernels build [--arch 90 ...]   # compile the GPU kernels into the kernel cache ahead of time
     proofflow kernels list [--json]     # the cached cubins: module, arch, size, current or stale
@@ -30,7 +32,7 @@ from pathlib import Path
 
 from proofflow import settings
 from proofflow.spec import (BACKENDS, CIRCUITS, CURVES, DEFAULTS, INPUT_SUFFIXES, MAX_LOG2, MAX_PARTITIONS, MAX_SEED,
-                            MIN_LOG2, MIN_PARTITIONS, STAGING, InvalidParams)
+                            MIN_LOG2, MIN_PARTITIONS, PRIORITIES, STAGING, InvalidParams)
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 EXIT_BROKEN_PIPE = 128 + 13  # what a shell reports for a command SIGPIPE ended, as head's writers usually end
@@ -81,6 +83,20 @@ def _output_to(path: Path | None):
             os.dup2(saved[1], 2)
             os.close(saved[0])
             os.close(saved[1])
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr():
+    """Fd 1 onto fd 2 for the block: Airflow logs to stdout, which holds the command's output."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def print_summary(s: dict) -> None:
@@ -144,7 +160,8 @@ def _as_given(text: str, staged: Path, sources: list[Path]) -> str:
 
 def cmd_run(args) -> int:
     conf = {"circuit": args.circuit, "log2": args.log2, "curve": args.curve, "partitions": args.partitions,
-            "backend": args.backend, "staging": args.staging, "seed": args.seed, "request_id": args.request_id}
+            "backend": args.backend, "staging": args.staging, "seed": args.seed, "priority": args.priority,
+            "request_id": args.request_id}
     if not args.inputs:
         return _run(conf, args)
     staged, sources = stage_inputs([Path(p) for p in args.inputs])
@@ -328,6 +345,36 @@ def cmd_summary(args) -> int:
     return EXIT_OK
 
 
+def cmd_cancel(args) -> int:
+    """The run is found in the Airflow the environment configures (AIRFLOW_HOME set: a
+    deployment's, as `setup` uses), else in the embedded one of `proofflow run`."""
+    current = settings.current()
+    if current.airflow_home is None:
+        if not (current.local_airflow_home / "airflow.db").exists():
+            _say(f"error: no run {args.run_id!r}: `proofflow run` has made none in {current.home}, and AIRFLOW_HOME "
+                 "names no deployment")
+            return EXIT_BAD_INPUT
+        from proofflow.airflow import local
+        local.configure()
+    from proofflow.airflow import cancel
+    try:
+        with _stdout_to_stderr():
+            done = cancel.cancel(args.dag_id, args.run_id)
+    except cancel.RunNotFound as exc:
+        _say(f"error: {exc}")
+        return EXIT_BAD_INPUT
+    if args.json:
+        from dataclasses import asdict
+        print(json.dumps(asdict(done)))
+    elif done.finished_before:
+        print(f"{done.dag_id} {done.run_id} had finished ({done.state}): nothing to cancel")
+    else:
+        print(f"{done.dag_id} {done.run_id} cancelled (was {done.state}): {done.dropped} queued proof(s) dropped "
+              f"before the device, {done.on_device} left to finish on it; {done.leases_released} staging lease(s) "
+              f"released, scratch {'removed' if done.scratch_removed else 'already gone'}")
+    return EXIT_OK
+
+
 def cmd_staging_receiver(args) -> int:
     from proofflow.prover.staging import receiver as staging_receiver
     return staging_receiver.main(["--listen", args.listen] if args.listen else [])
@@ -358,6 +405,9 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--staging", choices=STAGING, default=DEFAULTS["staging"],
                    help="default pinned (the CPU backend has no page-locked memory: pageable there)")
     r.add_argument("--seed", type=_int_in(0, MAX_SEED, "seed"), default=DEFAULTS["seed"])
+    r.add_argument("--priority", choices=PRIORITIES, default=DEFAULTS["priority"],
+                   help="its partitions are proved before those of runs of a lower priority sharing the device "
+                        f"(default {DEFAULTS['priority']})")
     r.add_argument("--request-id", type=_request_id, metavar="ID",
                    help="an idempotency key: when an earlier run (of this home's timing store) has it, nothing is "
                         "proved again and that run's summary is printed (1 to 128 letters, digits or . _ : -)")
@@ -414,6 +464,17 @@ def parser() -> argparse.ArgumentParser:
                                         "damaged (rebuilt on next use).")
     kl.add_argument("--json", action="store_true")
     kl.set_defaults(func=cmd_kernels_list)
+    c = sub.add_parser("cancel", help="stop a proof run: marked failed, its queued proofs dropped, its staging and "
+                                      "scratch released",
+                       description="Marks the run failed in Airflow as the UI does (its running tasks are stopped, "
+                                   "the pending ones skipped, its teardowns still run), has this host's prover "
+                                   "services drop its proofs not yet on the device, and releases its staging leases "
+                                   "and scratch directory. The run is looked up in the Airflow that AIRFLOW_HOME "
+                                   "configures, else in the embedded one of `proofflow run`.")
+    c.add_argument("run_id")
+    c.add_argument("--dag-id", default="proof_run")
+    c.add_argument("--json", action="store_true", help="print one JSON object")
+    c.set_defaults(func=cmd_cancel)
     m = sub.add_parser("summary", help="print a run's summary from the timing tables")
     m.add_argument("run_id")
     m.add_argument("--dag-id", default="proof_run")

@@ -44,10 +44,35 @@ class MemoryKind(StrEnum):
 
 
 STAGING = MemoryKind.choices()
+
+
+class Priority(StrEnum):
+    """A run's priority, from the trigger form to the prover service's queue: a run of a
+    higher one has its tasks scheduled first by Airflow (``weight``) and its partitions proved
+    first by the device's service (``rank``), in arrival order within a priority."""
+    HIGH = "high"
+    NORMAL = "normal"
+    LOW = "low"
+
+    @property
+    def rank(self) -> int:
+        """The service's queue order: lower first."""
+        return _RANKS[self]
+
+    @property
+    def weight(self) -> int:
+        """What the run adds to each of its tasks' Airflow priority_weight: a band apart
+        from the next priority's, wider than a proof_run task's own weight (its upstream
+        tasks' count), so the task order within a run stays."""
+        return (1 - _RANKS[self]) * 1000
+
+
+_RANKS = {Priority.HIGH: 0, Priority.NORMAL: 1, Priority.LOW: 2}
+PRIORITIES = tuple(p.value for p in Priority)
 MAX_SEED = (1 << 63) - 1  # the timing store keeps it in a 64-bit column
 
 DEFAULTS = {"circuit": "mimc", "log2": 10, "curve": CURVES[0], "partitions": 4, "backend": "auto", "staging": "pinned",
-            "seed": 0, "inputs": None, "request_id": None}
+            "seed": 0, "inputs": None, "priority": Priority.NORMAL.value, "request_id": None}
 CIRCUIT_NAME = re.compile(r"[a-z][a-z0-9_-]{0,62}")
 # A client's idempotency key: a second run of the same request returns the first one
 # (``proofflow.timing.requests``); a UUID, a hash or a name of the client's ("batch-7:42").
@@ -241,10 +266,12 @@ class RunConfig:
     backend_requested: str | None = None
     staging_requested: MemoryKind | None = None
     curve: str = CURVES[0]  # a registered curve's name (CURVES)
+    priority: Priority = Priority.NORMAL
     request_id: str | None = None  # the client's idempotency key (REQUEST_ID), if it gave one
 
     def __post_init__(self):
         object.__setattr__(self, "staging", MemoryKind(self.staging))
+        object.__setattr__(self, "priority", Priority(self.priority))
         if self.staging_requested is not None:
             object.__setattr__(self, "staging_requested", MemoryKind(self.staging_requested))
         if self.inputs is not None:
@@ -258,7 +285,8 @@ class RunConfig:
         """The JSON form (XCom, run.json, logs)."""
         out = asdict(self)
         out.update(staging=self.staging.value, inputs=list(self.inputs) if self.inputs is not None else None,
-                   staging_requested=self.staging_requested and self.staging_requested.value)
+                   staging_requested=self.staging_requested and self.staging_requested.value,
+                   priority=self.priority.value)
         return out
 
     @classmethod
@@ -313,6 +341,7 @@ def validate_params(params: dict, gpu_available: Callable[[], bool],
         lambda: check_choice("backend", p["backend"], BACKENDS),
         lambda: check_choice("staging", p["staging"], STAGING),
         lambda: check_choice("curve", p["curve"], CURVES),
+        lambda: check_choice("priority", p["priority"], PRIORITIES),
         lambda: check_request_id(p["request_id"]),
     ]
     for check in checks:
@@ -337,7 +366,7 @@ def validate_params(params: dict, gpu_available: Callable[[], bool],
     backend = resolve_backend(p["backend"], gpu_available)
     config = RunConfig(p["circuit"], p["log2"], p["partitions"], backend, resolve_staging(p["staging"], backend),
                        p["seed"], p["inputs"] if info is not None else None, info is not None, p["backend"],
-                       MemoryKind(p["staging"]), p["curve"], p["request_id"])
+                       MemoryKind(p["staging"]), p["curve"], Priority(p["priority"]), p["request_id"])
     if input_check is not None:
         input_check(config)
     if fit_check is not None and (refusal := fit_check(config)):

@@ -251,6 +251,7 @@ def test_pip_install_installs_only_proofflow(tmp_path):
     entry = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
     assert "proofflow = proofflow.cli:main" in entry and "proofflow.airflow.plugins.plugin:ProofflowPlugin" in entry
     assert "provider_info = proofflow.airflow.get_provider_info:get_provider_info" in entry
+    assert "[airflow.policy]\nproofflow = proofflow.airflow.policy" in entry
 
 
 def test_operators_are_thin():

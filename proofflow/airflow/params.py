@@ -4,7 +4,7 @@ same domains again with ``spec.validate_params``."""
 from __future__ import annotations
 
 from proofflow.spec import (BACKENDS, CIRCUIT_NAME, CIRCUITS, CURVES, DEFAULTS, MAX_LOG2, MAX_PARTITIONS, MAX_SEED,
-                            MIN_LOG2, MIN_PARTITIONS, REQUEST_ID, STAGING, registered_circuits)
+                            MIN_LOG2, MIN_PARTITIONS, PRIORITIES, REQUEST_ID, STAGING, registered_circuits)
 
 
 def _range(lo: int, hi: int | None = None) -> dict:
@@ -56,6 +56,12 @@ SCHEMA = {
                                 "page-locked memory: its runs are pageable, and recorded so)."),
     "seed": dict(type="integer", **_range(0, MAX_SEED), title="Seed",
                  description="Seed of the test-only proving key and of the partitions' inputs: an integer in 0..2^63-1."),
+    "priority": dict(type="string", enum=list(PRIORITIES), title="Priority",
+                     values_display={"high": "high: before the runs of normal and low priority",
+                                     "normal": "normal", "low": "low: after the others"},
+                     description="The run's tasks are scheduled, and its partitions proved on the GPU, before "
+                                 "those of runs of a lower priority (queued partitions of a low run are "
+                                 "overtaken); in arrival order within a priority."),
     "inputs": dict(type=["null", "array", "string"], title="Inputs (circom circuits)",
                    description="For a registered circom circuit, one input per partition: a list of input objects "
                                "(input.json contents) or absolute paths of .json inputs or .wtns witnesses, or the "

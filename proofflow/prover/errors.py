@@ -34,6 +34,11 @@ class CallerGone(RuntimeError):
     """The job's caller closed its connection (it was killed) before the job's device turn."""
 
 
+class RunCancelled(RuntimeError):
+    """The job's run was cancelled (``proofflow cancel``, or marked failed and cleaned up)
+    before the job's device turn: proving it again cannot help."""
+
+
 class ProtocolError(RuntimeError):
     """A peer sent something that is not a message of the protocol."""
 
@@ -46,6 +51,7 @@ class ErrorType(StrEnum):
     OUT_OF_MEMORY = "MemoryError"  # the device ran out; the service gave its caches back, a retry can succeed
     STAGING_TIMEOUT = "StagingTimeout"  # no room in the staging budget in time
     CALLER_GONE = "CallerGone"
+    CANCELLED = "RunCancelled"  # the job's run was cancelled: no retry
     PROTOCOL = "ProtocolError"
     UNAVAILABLE = "Unavailable"  # nothing answers at the address
     INTERNAL = "InternalError"
@@ -69,12 +75,13 @@ class ErrorType(StrEnum):
     @property
     def retryable(self) -> bool:
         """Whether proving the same inputs again can help."""
-        return self not in (ErrorType.INPUT, ErrorType.PROOF_CHECK)
+        return self not in (ErrorType.INPUT, ErrorType.PROOF_CHECK, ErrorType.CANCELLED)
 
 
 # most specific first: InputError and ProofCheckFailed are ValueErrors too
 _CLASSES = ((ErrorType.INPUT, InputError), (ErrorType.PROOF_CHECK, ProofCheckFailed),
             (ErrorType.STAGING_TIMEOUT, StagingTimeout), (ErrorType.CALLER_GONE, CallerGone),
+            (ErrorType.CANCELLED, RunCancelled),
             (ErrorType.PROTOCOL, ProtocolError), (ErrorType.OUT_OF_MEMORY, MemoryError),
             (ErrorType.REFUSED, ValueError))
 

@@ -80,7 +80,8 @@ class ServiceProver(Prover):
     def prove(self, key_dir: str, segment: str, holder: str, n: int, job_id: str) -> Proved:
         from proofflow.prover.service.protocol import ProveJob
         c = self.config
-        job = ProveJob(str(key_dir), c.circuit, c.log2, c.curve, segment, n, c.staging, holder, self.standin_s, job_id)
+        job = ProveJob(str(key_dir), c.circuit, c.log2, c.curve, segment, n, c.staging, holder, self.standin_s, job_id,
+                       priority=c.priority)
         started, reply = self._call(lambda client: client.prove(job))
         return Proved(reply.proof, reply.device, started + reply.spans, reply.transfers, reply.evicted_keys)
 

@@ -61,6 +61,7 @@ def test_run_json_then_table(tmp_path):
     (["--log2", "30"], "log2 must be in 8..27, got 30"),
     (["--circuit", "sha"], "unknown circuit 'sha'"),
     (["--curve", "secp256k1"], "invalid choice: 'secp256k1'"),
+    (["--priority", "urgent"], "invalid choice: 'urgent'"),
 ])
 def test_bad_arguments_fail_fast(args, msg, tmp_path):
     out = proofflow("run", "--home", str(tmp_path / "h"), *args, timeout=60)

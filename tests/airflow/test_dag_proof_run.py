@@ -76,7 +76,7 @@ def test_params_schema_matches_prover_and_builds_the_form(proof_run_dag):
         get_circuit("mimc", MAX_LOG2 + 1)
     params = proof_run_dag.params
     assert set(params.keys()) == {"circuit", "log2", "curve", "partitions", "backend", "staging", "seed", "inputs",
-                                  "request_id"}
+                                  "priority", "request_id"}
     for name in params.keys():
         param = params.get_param(name)
         assert param.schema.get("title") and param.description, name
@@ -99,6 +99,11 @@ def test_params_schema_matches_prover_and_builds_the_form(proof_run_dag):
     with pytest.raises(ParamValidationError, match="does not match"):
         params.get_param("request_id").resolve("two words")
     assert set(params.get_param("staging").schema["values_display"]) == {"pinned", "pageable"}
+    priority = params.get_param("priority")  # a select of the three, normal by default
+    assert priority.schema["enum"] == ["high", "normal", "low"] == list(priority.schema["values_display"])
+    assert params["priority"] == "normal"
+    with pytest.raises(ParamValidationError, match="'urgent' is not one of"):
+        priority.resolve("urgent")
     prove = proof_run_dag.get_task("partition.prove_gpu")
     assert prove.pool == "gpu"
 

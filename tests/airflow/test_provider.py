@@ -91,3 +91,14 @@ def test_the_ui_plugin_keeps_its_own_entry_point(providers):
     from proofflow.airflow.plugins.plugin import ProofflowPlugin
     assert _entry_point("airflow.plugins", "proofflow").load() is ProofflowPlugin
     assert not [p for p in providers.plugins if p.provider_name == "proofflow"], "it would load twice"
+
+
+def test_the_cluster_policy_is_registered_through_its_entry_point():
+    """A run's priority reaches its task instances through the policy (proofflow/airflow/
+    policy.py): Airflow loads it from the entry point and calls it as it creates them."""
+    from airflow import settings as airflow_settings
+    from proofflow.airflow import policy
+    assert _entry_point("airflow.policy", "proofflow").load() is policy
+    hook = airflow_settings.get_policy_plugin_manager().hook.task_instance_mutation_hook
+    assert policy in [impl.plugin for impl in hook.get_hookimpls()]
+    assert airflow_settings.task_instance_mutation_hook.is_noop is False  # else new runs' instances skip it

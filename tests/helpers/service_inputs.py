@@ -16,18 +16,18 @@ def make_key(d: Path, log2: int = LOG2, seed: int = 5) -> Path:
     return d
 
 
-def holder(partition: int) -> str:
-    return f"test/run/p{partition:04d}"
+def holder(partition: int, run: str = "run") -> str:
+    return f"test/{run}/p{partition:04d}"
 
 
-def partition(partition: int, log2: int = LOG2, seed: int = 11):
-    """(segment id, n, public inputs) of one partition synthesized into this test's shared
-    staging (its directory comes from the environment: tests/conftest.py)."""
+def partition(partition: int, log2: int = LOG2, seed: int = 11, run: str = "run"):
+    """(segment id, n, public inputs) of one partition of ``run`` synthesized into this
+    test's shared staging (its directory comes from the environment: tests/conftest.py)."""
     from proofflow.prover import pipeline
     from proofflow.prover.staging.shared import SharedStaging
     from proofflow.prover.circuits.by_name import get_circuit
     out = pipeline.synthesize_shared(get_circuit("mimc", log2), seed, partition, SharedStaging.from_settings(),
-                                     holder(partition))
+                                     holder(partition, run))
     return out["segment"], out["n"], [int(x, 16) for x in out["public_inputs"]]
 
 

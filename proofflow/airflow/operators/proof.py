@@ -432,19 +432,23 @@ class FinalizeRunOperator(ProofflowOperator):
 
 
 class CleanupScratchOperator(ProofflowOperator):
-    """Teardown: removes the run's scratch directory whatever happened upstream, and marks
-    the run failed in the timing store unless finalize_run recorded success (or validate a
-    duplicate request)."""
+    """Teardown: whatever happened upstream, has this host's prover services drop the run's
+    jobs still waiting for the device (a run marked failed in the UI or the REST API: its
+    partitions' tasks were stopped), releases its staging leases, removes its scratch
+    directory, and marks the run failed in the timing store unless finalize_run recorded
+    success (or validate a duplicate request)."""
 
     ui_color = "#f1f3f4"
 
     def run(self, context, rec):
-        from proofflow.prover import files, layout
-        from proofflow.prover.staging.shared import SharedStaging
+        from proofflow.airflow.cancel import release
         ti = context["ti"]
         with rec.phase(Phase.CLEANUP):
-            removed = files.remove_tree(self.run_scratch(context))
-            SharedStaging.from_settings().release_owned(layout.run_owner(ti.dag_id, ti.run_id))
+            replies, _, removed = release(ti.dag_id, ti.run_id)
+            for reply in replies:
+                if reply.dropped:
+                    log.warning("the prover service on %s dropped %d job(s) of this run before the device",
+                                reply.device, reply.dropped)
             store = _store()
             row = store.run(ti.dag_id, ti.run_id)
             if row is None or row.get("state") not in ("success", "duplicate"):

@@ -3,13 +3,20 @@ figures from the timing store and writes them as the dag run's note through the 
 (task code may not open Airflow's metadata DB), with links to the plugin's report page and
 timeline PNG (``publish_note``; the DAG's failure callback writes it again when it records
 a cause the run's tasks could not). Best effort: a problem is logged as a warning and never
-fails the task, so a run whose proofs are fine never fails over its summary."""
+fails the task, so a run whose proofs are fine never fails over its summary.
+
+It fails in one case, on purpose: a run stopped from outside before its proofs were
+verified (marked failed in the UI or the REST API, or ``proofflow cancel``). Airflow then
+skips the run's pending tasks and runs its teardowns, and with ``verdict_task_id`` (the task
+whose state decides the run's: check_h2d) skipped, the run would read success once they are
+done; this teardown fails instead, and fails the run (``on_failure_fail_dagrun``)."""
 from __future__ import annotations
 
 import logging
 from urllib.parse import urlparse
 
 from airflow.sdk import BaseOperator
+from airflow.sdk.exceptions import AirflowFailException
 
 from proofflow import settings
 from proofflow.airflow.hooks.api import AirflowApiHook
@@ -51,11 +58,18 @@ def publish_note(dag_id: str, run_id: str, api_conn_id: str = settings.API_CONN_
 class PublishSummaryOperator(BaseOperator):
     ui_color = "#e6f4ea"
 
-    def __init__(self, *, api_conn_id: str = settings.API_CONN_ID, **kwargs):
+    def __init__(self, *, api_conn_id: str = settings.API_CONN_ID, verdict_task_id: str | None = None, **kwargs):
         kwargs.setdefault("retries", 0)
         super().__init__(**kwargs)
-        self.api_conn_id = api_conn_id
+        self.api_conn_id, self.verdict_task_id = api_conn_id, verdict_task_id
 
     def execute(self, context):
         ti = context["ti"]
-        return publish_note(ti.dag_id, ti.run_id, self.api_conn_id)
+        fig = publish_note(ti.dag_id, ti.run_id, self.api_conn_id)
+        if self.verdict_task_id and (fig or {}).get("state") != "success":
+            states = ti.get_task_states(dag_id=ti.dag_id, task_ids=[self.verdict_task_id], run_ids=[ti.run_id])
+            verdict = states.get(ti.run_id, {}).get(self.verdict_task_id)
+            if str(getattr(verdict, "value", verdict)) == "skipped":
+                raise AirflowFailException("the run was stopped (marked failed, or cancelled) before its proofs were "
+                                           f"verified: {self.verdict_task_id} was skipped; the run fails")
+        return fig

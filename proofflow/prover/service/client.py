@@ -25,7 +25,7 @@ from proofflow.prover import faults, private_dir
 from proofflow.prover.errors import ErrorType, ProtocolError
 from proofflow.prover.service import protocol
 from proofflow.prover.service.admin import KeyJob, KeyLoaded, ServiceStatus
-from proofflow.prover.service.protocol import ProveJob, ProveReply, StageJob
+from proofflow.prover.service.protocol import CancelReply, CancelRun, ProveJob, ProveReply, StageJob
 
 
 class ServiceError(RuntimeError):
@@ -160,6 +160,41 @@ class ServiceClient:
             raise ServiceError(f"the prover service on {self.path} failed: {exc}") from None
 
 
+def cancel_all(owner: str, root: Path | None = None) -> list[CancelReply]:
+    """Have every running service with a socket under ``root`` (default: this home's runtime
+    dir) drop the jobs of the run whose staging prefix is ``owner`` (``layout.run_owner``)
+    that are not on its device yet; starts none. A service that does not answer is skipped:
+    one that stopped holds no jobs."""
+    request = {"op": "cancel", "run": CancelRun(owner).to_wire()}
+    root = Path(root) if root else settings.current().runtime_dir
+    if not root.exists():
+        return []
+    private_dir.check(root)  # never talk to sockets another user could have put there
+    out = []
+    for sock in sorted(root.glob("*.sock")):
+        try:
+            out.append(CancelReply.from_wire(_ask(sock, request)))
+        except (OSError, ProtocolError):
+            pass
+    return out
+
+
+def _ask(sock: Path, req: dict) -> dict:
+    """One request to the service at ``sock`` and its reply (OSError: none answers there)."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(5.0)
+    try:
+        s.connect(str(sock))
+        with s.makefile("rwb") as f:
+            protocol.send(f, req)
+            reply = protocol.recv(f)
+    finally:
+        s.close()
+    if not reply.get("ok"):
+        raise ProtocolError(f"the prover service on {sock} refused {req['op']}: {reply.get('error')}")
+    return reply
+
+
 def least_busy(backend: str, devices: list[int], prefer: int = 0) -> int:
     """The device whose running service has the fewest jobs in hand (a device with no
     service counts as idle); ties go round-robin from ``prefer`` (e.g. the partition), so
@@ -192,16 +227,9 @@ def stop_all(root: Path | None = None) -> int:
     root = Path(root) if root else settings.current().runtime_dir
     stopped = 0
     for sock in sorted(root.glob("*.sock")) if root.exists() else []:
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(5.0)
         try:
-            s.connect(str(sock))
-            with s.makefile("rwb") as f:
-                protocol.send(f, {"op": "stop"})
-                protocol.recv(f)
+            _ask(sock, {"op": "stop"})
             stopped += 1
         except (OSError, ProtocolError):
             pass
-        finally:
-            s.close()
     return stopped

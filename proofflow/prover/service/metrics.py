@@ -77,7 +77,7 @@ class ServiceMetrics:
         self.registry = CollectorRegistry()
         r = self.registry
         self._jobs = Counter("proofflow_jobs", "prove jobs finished, by outcome (done: a verified proof returned; "
-                             "failed; cancelled: the caller left) and error type", ["device", "outcome", "error_type"],
+                             "failed; cancelled: the caller left, or its run was cancelled) and error type", ["device", "outcome", "error_type"],
                              registry=r)
         self._phase = Histogram("proofflow_phase_seconds", "a proof's seconds in each phase (its spans of the "
                                 "phase summed), per proof done", ["device", "phase"], buckets=PHASE_BUCKETS, registry=r)
@@ -106,7 +106,8 @@ class ServiceMetrics:
 
     def failed(self, exc: BaseException) -> None:
         kind = ErrorType.of(exc)
-        self._jobs.labels(self.device, "cancelled" if kind is ErrorType.CALLER_GONE else "failed", kind.value).inc()
+        cancelled = kind in (ErrorType.CALLER_GONE, ErrorType.CANCELLED)
+        self._jobs.labels(self.device, "cancelled" if cancelled else "failed", kind.value).inc()
 
     def serve(self, port: int, addr: str) -> bool:
         """Serve the registry on ``addr:port``; a port taken (another service's) is logged, and

@@ -1,8 +1,9 @@
 """The service's wire format: one JSON object a line, both ways, over a Unix stream socket.
 
 Requests: ``{"op": "prove", "job": ProveJob}``, ``{"op": "stage", "job": StageJob}`` (map and
-pin a segment ahead of its proof), ``{"op": "status"}``, ``{"op": "stop"}``.
-Replies: ``{"ok": true, ...}`` (a prove's is a ``ProveReply``) or ``{"ok": false, "error":
+pin a segment ahead of its proof), ``{"op": "cancel", "run": CancelRun}`` (drop a run's jobs
+not yet on the device), ``{"op": "status"}``, ``{"op": "stop"}``.
+Replies: ``{"ok": true, ...}`` (a prove's is a ``ProveReply``, a cancel's a ``CancelReply``) or ``{"ok": false, "error":
 MESSAGE, "error_type": errors.ErrorType}``. A job names a shared staging segment, never
 carries data: the caller and the service share the host (the segment is in its shared memory).
 Each side builds and reads messages through the dataclasses here, which refuse a malformed
@@ -18,7 +19,7 @@ from enum import StrEnum
 from proofflow.prover.errors import InputError, ProtocolError
 from proofflow.phases import Phase
 from proofflow.prover.timing import Span
-from proofflow.spec import CURVES, MemoryKind
+from proofflow.spec import CURVES, MemoryKind, Priority
 
 MAX_LINE = 1 << 20  # no message is near this; a longer line means a confused peer
 
@@ -97,7 +98,7 @@ class KeySource(StrEnum):
 class ProveJob:
     """One partition's proof: the key's directory, circuit and curve, the segment holding its
     a/b/c and witness (``n`` points a vector), the memory they are in; ``key_source``: the
-    kind of key directory."""
+    kind of key directory; ``priority``: its run's, which orders the service's queue."""
     params_dir: str
     circuit: str
     log2: int
@@ -109,6 +110,7 @@ class ProveJob:
     standin_s: float | None = None  # stretch the device phase to this (a calibrated stand-in)
     job_id: str | None = None
     key_source: KeySource = KeySource.CIRCUIT
+    priority: Priority = Priority.NORMAL
 
     @classmethod
     def from_wire(cls, obj) -> "ProveJob":
@@ -130,11 +132,57 @@ class ProveJob:
             source = KeySource(obj.get("key_source", KeySource.CIRCUIT))
         except ValueError:
             raise InputError(f"key_source must be one of {', '.join(KeySource)}, got {obj['key_source']!r}") from None
+        try:
+            priority = Priority(obj.get("priority", Priority.NORMAL))
+        except ValueError:
+            raise InputError(f"priority must be one of {', '.join(Priority)}, got {obj['priority']!r}") from None
         return cls(obj["params_dir"], obj["circuit"], obj["log2"], obj["curve"], obj["segment"], n,
-                   _memory_kind(obj.get("staging")), _holder(obj.get("holder")), standin, job_id, source)
+                   _memory_kind(obj.get("staging")), _holder(obj.get("holder")), standin, job_id, source, priority)
 
     def to_wire(self) -> dict:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class CancelRun:
+    """Drop the jobs of one run that are not on the device yet: those whose holder starts with
+    ``owner``, the run's prefix in the shared staging (``layout.run_owner``: ``dag/run/``)."""
+    owner: str
+
+    def __post_init__(self):
+        parts = self.owner.split("/")  # one run's, never a whole DAG's: dag, run and nothing after
+        if len(parts) != 3 or not all(parts[:2]) or parts[2]:
+            raise InputError(f"owner must be a run's prefix (dag/run/), got {self.owner!r}")
+
+    @classmethod
+    def from_wire(cls, obj) -> "CancelRun":
+        return cls(_fields(cls, obj, {"owner": str})["owner"])
+
+    def to_wire(self) -> dict:
+        return asdict(self)
+
+    def holds(self, holder: str | None) -> bool:
+        return holder is not None and holder.startswith(self.owner)
+
+
+@dataclass(frozen=True)
+class CancelReply:
+    """What a cancel did on one device: ``dropped`` jobs of the run that were waiting (their
+    callers answered ``RunCancelled``, their staging segments released); ``on_device``: the
+    run's jobs whose kernels were already running, left to finish."""
+    device: str
+    dropped: int
+    on_device: int
+
+    def to_wire(self) -> dict:
+        return {"ok": True, **asdict(self)}
+
+    @classmethod
+    def from_wire(cls, obj: dict) -> "CancelReply":
+        try:
+            return cls(str(obj["device"]), int(obj["dropped"]), int(obj["on_device"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ProtocolError(f"a malformed cancel reply: {exc!r}") from None
 
 
 @dataclass(frozen=True)

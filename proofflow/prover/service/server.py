@@ -8,12 +8,12 @@ wrote (``staging.shared``): the service maps it and page-locks it in place once 
 Threads:
 * the accept loop (main thread) hands each connection to its own thread;
 * a connection thread validates its job, loads the proving key if it is not cached (once,
-  under a lock), and maps the job's segment (the *prefetch*); it then queues the job and,
-  when the device part is done, finishes the proof on the host (``pipeline.finish``) and
-  replies;
-* the upload thread copies queued jobs' vectors to the device on a copy stream of its own,
-  at most one proof ahead of the device thread, so an upload overlaps the kernels of the
-  proof before;
+  under a lock), and maps the job's segment (the *prefetch*); it then queues the job (a
+  ``JobQueue``: by its run's priority, in arrival order within one) and, when the device part
+  is done, finishes the proof on the host (``pipeline.finish``) and replies;
+* the upload thread takes the queue's first job once the device has room for it and copies
+  its vectors to the device on a copy stream of its own, at most one proof ahead of the
+  device thread, so an upload overlaps the kernels of the proof before;
 * the device thread takes uploaded jobs in order and runs their device part
   (``pipeline.prove_device``): it is the fine-grained GPU mutex, held from a proof's first
   kernel to its last MSM. A job's wait for it is its ``mutex_wait``, from its prefetch to
@@ -31,7 +31,9 @@ and gives the idle staging segments it mapped back to the host as it stops.
 Failures stay per job: a bad job (fields, files, a witness that does not satisfy the circuit)
 is refused as ``errors.InputError``; every proof is verified before it is returned; a device running
 out of memory fails that job only, after the service gave back its cached device memory; a
-job whose caller died (a killed task) before its device turn is dropped. Fault-injection points: ``proofflow/prover/faults.py``.
+job whose caller died (a killed task) before its device turn is dropped. A ``cancel`` of a run
+drops its jobs that are not on the device yet: their callers get ``RunCancelled`` (no retry
+helps) and their staging segments are released. Fault-injection points: ``proofflow/prover/faults.py``.
 """
 from __future__ import annotations
 
@@ -58,11 +60,13 @@ from proofflow.prover.keys import Key, KeyCache
 from proofflow.prover.staging.mapped import MappedSegments
 from proofflow.prover.staging.staged import Staged
 from proofflow.prover.backend.by_name import device_options
-from proofflow.prover.errors import CallerGone, InputError, ProofCheckFailed, ProtocolError, error_reply
+from proofflow.prover.errors import CallerGone, InputError, ProofCheckFailed, ProtocolError, RunCancelled, error_reply
 from proofflow.prover.service import protocol
 from proofflow.prover.service.admin import JobState, KeyJob, KeyLoaded
+from proofflow.prover.service.job_queue import JobQueue
 from proofflow.prover.service.metrics import ServiceMetrics, ServiceState
-from proofflow.prover.service.protocol import KeySource, ProveJob, ProveReply, StageJob, TransferRecord
+from proofflow.prover.service.protocol import (CancelReply, CancelRun, KeySource, ProveJob, ProveReply, StageJob,
+                                               TransferRecord)
 from proofflow.prover.staging.shared import SharedStaging
 from proofflow.prover.timing import PhaseTimer, Span
 from proofflow.phases import Phase
@@ -86,12 +90,15 @@ def _caller_gone(conn: socket.socket | None) -> bool:
         return True
 
 
+_CANCELLED = "its run was cancelled before its device turn: the job was dropped"
+
+
 def _rss_bytes() -> int:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-@dataclass
+@dataclass(eq=False)  # a job is itself: the service's set of jobs in hand holds it by identity
 class _Job:
     spec: ProveJob
     key: Key
@@ -105,6 +112,8 @@ class _Job:
     error: BaseException | None = None
     conn: socket.socket | None = None
     evicted: list = field(default_factory=list)  # keys evicted from the device to fit this job's
+    on_device: bool = False  # its kernels started: a cancel leaves it to finish
+    cancelled: bool = False  # its run was cancelled after it left the queue: dropped before the device
 
 
 @dataclass
@@ -128,7 +137,7 @@ class ProverService:
         self.recoveries = 0
         self.last_error: str | None = None
         self._queue: queue.Queue = queue.Queue()  # uploaded jobs, for the device thread
-        self._uploads: queue.Queue = queue.Queue()  # prefetched jobs, for the upload thread
+        self._uploads: JobQueue[_Job] = JobQueue()  # prefetched jobs, for the upload thread
         self._ahead = threading.Semaphore(2)  # the proof on the device and one uploaded behind it
         # the budget: from PROOFFLOW_KEY_BUDGET at start when None; a GPU's keys get MSM copies
         self.keys = KeyCache(key_budget, device_options(config) if backend == "gpu" else None)
@@ -136,6 +145,7 @@ class ProverService:
         self._active = 0
         self._jobs_in_hand = 0  # prove jobs between their request and their reply
         self._waiting = 0  # prove jobs prefetched, not yet on the device
+        self._jobs: set[_Job] = set()  # prove jobs queued, on the device or finishing, for cancel
         self._last_activity = time.time()
         self._busy = False
         self._in_queue: dict[int, _Job] = {}  # the jobs prefetched, not yet on the device, in order
@@ -203,12 +213,16 @@ class ProverService:
         stream = device.copy_stream() if self.backend_name == "gpu" else contextlib.nullcontext()
         with stream:
             while True:
+                # room on the device first, then the job: it is chosen as late as possible, so
+                # a job of a higher priority that came meanwhile goes before the waiting ones
+                self._ahead.acquire()
                 job = self._uploads.get()
                 if job is None:
                     self._queue.put(None)
                     return
-                self._ahead.acquire()
                 try:
+                    if job.cancelled:
+                        raise RunCancelled(_CANCELLED)
                     if _caller_gone(job.conn):
                         raise CallerGone("the caller left before its job was uploaded")
                     job.uploaded = pipeline.upload(job.staged, self.backend, job.timer)
@@ -233,8 +247,12 @@ class ProverService:
             start = time.time()
             job.timer.spans.append(Span(Phase.MUTEX_WAIT, job.ready_at, start))
             self._dequeued(job)
+            with self._state:  # a cancel flags only the jobs not on the device yet
+                job.on_device = not job.cancelled
             self._busy, self._running = True, (job, start)
             try:
+                if job.cancelled:
+                    raise RunCancelled(_CANCELLED)
                 if self._stop.is_set():
                     raise RuntimeError("the prover service is stopping")
                 if _caller_gone(job.conn):  # a killed task: its job would only waste the device
@@ -319,7 +337,7 @@ class ProverService:
         """After a failed job. Out of memory: give back the device memory the service
         caches (CuPy's pools, the keys' resident tables, uploaded again by the next job),
         so the next job starts from what is in use."""
-        if isinstance(exc, CallerGone):
+        if isinstance(exc, (CallerGone, RunCancelled)):
             log.info("%s", exc)
             return
         log.warning("job failed: %s: %s", type(exc).__name__, exc)
@@ -341,6 +359,7 @@ class ProverService:
         device_pool = device.pool_bytes() if self.backend_name == "gpu" else None
         return {"ok": True, "pid": os.getpid(), "backend": self.backend_name, "device": self.device_label,
                 "started_at": self.started_at, "queued": self._waiting, "busy": self._busy,
+                "queued_by_priority": self._uploads.counts(lambda job: job.spec.priority.value),
                 "active": self._active, "jobs_in_hand": self._jobs_in_hand, "jobs_done": self.jobs_done, "jobs_failed": self.jobs_failed,
                 "jobs_cancelled": self.jobs_cancelled, "recoveries": self.recoveries, "last_error": self.last_error,
                 "rss_bytes": _rss_bytes(), "device_pool_bytes": device_pool, "keys": self.keys.directories(),
@@ -355,7 +374,8 @@ class ProverService:
         def state(job: _Job, since: float) -> dict:
             return asdict(JobState(job.spec.job_id, job.spec.holder, job.spec.circuit, job.spec.log2, since))
         with self._state:
-            running, queued = self._running, list(self._in_queue.values())
+            running = self._running
+            queued = sorted(self._in_queue.values(), key=lambda j: j.spec.priority.rank)  # as they will run
         return {"running": state(*running) if running else None,
                 "queue": [state(j, j.ready_at) for j in queued]}
 
@@ -374,8 +394,9 @@ class ProverService:
             with self._state:
                 self._waiting += 1
                 self._in_queue[id(job)] = job
+                self._jobs.add(job)
             job.ready_at = time.time()  # its mutex_wait: until the device takes it, the upload running meanwhile
-            self._uploads.put(job)
+            self._uploads.put(job, spec.priority.rank)
             job.done.wait()
             if isinstance(job.error, MemoryError):
                 raise MemoryError(f"out of memory on {self.device_label} ({type(job.error).__name__}: {job.error}); "
@@ -391,10 +412,32 @@ class ProverService:
                 self.keys.check_digests(job.key)
                 raise InputError(f"no proof returned: {exc}") from None
         finally:
+            with self._state:
+                self._jobs.discard(job)
             job.staged.release()
+            if isinstance(job.error, RunCancelled):  # its run is over: the segment goes back now
+                self.staging.release(spec.segment)
         return ProveReply(proof.to_bytes(), self.device_label, os.getpid(), tuple(timer.spans),
                           {k: TransferRecord(t.nbytes, t.ms, t.kind) for k, t in job.transfers.items()},
                           tuple(job.evicted))
+
+    def cancel(self, run: CancelRun) -> CancelReply:
+        """Drop ``run``'s jobs that are not on the device: those queued at once, those already
+        taken for upload when the device thread comes to them; the ones on the device finish."""
+        dropped = self._uploads.remove(lambda job: run.holds(job.spec.holder))
+        for job in dropped:
+            self._dequeued(job)
+            job.error = RunCancelled(_CANCELLED)
+            job.done.set()
+        with self._state:
+            mine = [job for job in self._jobs if run.holds(job.spec.holder) and not job.done.is_set()]
+            later = [job for job in mine if not job.on_device]
+            for job in later:
+                job.cancelled = True
+        reply = CancelReply(self.device_label, len(dropped) + len(later), len(mine) - len(later))
+        log.info("run %s cancelled: %d job(s) dropped, %d left to finish on the device", run.owner, reply.dropped,
+                 reply.on_device)
+        return reply
 
     def _handle(self, conn: socket.socket) -> None:
         try:
@@ -421,6 +464,8 @@ class ProverService:
             return self._preload(KeyJob.from_wire(req.get("job"))).to_wire()
         if op == "evict":
             return self._evict(KeyJob.from_wire(req.get("job")))
+        if op == "cancel":
+            return self.cancel(CancelRun.from_wire(req.get("run"))).to_wire()
         if op != "prove":
             raise ProtocolError(f"unknown op {op!r}")
         with self._state:
@@ -430,7 +475,7 @@ class ProverService:
         except BaseException as exc:
             self.metrics.failed(exc)
             with self._state:
-                if isinstance(exc, CallerGone):
+                if isinstance(exc, (CallerGone, RunCancelled)):
                     self.jobs_cancelled += 1
                 else:
                     self.jobs_failed += 1
@@ -520,7 +565,7 @@ class ProverService:
             deadline = time.time() + 30
             while self._active and time.time() < deadline:  # let running jobs reply
                 time.sleep(0.05)
-            self._uploads.put(None)
+            self._uploads.close()
             # idle segments are kept for this service's mappings of them; without it they only
             # hold host memory (32 GiB stayed in /dev/shm after a stream had stopped)
             mapped = set().union(*(m.inodes() for m in self.segments.values()))
