@@ -1,7 +1,7 @@
 # proofflow's image: the project with its pinned dependencies (Airflow 3, the Celery provider
 # and the FAB auth manager's provider included); every Airflow service of docker-compose.yml runs it.
 #   docker build -t proofflow:0.1.0 .                                      # CPU services
-#   docker build --build-arg PROOFFLOW_EXTRAS=celery,fab,gpu -t proofflow-gpu:0.1.0 .   # GPU worker
+#   docker build --build-arg PROOFFLOW_EXTRAS=celery,fab,statsd,gpu -t proofflow-gpu:0.1.0 .   # GPU worker
 FROM python:3.11.11-slim-bookworm
 
 # gcc (with OpenMP) compiles the CPU field kernels (proofflow/prover/native), done once below.
@@ -24,7 +24,7 @@ COPY dags dags
 # The GPU image (extras with gpu) also gets NVRTC and the other CUDA components CuPy compiles
 # the kernels with, through CuPy's own [ctk] extra at the CuPy version pyproject.toml pins;
 # the host gives the driver (NVIDIA Container Toolkit).
-ARG PROOFFLOW_EXTRAS=celery,fab
+ARG PROOFFLOW_EXTRAS=celery,fab,statsd
 RUN pip install ".[${PROOFFLOW_EXTRAS}]" \
  && case ",${PROOFFLOW_EXTRAS}," in *,gpu,*) \
       pip install "cupy-cuda12x[ctk]==$(pip show cupy-cuda12x | sed -n 's/^Version: //p')" ;; esac

@@ -35,6 +35,9 @@ with DAG(
     schedule=None,
     start_date=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc),
     catchup=False,
+    # triggered by hand, REST or proof_batch only (no schedule): ready for them as soon as it is parsed,
+    # whatever [core] dags_are_paused_at_creation says
+    is_paused_upon_creation=False,
     max_active_runs=deployment.max_active_runs,
     params=dag_params(),
     # weight_rule upstream: a partition further down its chain goes first, so the GPU is fed

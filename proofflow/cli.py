@@ -238,6 +238,10 @@ def cmd_setup(args) -> int:
     info["timing_url"] = _redact(info["timing_url"])
     if not args.no_kernels:
         info["kernels"] = _setup_kernels()
+    _say(f"setup: pool {info['pool']} has {info['slots']} slots; timing store {info['timing_url']}")
+    _say(f"setup: {info['login']['how']}")
+    for line in info["advice"]:
+        _say(f"setup: advice: {line}")
     print(json.dumps(info))
     return EXIT_OK
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from proofflow import settings
@@ -142,15 +143,85 @@ def ensure_api_connection() -> str | None:
     credentials = _api_credentials()
     if credentials is None:
         return None
-    from airflow.configuration import conf
     from airflow.utils.session import create_session
-    host = conf.get("api", "base_url", fallback="") or f"http://127.0.0.1:{conf.getint('api', 'port', fallback=8080)}"
+    host = api_base_url()
     login, password = credentials
     with create_session() as session:
         session.add(Connection(conn_id=settings.API_CONN_ID, conn_type="http", host=host, login=login or None,
                                password=password or None,
                                description="proofflow: the REST API the run's note is written through"))
     return login
+
+
+def api_base_url() -> str:
+    """Where this deployment's API server (and UI) answers: ``[api] base_url``, else this
+    host's API port."""
+    from airflow.configuration import conf
+    return conf.get("api", "base_url", fallback="") or f"http://127.0.0.1:{conf.getint('api', 'port', fallback=8080)}"
+
+
+@dataclass(frozen=True)
+class Login:
+    """How an operator logs in to the UI, for ``proofflow setup`` to say (Airflow itself
+    only prints a generated password in the API server's log)."""
+    url: str
+    user: str | None  # None: no login needed, or the auth manager's own users
+    password_file: str | None  # the simple auth manager's passwords file, holding ``user``'s
+    how: str  # one line for the operator
+
+
+def login() -> Login:
+    """The UI's login under the configured auth manager. Under the simple auth manager
+    (Airflow's default) the first admin's password is generated now in the manager's
+    passwords file, when the API server has not yet (it keeps the passwords it finds)."""
+    from airflow.api_fastapi.app import get_auth_manager_cls
+    from airflow.api_fastapi.auth.managers.simple.simple_auth_manager import SimpleAuthManager
+    from airflow.configuration import conf
+    url, manager = api_base_url(), get_auth_manager_cls()
+    if issubclass(manager, SimpleAuthManager):
+        if conf.getboolean("core", "simple_auth_manager_all_admins"):
+            return Login(url, None, None, f"open {url}: no login, every visitor is admin "
+                                          "([core] simple_auth_manager_all_admins)")
+        admin = next((u.username for u in SimpleAuthManager.get_users() if u.role.lower() == "admin"), None)
+        if admin is None:
+            return Login(url, None, None, f"log in at {url}: [core] simple_auth_manager_users names no admin")
+        _simple_auth_password(admin)
+        path = SimpleAuthManager.get_generated_password_file()
+        return Login(url, admin, path, f"log in at {url} as {admin}, with the password under key {admin!r} of {path}")
+    try:
+        from airflow.providers.fab.auth_manager.fab_auth_manager import FabAuthManager
+    except ImportError:
+        FabAuthManager = None
+    if FabAuthManager is not None and issubclass(manager, FabAuthManager):
+        from airflow.exceptions import AirflowNotFoundException
+        from airflow.models.connection import Connection
+        try:
+            user = Connection.get_connection_from_secrets(settings.API_CONN_ID).login
+        except AirflowNotFoundException:
+            user = None
+        if user:
+            return Login(url, user, None, f"log in at {url} as {user}, with the password of connection "
+                                          f"{settings.API_CONN_ID} (compose: AIRFLOW_ADMIN_PASSWORD in .env)")
+        return Login(url, None, None, f"log in at {url} as a FAB user: airflow users create --role Admin ...")
+    return Login(url, None, None, f"log in at {url} as a user of {manager.__name__}")
+
+
+def advice(slots: int) -> list[str]:
+    """Settings of this Airflow that a proofflow host should not keep, each with the variable
+    that changes it: Airflow's example DAGs, and a LocalExecutor with more worker processes
+    than the host can use (it starts ``[core] parallelism`` of them at once: 32 by default)."""
+    import os
+    from airflow.configuration import conf
+    out = []
+    if conf.getboolean("core", "load_examples"):
+        out.append("Airflow's ~90 example DAGs are loaded ([core] load_examples): set AIRFLOW__CORE__LOAD_EXAMPLES=False")
+    cores = len(os.sched_getaffinity(0))
+    parallelism = conf.getint("core", "parallelism")
+    if conf.get("core", "executor").rsplit(".", 1)[-1] == "LocalExecutor" and parallelism > cores + slots:
+        out.append(f"[core] parallelism is {parallelism}: the LocalExecutor starts that many worker processes, on "
+                   f"{cores} cores; set AIRFLOW__CORE__PARALLELISM={cores + slots} (a task a core, plus the {slots} "
+                   f"slots of pool {settings.GPU_POOL}, whose tasks mostly wait for the device)")
+    return out
 
 
 def _api_credentials() -> tuple[str, str] | None:
@@ -254,8 +325,9 @@ def compile_bytecode() -> list[str]:
 
 def setup_all(slots: int | None = None, migrate: bool = True, log_path: Path | None = None,
               api_connection: bool = False) -> dict:
-    """The project's Airflow setup; ``api_connection``: also the REST API's connection, for a
-    deployment whose API server the tasks reach (``proofflow run`` has none)."""
+    """The project's Airflow setup; ``api_connection``: for a deployment whose API server the
+    tasks reach and operators log in to (``proofflow run`` has none), also the REST API's
+    connection, the UI's login and advice on Airflow settings a proofflow host should not keep."""
     if migrate:
         migrate_metadata_db(log_path)
     compiled = compile_bytecode()
@@ -265,6 +337,9 @@ def setup_all(slots: int | None = None, migrate: bool = True, log_path: Path | N
     ensure_connection(url)
     TimingStore(url).dispose()  # timing tables at Alembic head
     created = ensure_api_connection() if api_connection else None
-    return {"pool": settings.GPU_POOL, "slots": slots, "timing_url": url, "bytecode": compiled,
+    info = {"pool": settings.GPU_POOL, "slots": slots, "timing_url": url, "bytecode": compiled,
             "api_connection": "kept" if created is None else f"created (login {created or 'none'})",
             "api_user": ensure_api_user()}
+    if api_connection:
+        info.update(login=asdict(login()), advice=advice(slots))
+    return info

@@ -8,8 +8,9 @@ statistics (``phase_stats_run``), H2D per partition (``h2d_partitions``) and poo
 
 PNG (matplotlib, Agg): per run, a Gantt of every task per partition, a lane per device (device
 phases h2d/ntt/msm/d2h busy vs idle while the run's prove_gpu tasks held it), and the H2D bars
-per partition coloured by memory kind (flagged ones hatched, the expected time of check_h2d's
-latest result marked).
+per partition coloured by memory kind (flagged ones hatched), with check_h2d's latest result:
+the expected time (bytes / calibrated rate) and the time above which it flags (expected x
+(1 + tol) + slack_ms), so a bar between the two reads as within tolerance, not as a miss.
 
 Every label names the device by what ran: "GPU" for a CUDA device (cuda:N), "CPU" for the CPU
 backend's (cpu, cpu:N); the header names the backend and staging that ran and, where they
@@ -85,15 +86,19 @@ def run_report(store, dag_id: str, run_id: str, warmup_partitions: float | None 
     steady, per_device = steady_state(store, dag_id, run_id, k, s)
     h2d = store.query("SELECT * FROM h2d_partitions WHERE dag_id = :d AND run_id = :r ORDER BY partition, try_number", p)
     checks = store.check_results(dag_id, run_id)
-    if checks and checks[-1].get("result_json"):  # check_h2d's expected figures, flagged or not
+    tolerance = None
+    if checks and checks[-1].get("result_json"):  # check_h2d's expected figures and allowed range, flagged or not
         try:
-            evaluated = {(e["partition"], e["try_number"]): e for e in json.loads(checks[-1]["result_json"])["evaluated"]}
+            result = json.loads(checks[-1]["result_json"])
+            evaluated = {(e["partition"], e["try_number"]): e for e in result["evaluated"]}
+            tolerance = {k: result["config"][k] for k in ("tol", "tol_low", "slack_ms")}
         except (ValueError, KeyError, TypeError):
             evaluated = {}
         for h in h2d:
-            e = evaluated.get((h["partition"], h["try_number"]))
-            if e and h.get("expected_ms") is None:
+            e = evaluated.get((h["partition"], h["try_number"])) or {}
+            if h.get("expected_ms") is None:
                 h["expected_ms"] = e.get("expected_ms")
+            h["max_ms"] = e.get("max_ms")
     # host copies of a/b/c between synthesis and the upload (stage's h2s row; 0 when zero-copy)
     copies = {t["partition"]: t["bytes"] for t in sorted(store.transfers(dag_id, run_id), key=lambda t: t["try_number"])
               if t["direction"] == "h2s"}
@@ -108,6 +113,7 @@ def run_report(store, dag_id: str, run_id: str, warmup_partitions: float | None 
         "phases": store.query("SELECT * FROM phase_stats_run WHERE dag_id = :d AND run_id = :r "
                               "ORDER BY task_id, phase", p),
         "h2d": h2d,
+        "h2d_tolerance": tolerance,
         "pool_waits": store.query("SELECT * FROM pool_waits WHERE dag_id = :d AND run_id = :r "
                                   "ORDER BY partition, try_number", p),
         "timings": store.timings(dag_id, run_id),
@@ -189,9 +195,16 @@ def print_report(rep: dict, out=None) -> None:
            [[p["task_id"], p["phase"], p["count"], p["total_s"], p["p50_s"], p["p95_s"], p["max_s"]]
             for p in rep["phases"]], out)
     print("\nH2D per partition (h2d_partitions)", file=out)
-    _table(["partition", "try", "bytes", "ms", "GB/s", "memory", "flagged", "expected ms", "host copy bytes"],
+    _table(["partition", "try", "bytes", "ms", "GB/s", "memory", "flagged", "expected ms", "flagged above ms",
+            "host copy bytes"],
            [[h["partition"], h["try_number"], h["bytes"], h["ms"], h["gbps"], h["memory_kind"],
-             "yes" if h["flagged"] else "no", h["expected_ms"], h.get("host_copy_bytes")] for h in rep["h2d"]], out)
+             "yes" if h["flagged"] else "no", h["expected_ms"], h.get("max_ms"), h.get("host_copy_bytes")]
+            for h in rep["h2d"]], out)
+    tol = rep.get("h2d_tolerance")
+    if tol:
+        print(f"  check_h2d flags a copy slower than expected x (1 + {tol['tol']:g}) + {tol['slack_ms']:g} ms or "
+              f"faster than expected x (1 - {tol['tol_low']:g}) - {tol['slack_ms']:g} ms "
+              "(PROOFFLOW_H2D_TOL, _TOL_LOW, _SLACK_MS)", file=out)
     flagged = [h for h in rep["h2d"] if h["flagged"]]
     for h in flagged:
         print(f"  partition {h['partition']}: {h['reason']}", file=out)
@@ -312,6 +325,9 @@ def _draw_h2d(reps: list[tuple[str, dict]], ax) -> None:
                 ax.bar(x, h["ms"], width=width * 0.95, fill=False, hatch="///", edgecolor="#202124", linewidth=0)
             if h["expected_ms"] is not None:
                 ax.plot([x - width / 2, x + width / 2], [h["expected_ms"]] * 2, color="#202124", linewidth=2)
+            if h.get("max_ms") is not None:
+                ax.plot([x - width / 2, x + width / 2], [h["max_ms"]] * 2, color="#d93025", linewidth=1.5,
+                        linestyle="--")
             ax.annotate(label if len(reps) > 1 else f"{h['gbps']:.2f} GB/s" if h["gbps"] else "",
                         (x, h["ms"]), ha="center", va="bottom", fontsize=7)
     ax.set_xlabel("partition")
@@ -321,7 +337,12 @@ def _draw_h2d(reps: list[tuple[str, dict]], ax) -> None:
     handles = [Patch(facecolor=KIND_COLORS.get(k, "#9aa0a6"), edgecolor="#202124", label=f"{k} memory") for k in kinds]
     handles += [Patch(facecolor="white", edgecolor="#202124", hatch="///", label="flagged by check_h2d")]
     from matplotlib.lines import Line2D
-    handles.append(Line2D([0], [0], color="#202124", linewidth=2, label="expected (calibrated)"))
+    handles.append(Line2D([0], [0], color="#202124", linewidth=2, label="expected: bytes / calibrated rate"))
+    tol = next((rep.get("h2d_tolerance") for _, rep in reps if rep.get("h2d_tolerance")), None)
+    if tol:  # a bar under the dashed line is within check_h2d's tolerance: not flagged, however far above expected
+        handles.append(Line2D([0], [0], color="#d93025", linewidth=1.5, linestyle="--",
+                              label=f"flagged above: expected x {1 + tol['tol']:g} + {tol['slack_ms']:g} ms\n"
+                                    f"(PROOFFLOW_H2D_TOL {tol['tol']:g}, _SLACK_MS {tol['slack_ms']:g})"))
     ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.005, 1.0))
     parts = sorted({h["partition"] for _, rep in reps for h in rep["h2d"]})
     ax.set_xticks(parts)

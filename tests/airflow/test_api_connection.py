@@ -54,3 +54,30 @@ def test_a_password_the_api_server_generated_is_used_and_a_defined_connection_ke
     assert _connection().password == "from-the-server"
     assert json.loads(simple_auth.read_text()) == {"ops": "from-the-server"}
     assert bootstrap.ensure_api_connection() is None  # defined now: kept as it is
+
+
+def test_setup_says_how_to_log_in_and_what_to_change(simple_auth, monkeypatch):
+    """A new operator is told where and as whom to log in (Airflow only prints a generated
+    password in the API server's log), and which Airflow defaults a proofflow host should
+    not keep: example DAGs, and a LocalExecutor with more workers than cores."""
+    import os
+    from proofflow.airflow import bootstrap
+    monkeypatch.setenv("AIRFLOW__CORE__EXECUTOR", "LocalExecutor")
+    monkeypatch.setenv("AIRFLOW__CORE__LOAD_EXAMPLES", "True")
+    monkeypatch.setenv("AIRFLOW__CORE__PARALLELISM", "32")
+    info = bootstrap.setup_all(migrate=False, slots=4, api_connection=True)
+    login = info["login"]
+    assert (login["url"], login["user"], login["password_file"]) == ("http://127.0.0.1:18080", "ops", str(simple_auth))
+    assert json.loads(simple_auth.read_text())["ops"]  # the password is there before any API server ran
+    assert login["how"] == f"log in at http://127.0.0.1:18080 as ops, with the password under key 'ops' of {simple_auth}"
+    cores = len(os.sched_getaffinity(0))
+    (examples, parallelism) = info["advice"]
+    assert examples.endswith("set AIRFLOW__CORE__LOAD_EXAMPLES=False")
+    assert parallelism.startswith(f"[core] parallelism is 32: the LocalExecutor starts that many worker processes, "
+                                  f"on {cores} cores; set AIRFLOW__CORE__PARALLELISM={cores + 4} ")
+    monkeypatch.setenv("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+    monkeypatch.setenv("AIRFLOW__CORE__PARALLELISM", str(cores + 4))
+    assert bootstrap.advice(4) == []
+    monkeypatch.setenv("AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS", "True")
+    assert bootstrap.login().how == "open http://127.0.0.1:18080: no login, every visitor is admin " \
+                                    "([core] simple_auth_manager_all_admins)"

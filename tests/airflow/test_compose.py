@@ -18,10 +18,10 @@ import topology
 ROOT = Path(__file__).resolve().parents[2]
 MULTI_HOST = ROOT / "deploy" / "compose.multi-host.yml"  # the override that publishes the receiver
 SERVICES = {"postgres", "redis", "airflow-init", "api-server", "scheduler", "dag-processor", "triggerer",
-            "worker-cpu", "worker-gpu", "staging-receiver"}
+            "worker-cpu", "worker-gpu", "staging-receiver", "statsd-exporter", "prometheus", "grafana"}
 # compose variables whose values are secrets: required (${VAR:?...}), never given a default
 SECRETS = {"POSTGRES_PASSWORD", "REDIS_PASSWORD", "AIRFLOW_JWT_SECRET", "AIRFLOW_API_SECRET_KEY",
-           "AIRFLOW_FERNET_KEY", "AIRFLOW_ADMIN_PASSWORD"}
+           "AIRFLOW_FERNET_KEY", "AIRFLOW_ADMIN_PASSWORD", "GRAFANA_ADMIN_PASSWORD", "GRAFANA_DB_PASSWORD"}
 # a compose variable reference (``$${...}`` is an escaped, container-side one)
 REF = re.compile(r"(?<!\$)\$\{(?P<name>\w+)(?P<op>:?[-?])?(?P<arg>[^}]*)\}")
 
@@ -204,3 +204,51 @@ def test_docker_compose_config_accepts_the_file(tmp_path):
     empty.write_text("")
     refused = config(empty)
     assert refused.returncode != 0 and "in .env" in refused.stderr
+
+
+def test_monitoring_is_wired_end_to_end(compose):
+    """Airflow's StatsD reaches statsd-exporter, Prometheus scrapes it and the GPU worker's
+    prover service on the ports they listen on, Grafana's data sources are those services
+    and the timing store as its read-only role, and the dashboard uses only those sources."""
+    services = compose["services"]
+    for name, svc in services.items():
+        for volume in svc.get("volumes", []):
+            source = volume.split(":")[0]
+            if source.startswith("./"):
+                assert (ROOT / source).exists(), f"{name} mounts {source}, which is not in the repository"
+    exporter = dict(a.lstrip("-").split("=", 1) for a in services["statsd-exporter"]["command"])
+    udp_port = exporter["statsd.listen-udp"].rsplit(":", 1)[1]
+    web_port = exporter["web.listen-address"].rsplit(":", 1)[1]
+    for name in topology.SERVICES:
+        env = services[name]["environment"]
+        assert (env["AIRFLOW__METRICS__STATSD_ON"], env["AIRFLOW__METRICS__STATSD_HOST"],
+                env["AIRFLOW__METRICS__STATSD_PORT"]) == ("True", "statsd-exporter", udp_port), name
+        assert "statsd" in services[name]["build"]["args"]["PROOFFLOW_EXTRAS"].split(","), name  # the StatsD client
+    gpu_env = services["worker-gpu"]["environment"]
+    assert gpu_env["PROOFFLOW_METRICS_ADDR"] == "0.0.0.0" and "ports" not in services["worker-gpu"]
+    prometheus = yaml.safe_load((ROOT / "deploy" / "prometheus" / "prometheus.yml").read_text())
+    targets = {j["job_name"]: j["static_configs"][0]["targets"] for j in prometheus["scrape_configs"]}
+    assert targets == {"proofflow": [f"worker-gpu:{gpu_env['PROOFFLOW_METRICS_PORT']}"],
+                       "airflow": [f"statsd-exporter:{web_port}"]}
+    assert "--config.file=/etc/prometheus/prometheus.yml" in services["prometheus"]["command"]
+
+    provisioning = ROOT / "deploy" / "grafana" / "provisioning"
+    sources = {d["uid"]: d for d in yaml.safe_load((provisioning / "datasources" / "proofflow.yml").read_text())["datasources"]}
+    assert sources["proofflow-prometheus"]["url"] == "http://prometheus:9090"
+    timing = sources["proofflow-timing"]
+    init_sql = (ROOT / "deploy" / "postgres-init.sql").read_text()
+    reader_sh = (ROOT / "deploy" / "postgres-grafana.sh").read_text()
+    assert f"CREATE DATABASE {timing['jsonData']['database']};" in init_sql
+    assert f"CREATE ROLE {timing['user']} LOGIN PASSWORD :'pw';" in reader_sh
+    assert timing["url"] == "postgres:5432" and timing["secureJsonData"]["password"] == "$GRAFANA_DB_PASSWORD"
+    assert REF.fullmatch(services["grafana"]["environment"]["GRAFANA_DB_PASSWORD"])["name"] == "GRAFANA_DB_PASSWORD"
+    (provider,) = yaml.safe_load((provisioning / "dashboards" / "proofflow.yml").read_text())["providers"]
+    mounts = dict(v.split(":")[:2] for v in services["grafana"]["volumes"] if v.startswith("./"))
+    assert mounts["./deploy/grafana/dashboards"] == provider["options"]["path"]
+    board = json.loads((ROOT / "deploy" / "grafana" / "dashboards" / "proofflow.json").read_text())
+    used = {t["datasource"]["uid"] for p in board["panels"] for t in p["targets"]} | \
+        {v["datasource"]["uid"] for v in board["templating"]["list"]}
+    assert used == set(sources)
+    for p in board["panels"]:
+        for t in p["targets"]:
+            assert t["datasource"]["type"] == sources[t["datasource"]["uid"]]["type"], p["title"]

@@ -1,17 +1,22 @@
 """Debian's real ``prometheus`` scrapes a running CPU prover service's metrics endpoint
 (PROOFFLOW_METRICS_PORT) and its HTTP API gives the series back with the values of the
 proofs sent: their count, their phases, the bytes their uploads copied, the failed job,
-the resident key and the staging they hold. Skips without the binary (.ci/run installs it
-where it can)."""
+the resident key and the staging they hold. Prometheus runs on the deployment's own
+configuration (deploy/prometheus/prometheus.yml, its proofflow target pointed at the service),
+and every PromQL query of the Grafana dashboard (deploy/grafana/dashboards/proofflow.json)
+returns series there. Skips without the binary (.ci/run installs it where it can)."""
 import json
+import re
 import shutil
 import socket
 import subprocess
 import time
 import urllib.parse
 import urllib.request
+from pathlib import Path
 
 import pytest
+import yaml
 
 from proofflow.phases import DEVICE_PHASES
 from proofflow.prover.service.client import ServiceClient, ServiceError
@@ -21,6 +26,9 @@ from service_inputs import partition as _partition
 from service_inputs import verifies as _verifies
 
 PROMETHEUS = shutil.which("prometheus")
+ROOT = Path(__file__).resolve().parents[2]
+CONFIG = ROOT / "deploy" / "prometheus" / "prometheus.yml"
+DASHBOARD = ROOT / "deploy" / "grafana" / "dashboards" / "proofflow.json"
 pytestmark = pytest.mark.skipif(PROMETHEUS is None, reason="Debian's prometheus is not installed (.ci/run installs it)")
 
 
@@ -50,9 +58,7 @@ def prometheus(tmp_path):
     def start(target: str) -> str:
         port = _free_port()
         config = tmp_path / "prometheus.yml"
-        config.write_text(json.dumps({  # JSON is YAML
-            "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-            "scrape_configs": [{"job_name": "proofflow", "static_configs": [{"targets": [target]}]}]}))
+        config.write_text(json.dumps(_deployment_config(target)))  # JSON is YAML
         log = open(tmp_path / "prometheus.log", "wb")
         procs.append(subprocess.Popen(
             [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
@@ -67,6 +73,26 @@ def prometheus(tmp_path):
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
+
+
+def _deployment_config(target: str) -> dict:
+    """deploy/prometheus/prometheus.yml with its proofflow job scraping ``target`` every
+    second; its airflow job (statsd-exporter, not run here) left out."""
+    config = yaml.safe_load(CONFIG.read_text())
+    config["global"].update(scrape_interval="1s", evaluation_interval="1s")
+    (job,) = [j for j in config["scrape_configs"] if j["job_name"] == "proofflow"]
+    job["static_configs"] = [{"targets": [target]}]
+    config["scrape_configs"] = [job]
+    return config
+
+
+def test_promtool_accepts_the_deployments_configuration():
+    promtool = shutil.which("promtool")
+    out = subprocess.run([promtool, "check", "config", str(CONFIG)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
+    jobs = {j["job_name"]: j["static_configs"][0]["targets"] for j in yaml.safe_load(CONFIG.read_text())["scrape_configs"]}
+    # compose's GPU worker serves device 0's metrics on 9400; statsd-exporter its translation on 9102
+    assert jobs == {"proofflow": ["worker-gpu:9400"], "airflow": ["statsd-exporter:9102"]}
 
 
 def _query(base: str, promql: str) -> list[dict]:
@@ -136,3 +162,66 @@ def test_prometheus_scrapes_the_services_series(service, prometheus, mimc8_key_d
     assert _value(base, "proofflow_staging_leased_bytes") == staging["leased"]
     assert _value(base, "proofflow_staging_budget_bytes") == staging["budget"]
     assert _value(base, "proofflow_jobs_queued") == 0 and _value(base, "proofflow_jobs_running") == 0
+
+
+def dashboard_promql() -> list[tuple[str, str]]:
+    """(panel title, expr) of every Prometheus query of the dashboard."""
+    board = json.loads(DASHBOARD.read_text())
+    out = [(p["title"], t["expr"]) for p in board["panels"] for t in p["targets"]
+           if t["datasource"]["uid"] == "proofflow-prometheus"]
+    out += [(v["name"], v["definition"]) for v in board["templating"]["list"]
+            if v["datasource"]["uid"] == "proofflow-prometheus"]
+    return out
+
+
+def _as_grafana_sends(expr: str) -> str:
+    """``expr`` with the dashboard's variables as Grafana fills them in: every device, and a
+    rate window that spans the proofs sent (the scrapes before them and after)."""
+    expr = expr.replace('"$device"', '".*"').replace("$__rate_interval", "1m")
+    assert "$" not in expr, f"a variable this test does not fill in: {expr}"
+    return expr
+
+
+def test_every_dashboard_query_returns_series(service, prometheus, mimc8_key_dir):
+    client, metrics_port = service
+    base = prometheus(f"127.0.0.1:{metrics_port}")
+    deadline = time.time() + 20
+    while not [r for r in _safe_query(base, 'up{job="proofflow"}') if r["value"][1] == "1"]:
+        assert time.time() < deadline, "prometheus did not scrape the prover service"
+        time.sleep(0.25)
+    time.sleep(1.5)  # a scrape before the proofs: rates span them
+    for i in range(3):
+        d, n, public = _partition(i)
+        assert _verifies(mimc8_key_dir, client.prove(_job(mimc8_key_dir, d, n)), public)
+    with pytest.raises(ServiceError):
+        client.prove(_job(mimc8_key_dir, d, n // 2))
+    deadline = time.time() + 20
+    while [r["value"][1] for r in _safe_query(base, 'proofflow_jobs_total{outcome="done"}')] != ["3"]:
+        assert time.time() < deadline, "prometheus did not scrape the proofs"
+        time.sleep(0.25)
+    time.sleep(2)  # a few samples after them
+
+    queries = dashboard_promql()
+    titles = {t for t, _ in queries}
+    assert {"GPU busy", "Proofs a minute", "Phase breakdown", "H2D GB/s by host memory", "Queue depth",
+            "Failed prove jobs", "device"} <= titles
+    values = {}
+    for title, expr in queries:
+        if expr.startswith("label_values("):  # a variable's values: the label over the metric's series
+            metric, label = re.fullmatch(r"label_values\((\w+), (\w+)\)", expr).groups()
+            assert {r["metric"][label] for r in _query(base, metric)} == {"cpu"}, title
+            continue
+        result = _query(base, _as_grafana_sends(expr))
+        assert result, f"{title}: {expr} returned no series"
+        values.setdefault(title, []).extend(float(r["value"][1]) for r in result)
+    # what the proofs did shows: the device was busy, proofs and phases have rates, copies a GB/s
+    for title in ("GPU busy", "Proofs a minute", "Phase breakdown", "H2D GB/s by host memory", "Failed prove jobs"):
+        assert all(v > 0 for v in values[title]), (title, values[title])
+    assert 0 < max(values["GPU busy"]) <= 1
+
+
+def _safe_query(base: str, promql: str) -> list[dict]:
+    try:
+        return _query(base, promql)
+    except OSError:  # not listening yet
+        return []

@@ -103,6 +103,20 @@ def test_report_shows_the_checks_expected_times(sqlite_url, monkeypatch, tmp_pat
     assert _main("report", "checked", "--json") == 0
     h2d = json.loads(capsys.readouterr().out)["runs"]["A"]["h2d"]
     assert [h["expected_ms"] for h in h2d] == pytest.approx([10.0, 10.0]) and [h["flagged"] for h in h2d] == [0, 0]
+    # 12 ms is above the expected 10 ms yet not flagged: the threshold is expected x (1 + tol) + slack
+    cfg = H2DCheckConfig()
+    assert [h["max_ms"] for h in h2d] == pytest.approx([10.0 * (1 + cfg.tol) + cfg.slack_ms] * 2)
+    assert _main("report", "checked") == 0
+    assert f"flags a copy slower than expected x (1 + {cfg.tol:g}) + {cfg.slack_ms:g} ms" in capsys.readouterr().out
+    rep = report.run_report(store, "proof_run", "checked")
+    from matplotlib.lines import Line2D
+    from matplotlib.text import Text
+    fig = report.timeline_figure([("run", rep)])
+    texts = [t.get_text() for t in fig.findobj(Text)]
+    assert f"flagged above: expected x {1 + cfg.tol:g} + {cfg.slack_ms:g} ms\n(PROOFFLOW_H2D_TOL {cfg.tol:g}, " \
+           f"_SLACK_MS {cfg.slack_ms:g})" in texts
+    dashed = [ln for ln in fig.findobj(Line2D) if ln.get_linestyle() == "--" and len(ln.get_ydata()) == 2]
+    assert sorted(y for ln in dashed for y in set(ln.get_ydata())) == pytest.approx([32.0, 32.0])
     store.dispose()
 
 
