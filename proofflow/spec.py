@@ -16,8 +16,10 @@ from proofflow import settings
 
 CIRCUITS = ("mimc", "bits")
 # The engine's registered curves by name (proofflow.prover.curves.registry, which spec must
-# not import: tests/prover/test_curves.py checks they agree); the first is the default.
+# not import: tests/prover/test_curves.py checks they agree); the first is the built-in
+# circuits' default. A run that names no curve takes its registered circuit's (circuit.json).
 CURVES = ("bls12_381", "bn254")
+DEFAULT_CURVE = CURVES[0]
 MIN_LOG2, MAX_LOG2 = 8, 27  # up to 2^27 where the machine has room (proofflow.prover.resources)
 MIN_PARTITIONS, MAX_PARTITIONS = 1, 64
 BACKENDS = ("auto", "cpu", "gpu")
@@ -46,7 +48,7 @@ class MemoryKind(StrEnum):
 STAGING = MemoryKind.choices()
 MAX_SEED = (1 << 63) - 1  # the timing store keeps it in a 64-bit column
 
-DEFAULTS = {"circuit": "mimc", "log2": 10, "curve": CURVES[0], "partitions": 4, "backend": "auto", "staging": "pinned",
+DEFAULTS = {"circuit": "mimc", "log2": 10, "curve": None, "partitions": 4, "backend": "auto", "staging": "pinned",
             "seed": 0, "inputs": None}
 CIRCUIT_NAME = re.compile(r"[a-z][a-z0-9_-]{0,62}")
 INPUT_SUFFIXES = (".json", ".wtns")  # an input.json for the circuit's .wasm, or a ready witness
@@ -230,7 +232,7 @@ class RunConfig:
     circom: bool = False  # a registered circom circuit
     backend_requested: str | None = None
     staging_requested: MemoryKind | None = None
-    curve: str = CURVES[0]  # a registered curve's name (CURVES)
+    curve: str = DEFAULT_CURVE  # a registered curve's name (CURVES): the circuit's, for a registered one
 
     def __post_init__(self):
         object.__setattr__(self, "staging", MemoryKind(self.staging))
@@ -300,7 +302,7 @@ def validate_params(params: dict, gpu_available: Callable[[], bool],
         lambda: check_int("seed", p["seed"], 0, MAX_SEED),
         lambda: check_choice("backend", p["backend"], BACKENDS),
         lambda: check_choice("staging", p["staging"], STAGING),
-        lambda: check_choice("curve", p["curve"], CURVES),
+        lambda: p["curve"] is None or check_choice("curve", p["curve"], CURVES),
     ]
     for check in checks:
         try:
@@ -315,8 +317,11 @@ def validate_params(params: dict, gpu_available: Callable[[], bool],
             p["log2"], p["partitions"] = int(info["log2"]), len(p["inputs"])
         except InvalidParams as exc:
             problems.append(str(exc))
-        if info.get("curve", CURVES[0]) != p["curve"]:  # its key and constraint system are over its own
-            problems.append(f"circuit {p['circuit']!r} is over {info.get('curve', CURVES[0])}, not {p['curve']}")
+        own = info.get("curve", DEFAULT_CURVE)  # its files' (circuits registered before it was recorded: the default)
+        if p["curve"] in CURVES and p["curve"] != own:  # its key and constraint system are over its own
+            problems.append(f"curve {p['curve']} contradicts circuit {p['circuit']!r}, which is over {own} (its "
+                            "files' curve): leave the curve out to take the circuit's")
+        p["curve"] = p["curve"] or own
     elif p["inputs"] not in (None, []):
         problems.append(f"inputs are for registered circom circuits; {p['circuit']!r} makes its own")
     if problems:
@@ -324,7 +329,7 @@ def validate_params(params: dict, gpu_available: Callable[[], bool],
     backend = resolve_backend(p["backend"], gpu_available)
     config = RunConfig(p["circuit"], p["log2"], p["partitions"], backend, resolve_staging(p["staging"], backend),
                        p["seed"], p["inputs"] if info is not None else None, info is not None, p["backend"],
-                       MemoryKind(p["staging"]), p["curve"])
+                       MemoryKind(p["staging"]), p["curve"] or DEFAULT_CURVE)
     if input_check is not None:
         input_check(config)
     if fit_check is not None and (refusal := fit_check(config)):
