@@ -282,9 +282,11 @@ def validate_params(params: dict, gpu_available: Callable[[], bool],
                     input_check: Callable[[RunConfig], None] | None = None,
                     input_roots: Sequence[Path] | None = None) -> RunConfig:
     """The run a proof_run's params ask for, checked once; raises InvalidParams with one
-    message naming every problem. ``gpu_available``: asked only when the GPU is asked for or
-    'auto' must choose. ``fit_check``: takes the config and says why the run cannot fit the
-    machine (one message naming each number that fails), or None; asked last (the engine's:
+    message naming every problem. A registered circuit's size and inputs decide log2 and
+    partitions, and its curve the run's (a curve asked for must be it). ``gpu_available``:
+    asked only when the GPU is asked for or 'auto' must choose. ``fit_check``: takes the
+    config and says why the run cannot fit the machine (one message naming each number that
+    fails), or None; asked last (the engine's:
     ``proofflow.prover.resources.fit_check``); None: no resource check. ``input_check``: raises
     InvalidInput for inputs the circuit refuses (the engine's:
     ``proofflow.prover.circom.inputs.check_run_inputs``); None: none. ``input_roots``: the

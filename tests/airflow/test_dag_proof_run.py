@@ -262,6 +262,8 @@ def test_a_built_in_circuit_runs_on_bn254(proof_run_dag, monkeypatch, tmp_path, 
     assert [r.ok for r in bundle.verify_bundle(out)] == [True, True]
     assert [(out / bundle.proof_name(p)).stat().st_size for p in range(2)] == [BN254.proof_bytes] * 2
     assert json.loads((out / "run-summary.json").read_text())["curve"] == "bn254"
+    from proofflow.timing.summary import note_markdown, run_figures
+    assert f"{circuit} 2^8 over bn254, 2 partition(s)" in note_markdown(run_figures(TimingStore(url), DAG_ID, dr.run_id))
     assert json.loads((layout.params_dir(circuit, 8, 0, "bn254") / "params.json").read_text())["curve"] == "bn254"
 
 
