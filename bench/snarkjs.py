@@ -1,8 +1,10 @@
 """proofflow against snarkjs: the same zkey and witness proved by both, in the same run.
 
-    python -m bench.snarkjs --sizes 12 14 16 [--backend cpu|gpu] [--snarkjs-max 20] [--out FILE]
+    python -m bench.snarkjs --sizes 12 14 16 [--curve bls12381|bn128] [--backend cpu|gpu] [--snarkjs-max 20]
+                            [--out FILE]
 
-Per size 2^k: a chain circuit of 2^k - 3 constraints (x_{i+1} = x_i (x_i + 1) + c, public
+On the curve --curve names as snarkjs does (bls12381, the default; bn128: BN254, circom's
+default prime and Ethereum's). Per size 2^k: a chain circuit of 2^k - 3 constraints (x_{i+1} = x_i (x_i + 1) + c, public
 x, private c, output y; its domain is 2^k), written as a circom .r1cs with its witness as a
 .wtns; a test-only snarkjs zkey (``proofflow setup --r1cs``'s writer) registered as a
 proofflow circuit. Then:
@@ -13,10 +15,12 @@ proofflow circuit. Then:
   the prover service: synthesis from the .wtns into staging memory (a/b/c, every
   constraint checked), the device phase and the host phase; after one warm-up proof,
   min and median of the repeats. Also the first (cold) proof, with the key's load;
-* both ways verified: snarkjs's verifier on proofflow's proof, proofflow's on snarkjs's.
+* both ways verified: snarkjs's verifier on proofflow's proof, proofflow's on snarkjs's, and
+  their public signals equal.
 
 snarkjs runs only up to --snarkjs-max (it needs minutes per proof beyond 2^20 on 16 cores);
-the ratio is snarkjs's median over proofflow's median. Results: --out (JSON).
+the ratio is snarkjs's median over proofflow's median. Results: --out (JSON; by default
+results/snarkjs-<backend>.json, snarkjs-<backend>-bn128.json on BN254).
 """
 from __future__ import annotations
 
@@ -35,10 +39,9 @@ import numpy as np
 
 from bench import _env
 from proofflow import settings
-from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
+from proofflow.prover.curves import registry
+from proofflow.prover.curves.descriptor import Curve
 from proofflow.prover.field.fr import Fr
-
-fr = Fr.of(CURVE)
 
 HERE = Path(__file__).resolve().parent
 SNARKJS = Path(os.environ.get("SNARKJS_BIN") or HERE.parent / "tests" / "circom" / "node_modules" / ".bin" / "snarkjs")
@@ -52,15 +55,20 @@ def _container(magic: bytes, sections: list[tuple[int, bytes]]) -> bytes:
     return b"".join(out)
 
 
-def _field_header() -> bytes:
+def _field_header(fr: Fr) -> bytes:
     return struct.pack("<I", 32) + fr.MODULUS.to_bytes(32, "little")
 
 
-def write_chain_r1cs(path: Path, log2: int) -> int:
+def _scalar_field(curve: Curve | None) -> Fr:
+    return Fr.of(curve or registry.get_curve(registry.DEFAULT))
+
+
+def write_chain_r1cs(path: Path, log2: int, curve: Curve | None = None) -> int:
     """The chain circuit with a 2^log2 domain (the most constraints that fit: 2^log2 - 3)
-    as circom writes an .r1cs. Wires: 0 one, 1 y, 2 x, 3 c, then acc_1 .. acc_{s-1}.
-    Constraint i: acc_i * (acc_i + K) = acc_{i+1} - c, with acc_0 = x and acc_s = y."""
-    s = (1 << log2) - 3
+    as circom writes an .r1cs, over ``curve``'s scalar field (default BLS12-381's). Wires: 0
+    one, 1 y, 2 x, 3 c, then acc_1 .. acc_{s-1}. Constraint i: acc_i * (acc_i + K) = acc_{i+1}
+    - c, with acc_0 = x and acc_s = y."""
+    fr, s = _scalar_field(curve), (1 << log2) - 3
     acc = np.concatenate([[2], np.arange(4, 4 + s - 1), [1]]).astype("<u4")  # acc_0 .. acc_s
     one, minus_one = (1).to_bytes(32, "little"), (fr.MODULUS - 1).to_bytes(32, "little")
     term = np.dtype([("wire", "<u4"), ("coef", "u1", 32)])
@@ -75,13 +83,14 @@ def write_chain_r1cs(path: Path, log2: int) -> int:
     rows["c"]["coef"][:, 0] = np.frombuffer(minus_one, np.uint8)
     rows["c"]["coef"][:, 1] = np.frombuffer(one, np.uint8)
     n_wires = 4 + s - 1
-    header = _field_header() + struct.pack("<IIIIQI", n_wires, 1, 1, 1, n_wires, s)
+    header = _field_header(fr) + struct.pack("<IIIIQI", n_wires, 1, 1, 1, n_wires, s)
     map_section = np.arange(n_wires, dtype="<u8").tobytes()
     path.write_bytes(_container(b"r1cs", [(1, header), (2, rows.tobytes()), (3, map_section)]))
     return s
 
 
-def write_chain_wtns(path: Path, log2: int, x: int, c: int) -> None:
+def write_chain_wtns(path: Path, log2: int, x: int, c: int, curve: Curve | None = None) -> None:
+    fr = _scalar_field(curve)
     s, p = (1 << log2) - 3, fr.MODULUS
     accs, a = [], x
     for _ in range(s):
@@ -89,7 +98,7 @@ def write_chain_wtns(path: Path, log2: int, x: int, c: int) -> None:
         accs.append(a)
     values = [1, accs[-1], x, c] + accs[:-1]
     body = b"".join(v.to_bytes(32, "little") for v in values)
-    path.write_bytes(_container(b"wtns", [(1, _field_header() + struct.pack("<I", len(values))), (2, body)]))
+    path.write_bytes(_container(b"wtns", [(1, _field_header(fr) + struct.pack("<I", len(values))), (2, body)]))
 
 
 def snarkjs(*args, timeout: float = 3600) -> subprocess.CompletedProcess:
@@ -107,33 +116,36 @@ def snarkjs_version() -> str | None:
 
 
 def bench_size(log2: int, backend, work: Path, repeats: int, snarkjs_repeats: int, run_snarkjs: bool,
-               seed: int = 7) -> dict:
+               seed: int = 7, curve: Curve | None = None) -> dict:
     from proofflow.prover import pipeline
     from proofflow.prover.keys import KeyCache
     from proofflow.prover.staging.pool import staging_pool
-    from proofflow.prover.circom import read_r1cs, registry, setup, snarkjs_json, verify_files
+    from proofflow.prover.circom import read_r1cs, setup, snarkjs_json, verify_files
+    from proofflow.prover.circom import registry as circom_registry
     from proofflow.prover.circuits.by_name import get_circuit
     d = work / f"2p{log2}"
     d.mkdir(parents=True, exist_ok=True)
     r1cs_path, wtns_path, zkey_path = d / "chain.r1cs", d / "chain.wtns", d / "chain.zkey"
     t0 = time.perf_counter()
-    constraints = write_chain_r1cs(r1cs_path, log2)
-    write_chain_wtns(wtns_path, log2, x=3, c=11)
+    curve = curve or registry.get_curve(registry.DEFAULT)
+    constraints = write_chain_r1cs(r1cs_path, log2, curve)
+    write_chain_wtns(wtns_path, log2, x=3, c=11, curve=curve)
     inputs_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     setup.write_test_zkey(read_r1cs(r1cs_path), seed, zkey_path, backend)
     zkey_s = time.perf_counter() - t0
     name = f"chain{log2}"
     t0 = time.perf_counter()
-    registry.add(name, r1cs_path, zkey_path, replace=True)
+    circom_registry.add(name, r1cs_path, zkey_path, replace=True)
     register_s = time.perf_counter() - t0
-    out = {"log2": log2, "constraints": constraints, "write_inputs_s": round(inputs_s, 3),
+    out = {"log2": log2, "load_1m_before": round(os.getloadavg()[0], 2), "constraints": constraints,
+           "write_inputs_s": round(inputs_s, 3),
            "test_zkey_s": round(zkey_s, 3), "register_s": round(register_s, 3),
            "zkey_bytes": zkey_path.stat().st_size}
     print(f"2^{log2}: {constraints} constraints; inputs {inputs_s:.1f} s, test zkey {zkey_s:.1f} s, "
           f"registered {register_s:.1f} s", flush=True)
 
-    circuit = get_circuit(name, log2)
+    circuit = get_circuit(name, log2, curve.name)
     pool = staging_pool(pinned=backend.name == "gpu")
 
     def prove(timer=None):
@@ -141,7 +153,7 @@ def bench_size(log2: int, backend, work: Path, repeats: int, snarkjs_repeats: in
             return pipeline.prove(key, staged, backend, timer)
 
     t0 = time.perf_counter()
-    key = KeyCache().get(registry.key_dir(name), name, log2)
+    key = KeyCache().get(circom_registry.key_dir(name), name, log2, curve=curve.name)
     backend.prepare(key.pk)
     proof = prove()
     out["proofflow_cold_s"] = round(time.perf_counter() - t0, 4)
@@ -157,7 +169,7 @@ def bench_size(log2: int, backend, work: Path, repeats: int, snarkjs_repeats: in
     snarkjs_json.write_proof(ours / "proof.json", proof)
     public = [int(v) for v in circuit.instance(0, 0, str(wtns_path)).public_inputs]
     snarkjs_json.write_public(ours / "public.json", public)
-    vk = registry.circuit_dir(name) / "verification_key.json"
+    vk = circom_registry.circuit_dir(name) / "verification_key.json"
     print(f"  proofflow ({backend.name}): cold {out['proofflow_cold_s']} s, median {out['proofflow_s']['median']} s",
           flush=True)
     if run_snarkjs:
@@ -181,29 +193,39 @@ def bench_size(log2: int, backend, work: Path, repeats: int, snarkjs_repeats: in
     else:
         from proofflow.prover.circom import verify
         out["proofflow_verifies_own"] = verify(snarkjs_json.read_verification_key(vk), public, proof)
-    registry.remove(name)
+    circom_registry.remove(name)
     shutil.rmtree(d, ignore_errors=True)
+    out["load_1m_after"] = round(os.getloadavg()[0], 2)  # the machine may be shared: what else ran beside
     return out
 
 
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", type=int, nargs="+", default=[12, 14, 16])
+    ap.add_argument("--curve", choices=[c.snarkjs_name for c in registry.CURVES.values()],
+                    default=registry.get_curve(registry.DEFAULT).snarkjs_name,
+                    help="the curve, by snarkjs's name (bn128: BN254)")
     ap.add_argument("--backend", choices=("cpu", "gpu"), default="cpu")
     ap.add_argument("--snarkjs-max", type=int, default=16, help="largest log2 snarkjs proves (default 16)")
     ap.add_argument("--repeats", type=int, default=5, help="proofflow's timed proofs per size")
     ap.add_argument("--snarkjs-repeats", type=int, default=3, help="snarkjs's timed proofs per size (small sizes)")
-    ap.add_argument("--out", type=Path, default=HERE / "results" / "snarkjs-cpu.json")
+    ap.add_argument("--out", type=Path, help="default results/snarkjs-<backend>[-bn128].json")
     args = ap.parse_args(argv)
+    curve = registry.by_snarkjs_name(args.curve)
+    if args.out is None:
+        tag = "" if curve.name == registry.DEFAULT else f"-{args.curve}"
+        args.out = HERE / "results" / f"snarkjs-{args.backend}{tag}.json"
     if not SNARKJS.exists():
         sys.exit(f"no snarkjs at {SNARKJS}: npm ci --prefix tests/circom (or set SNARKJS_BIN)")
     from proofflow.prover.backend.by_name import get_backend
     backend = get_backend(args.backend)
     backend.warm_up()
-    result = {"environment": _env.environment(("numpy", "py-arkworks-bls12381", "cupy-cuda12x", "cupy-cuda13x")),
+    result = {"environment": _env.environment(("numpy", "py-arkworks-bls12381", "zksnake", "cupy-cuda12x",
+                                                  "cupy-cuda13x")),
               "snarkjs": snarkjs_version(), "node": shutil.which("node") and subprocess.run(
                   ["node", "--version"], capture_output=True, text=True).stdout.strip(),
-              "backend": backend.name, "circuit": "chain: x_{i+1} = x_i (x_i + 1) + c, 2^k - 3 constraints",
+              "backend": backend.name, "curve": curve.name, "snarkjs_curve": args.curve,
+              "circuit": "chain: x_{i+1} = x_i (x_i + 1) + c, 2^k - 3 constraints",
               "sizes": {}}
     if backend.name == "gpu":
         from proofflow.prover import device
@@ -217,7 +239,7 @@ def main(argv=None) -> dict:
         for log2 in args.sizes:
             result["sizes"][str(log2)] = bench_size(log2, backend, Path(tmp), args.repeats,
                                                     args.snarkjs_repeats if log2 <= 16 else 1,
-                                                    log2 <= args.snarkjs_max)
+                                                    log2 <= args.snarkjs_max, curve=curve)
             _env.write(args.out, result)
     return result
 

@@ -31,8 +31,8 @@ import time
 from pathlib import Path
 
 from proofflow import settings
-from proofflow.spec import (BACKENDS, CIRCUITS, CURVES, DEFAULTS, INPUT_SUFFIXES, MAX_LOG2, MAX_PARTITIONS, MAX_SEED,
-                            MIN_LOG2, MIN_PARTITIONS, PRIORITIES, STAGING, InvalidParams)
+from proofflow.spec import (BACKENDS, CIRCUITS, CURVES, DEFAULT_CURVE, DEFAULTS, INPUT_SUFFIXES, MAX_LOG2,
+                            MAX_PARTITIONS, MAX_SEED, MIN_LOG2, MIN_PARTITIONS, PRIORITIES, STAGING, InvalidParams)
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 EXIT_BROKEN_PIPE = 128 + 13  # what a shell reports for a command SIGPIPE ended, as head's writers usually end
@@ -401,7 +401,8 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--log2", type=_int_in(MIN_LOG2, MAX_LOG2, "log2"), default=DEFAULTS["log2"],
                    help=f"log2 of the constraint count ({MIN_LOG2}..{MAX_LOG2}; default {DEFAULTS['log2']})")
     r.add_argument("--curve", choices=CURVES, default=DEFAULTS["curve"],
-                   help=f"the curve the proofs are over (default {DEFAULTS['curve']}; a registered circuit's is its own)")
+                   help=f"the curve the proofs are over (default: a registered circuit's own, from its files; "
+                        f"{DEFAULT_CURVE} for the built-in families, which take either)")
     r.add_argument("--partitions", type=_int_in(MIN_PARTITIONS, MAX_PARTITIONS, "partitions"),
                    default=DEFAULTS["partitions"],
                    help=f"partitions ({MIN_PARTITIONS}..{MAX_PARTITIONS}; default {DEFAULTS['partitions']})")

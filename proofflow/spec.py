@@ -16,8 +16,10 @@ from proofflow import settings
 
 CIRCUITS = ("mimc", "bits")
 # The engine's registered curves by name (proofflow.prover.curves.registry, which spec must
-# not import: tests/prover/test_curves.py checks they agree); the first is the default.
+# not import: tests/prover/test_curves.py checks they agree); the first is the built-in
+# circuits' default. A run that names no curve takes its registered circuit's (circuit.json).
 CURVES = ("bls12_381", "bn254")
+DEFAULT_CURVE = CURVES[0]
 MIN_LOG2, MAX_LOG2 = 8, 27  # up to 2^27 where the machine has room (proofflow.prover.resources)
 MIN_PARTITIONS, MAX_PARTITIONS = 1, 64
 BACKENDS = ("auto", "cpu", "gpu")
@@ -71,7 +73,7 @@ _RANKS = {Priority.HIGH: 0, Priority.NORMAL: 1, Priority.LOW: 2}
 PRIORITIES = tuple(p.value for p in Priority)
 MAX_SEED = (1 << 63) - 1  # the timing store keeps it in a 64-bit column
 
-DEFAULTS = {"circuit": "mimc", "log2": 10, "curve": CURVES[0], "partitions": 4, "backend": "auto", "staging": "pinned",
+DEFAULTS = {"circuit": "mimc", "log2": 10, "curve": None, "partitions": 4, "backend": "auto", "staging": "pinned",
             "seed": 0, "inputs": None, "priority": Priority.NORMAL.value, "request_id": None}
 CIRCUIT_NAME = re.compile(r"[a-z][a-z0-9_-]{0,62}")
 # A client's idempotency key: a second run of the same request returns the first one
@@ -265,7 +267,7 @@ class RunConfig:
     circom: bool = False  # a registered circom circuit
     backend_requested: str | None = None
     staging_requested: MemoryKind | None = None
-    curve: str = CURVES[0]  # a registered curve's name (CURVES)
+    curve: str = DEFAULT_CURVE  # a registered curve's name (CURVES): the circuit's, for a registered one
     priority: Priority = Priority.NORMAL
     request_id: str | None = None  # the client's idempotency key (REQUEST_ID), if it gave one
 
@@ -320,9 +322,11 @@ def validate_params(params: dict, gpu_available: Callable[[], bool],
                     input_check: Callable[[RunConfig], None] | None = None,
                     input_roots: Sequence[Path] | None = None) -> RunConfig:
     """The run a proof_run's params ask for, checked once; raises InvalidParams with one
-    message naming every problem. ``gpu_available``: asked only when the GPU is asked for or
-    'auto' must choose. ``fit_check``: takes the config and says why the run cannot fit the
-    machine (one message naming each number that fails), or None; asked last (the engine's:
+    message naming every problem. A registered circuit's size and inputs decide log2 and
+    partitions, and its curve the run's (a curve asked for must be it). ``gpu_available``:
+    asked only when the GPU is asked for or 'auto' must choose. ``fit_check``: takes the
+    config and says why the run cannot fit the machine (one message naming each number that
+    fails), or None; asked last (the engine's:
     ``proofflow.prover.resources.fit_check``); None: no resource check. ``input_check``: raises
     InvalidInput for inputs the circuit refuses (the engine's:
     ``proofflow.prover.circom.inputs.check_run_inputs``); None: none. ``input_roots``: the
@@ -340,7 +344,7 @@ def validate_params(params: dict, gpu_available: Callable[[], bool],
         lambda: check_int("seed", p["seed"], 0, MAX_SEED),
         lambda: check_choice("backend", p["backend"], BACKENDS),
         lambda: check_choice("staging", p["staging"], STAGING),
-        lambda: check_choice("curve", p["curve"], CURVES),
+        lambda: p["curve"] is None or check_choice("curve", p["curve"], CURVES),
         lambda: check_choice("priority", p["priority"], PRIORITIES),
         lambda: check_request_id(p["request_id"]),
     ]
@@ -357,8 +361,11 @@ def validate_params(params: dict, gpu_available: Callable[[], bool],
             p["log2"], p["partitions"] = int(info["log2"]), len(p["inputs"])
         except InvalidParams as exc:
             problems.append(str(exc))
-        if info.get("curve", CURVES[0]) != p["curve"]:  # its key and constraint system are over its own
-            problems.append(f"circuit {p['circuit']!r} is over {info.get('curve', CURVES[0])}, not {p['curve']}")
+        own = info.get("curve", DEFAULT_CURVE)  # its files' (circuits registered before it was recorded: the default)
+        if p["curve"] in CURVES and p["curve"] != own:  # its key and constraint system are over its own
+            problems.append(f"curve {p['curve']} contradicts circuit {p['circuit']!r}, which is over {own} (its "
+                            "files' curve): leave the curve out to take the circuit's")
+        p["curve"] = p["curve"] or own
     elif p["inputs"] not in (None, []):
         problems.append(f"inputs are for registered circom circuits; {p['circuit']!r} makes its own")
     if problems:
@@ -366,7 +373,7 @@ def validate_params(params: dict, gpu_available: Callable[[], bool],
     backend = resolve_backend(p["backend"], gpu_available)
     config = RunConfig(p["circuit"], p["log2"], p["partitions"], backend, resolve_staging(p["staging"], backend),
                        p["seed"], p["inputs"] if info is not None else None, info is not None, p["backend"],
-                       MemoryKind(p["staging"]), p["curve"], Priority(p["priority"]), p["request_id"])
+                       MemoryKind(p["staging"]), p["curve"] or DEFAULT_CURVE, Priority(p["priority"]), p["request_id"])
     if input_check is not None:
         input_check(config)
     if fit_check is not None and (refusal := fit_check(config)):

@@ -3,8 +3,9 @@ UI's trigger form), from the domains in ``proofflow.spec``; the ``validate`` tas
 same domains again with ``spec.validate_params``."""
 from __future__ import annotations
 
-from proofflow.spec import (BACKENDS, CIRCUIT_NAME, CIRCUITS, CURVES, DEFAULTS, MAX_LOG2, MAX_PARTITIONS, MAX_SEED,
-                            MIN_LOG2, MIN_PARTITIONS, PRIORITIES, REQUEST_ID, STAGING, registered_circuits)
+from proofflow.spec import (BACKENDS, CIRCUIT_NAME, CIRCUITS, CURVES, DEFAULT_CURVE, DEFAULTS, MAX_LOG2,
+                            MAX_PARTITIONS, MAX_SEED, MIN_LOG2, MIN_PARTITIONS, PRIORITIES, REQUEST_ID, STAGING,
+                            registered_circuits)
 
 
 def _range(lo: int, hi: int | None = None) -> dict:
@@ -39,9 +40,15 @@ _LISTED = 50  # circuits named in the description; the suggestions hold them all
 SCHEMA = {
     "log2": dict(type="integer", **_range(MIN_LOG2, MAX_LOG2), title="log2 constraints",
                  description=f"Circuit size: 2^log2 constraints, an integer in {MIN_LOG2}..{MAX_LOG2}."),
-    "curve": dict(type="string", enum=list(CURVES), title="Curve",
-                  description="The pairing-friendly curve the proofs are over (a registered circom circuit's "
-                              "is its own: it must be that one)."),
+    # empty (null, the form's first choice): the registered circuit's curve, else the default; the
+    # 3.3 form shows an enum with null as a dropdown whose null entry is values_display's "null"
+    "curve": dict(type=["null", "string"], enum=[None, *CURVES], title="Curve",
+                  values_display={"null": f"the circuit's ({DEFAULT_CURVE} for the built-in families)",
+                                  **{c: c for c in CURVES}},
+                  description="The pairing-friendly curve the proofs are over. Leave it empty: a registered circom "
+                              "circuit is over its files' curve (circom -p bn128: bn254; -p bls12381: bls12_381) "
+                              f"and the built-in families default to {DEFAULT_CURVE}; a curve that contradicts "
+                              "the circuit's is refused."),
     "partitions": dict(type="integer", **_range(MIN_PARTITIONS, MAX_PARTITIONS), title="Partitions",
                        description=f"Independent instances proved in this run, one mapped task chain each: "
                                    f"an integer in {MIN_PARTITIONS}..{MAX_PARTITIONS}."),

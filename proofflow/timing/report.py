@@ -61,7 +61,8 @@ def run_heading(run: dict, partitions: bool = False) -> str:
     records none of it, so nothing is shown as None."""
     parts = []
     if run.get("circuit"):
-        parts.append(run["circuit"] + (f" 2^{run['log2']}" if run.get("log2") is not None else ""))
+        parts.append(run["circuit"] + (f" 2^{run['log2']}" if run.get("log2") is not None else "")
+                     + (f" over {run['curve']}" if run.get("curve") else ""))
     if partitions and run.get("partitions") is not None:
         parts.append(f"{run['partitions']} partition(s)")
     if run.get("backend"):
@@ -104,9 +105,10 @@ def run_report(store, dag_id: str, run_id: str, warmup_partitions: float | None 
               if t["direction"] == "h2s"}
     for h in h2d:
         h["host_copy_bytes"] = copies.get(h["partition"])
-    failure = RunFailure.from_row(store.run(dag_id, run_id) or {})
+    row = store.run(dag_id, run_id) or {}
+    failure = RunFailure.from_row(row)
     rep = {
-        "summary": summary[0],
+        "summary": {**summary[0], "curve": row.get("curve")},  # the runs row's (run_summary predates it)
         "error": failure.line() if failure else None,
         "steady_state": steady or {"warmup_partitions": k, "warmup_seconds": s, "partitions": 0},
         "steady_devices": per_device,

@@ -39,7 +39,7 @@ def run_figures(store, dag_id: str, run_id: str) -> dict | None:
     holder = served(store, dag_id, row)
     return {
         "dag_id": dag_id, "run_id": run_id, "state": s["state"], "circuit": s["circuit"], "log2": s["log2"],
-        "backend": s["backend"], "backend_requested": s["backend_requested"], "staging": s["staging"],
+        "curve": s["curve"], "backend": s["backend"], "backend_requested": s["backend_requested"], "staging": s["staging"],
         "staging_requested": s["staging_requested"], "partitions": s["partitions"],
         "proofs_verified": s["proofs_verified"], "wall_s": s["wall_s"], "device_kind": rep["device_kind"],
         "devices": s["devices"], "gpu_busy_s": s["gpu_busy_s"], "gpu_busy_fraction": s["gpu_busy_fraction"],

@@ -92,7 +92,12 @@ def test_params_schema_matches_prover_and_builds_the_form(proof_run_dag):
         assert param.resolve(good) == good and shown in param.description
     assert params.get_param("backend").schema["enum"] == ["auto", "cpu", "gpu"]
     from proofflow.prover.curves import registry
-    assert params.get_param("curve").schema["enum"] == list(registry.NAMES) and params["curve"] == registry.DEFAULT
+    curve = params.get_param("curve")  # null, the first choice: the circuit's curve
+    assert curve.schema["enum"] == [None, *registry.NAMES] and params["curve"] is None
+    assert set(curve.schema["values_display"]) == {"null", *registry.NAMES}
+    assert curve.resolve(None) is None and curve.resolve("bn254") == "bn254"
+    with pytest.raises(ParamValidationError, match="'secp256k1' is not one of"):
+        curve.resolve("secp256k1")
     assert "mimc" in params.get_param("circuit").schema["examples"]
     assert params.get_param("inputs").resolve(None) is None
     assert params.get_param("request_id").resolve(None) is None and params.get_param("request_id").resolve("r-1:2")
@@ -246,6 +251,31 @@ def test_a_run_of_one_partition(proof_run_dag, monkeypatch, tmp_path):
     assert (summary["staging"], summary["staging_requested"]) == ("pageable", "pinned")
     fig = run_figures(store, DAG_ID, dr.run_id)
     assert fig["device_kind"] == "CPU" and fig["staging_requested"] == "pinned"
+
+
+@pytest.mark.parametrize("circuit", ["mimc", "bits"])
+def test_a_built_in_circuit_runs_on_bn254(proof_run_dag, monkeypatch, tmp_path, circuit):
+    """curve bn254 for a built-in family: its key, its proofs (128 bytes), the bundle and the
+    run's row and summary are BN254's, and every proof verifies."""
+    from proofflow.prover import bundle, layout
+    from proofflow.prover.curves.bn254 import BN254
+    from proofflow.timing import TimingStore
+    url = f"sqlite:///{tmp_path / 'timing.db'}"
+    monkeypatch.setenv("PROOFFLOW_DB_URL", url)
+    dr = proof_run_dag.test(run_conf={"circuit": circuit, "log2": 8, "partitions": 2, "curve": "bn254",
+                                      "backend": "cpu"})
+    assert str(getattr(dr.state, "value", dr.state)) == "success"
+    run = TimingStore(url).run(DAG_ID, dr.run_id)
+    assert (run["circuit"], run["curve"], run["proofs_verified"]) == (circuit, "bn254", 2)
+    out = Path(run["bundle_dir"])
+    manifest = bundle.read_manifest(out)
+    assert (manifest["curve"], manifest["format"]) == ("bn254", BN254.key_format)
+    assert [r.ok for r in bundle.verify_bundle(out)] == [True, True]
+    assert [(out / bundle.proof_name(p)).stat().st_size for p in range(2)] == [BN254.proof_bytes] * 2
+    assert json.loads((out / "run-summary.json").read_text())["curve"] == "bn254"
+    from proofflow.timing.summary import note_markdown, run_figures
+    assert f"{circuit} 2^8 over bn254, 2 partition(s)" in note_markdown(run_figures(TimingStore(url), DAG_ID, dr.run_id))
+    assert json.loads((layout.params_dir(circuit, 8, 0, "bn254") / "params.json").read_text())["curve"] == "bn254"
 
 
 def test_schema_rejects_bad_conf_before_the_run(proof_run_dag):

@@ -184,6 +184,8 @@ def test_trigger_from_the_form_and_see_the_run_summary(airflow_ui, browser, tmp_
     text = form.text
     for name, s in schema().items():  # every parameter with its title and description
         assert s["title"] in text and s["description"] in text, name
+    # the curve's default is empty (null), shown as its entry: the circuit's curve
+    assert driver.find_element(By.ID, "element_curve").text == schema()["curve"]["values_display"]["null"]
     _type(driver, "log2", 8)
     _type(driver, "partitions", 2)
     _choose(driver, "backend", "cpu")
@@ -196,6 +198,7 @@ def test_trigger_from_the_form_and_see_the_run_summary(airflow_ui, browser, tmp_
     q = urllib.parse.quote(run_id, safe="")
     run = stack.api(ui["base"], f"/api/v2/dags/{DAG}/dagRuns/{q}", token=ui["token"])
     assert run["conf"]["log2"] == 8 and run["conf"]["partitions"] == 2 and run["conf"]["backend"] == "cpu"
+    assert run["conf"]["curve"] is None  # as asked: the run takes mimc's, the default (below)
 
     def finished():
         r = stack.api(ui["base"], f"/api/v2/dags/{DAG}/dagRuns/{q}", token=ui["token"])
@@ -208,6 +211,7 @@ def test_trigger_from_the_form_and_see_the_run_summary(airflow_ui, browser, tmp_
     store = TimingStore(ui["timing_url"])
     fig = run_figures(store, DAG, run_id)
     assert fig["proofs_verified"] == 2 and [h["partition"] for h in fig["h2d"]] == [0, 1]
+    assert store.run(DAG, run_id)["curve"] == "bls12_381"
     assert run["note"] == note_markdown(fig)
 
     # The run page shows the note's first line; the "Proof report" tab shows the report.

@@ -1,20 +1,20 @@
-"""A circuit on BN254 through a small real snarkjs ceremony, and its verifier contract compiled
-for the in-process EVM (tests/helpers/evm.py), each made once per session when a test asks.
+"""Circuits on BN254 through one small real snarkjs ceremony, and their verifier contracts
+compiled for the in-process EVM (tests/helpers/evm.py), each made once per session when a test asks.
 
-The circuit is circuits/chain.circom (tests/circom) compiled with ``circom2 -p bn128``:
-public signals [y, x]. The ceremony's power is the smallest the circuit fits.
+The circuits come from tests/circom, compiled with ``circom2 -p bn128``: circuits/chain.circom
+(public signals [y, x]) and circuits/gadgets.circom (circomlib's Num2Bits, LessThan and
+Poseidon; --O2, so that it fits 2^9). The ceremony's power is the smallest both fit.
 """
 from __future__ import annotations
 
 import json
-import struct
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 import evm
-from circom_toolchain import Toolchain, installed
+from circom_toolchain import CIRCUITS, Toolchain, installed, power
 
 CHAIN_STEPS = 20
 
@@ -44,35 +44,51 @@ class Bn128Circuit:
         return public, proof
 
 
-def _power(r1cs: Path) -> int:
-    """The smallest powers-of-tau power whose domain holds nConstraints + nPublic, from the
-    r1cs's header (read here as bytes: proofflow's reader takes registered curves only)."""
-    from proofflow.prover.circom import binfile
-    head = binfile.read(r1cs, "r1cs", max_version=1).section(1, "header")
-    n8 = int.from_bytes(head[:4], "little")
-    _, n_out, n_pub, _ = struct.unpack_from("<4I", head, 4 + n8)
-    (n_constraints,) = struct.unpack_from("<I", head, 4 + n8 + 16 + 8)
-    return (n_constraints + n_out + n_pub).bit_length()
-
-
 @pytest.fixture(scope="session")
 def toolchain() -> Toolchain:
     return installed()
 
 
 @pytest.fixture(scope="session")
-def bn128_chain(toolchain, tmp_path_factory) -> Bn128Circuit:
+def bn128_compiled(toolchain, tmp_path_factory) -> dict[str, tuple[Path, Path]]:
+    """(.r1cs, .wasm) of each circuit, by name, each in a directory of its own."""
     root = tmp_path_factory.mktemp("bn128")
-    r1cs, wasm = toolchain.compile_chain(root, CHAIN_STEPS, prime="bn128")
-    toolchain.snarkjs("powersoftau", "new", "bn128", _power(r1cs), root / "pot0.ptau")
+    return {"chain": toolchain.compile_chain(root / "chain", CHAIN_STEPS, prime="bn128"),
+            "gadgets": toolchain.compile(CIRCUITS / "gadgets.circom", root / "gadgets", prime="bn128",
+                                         flags=("--O2",))}
+
+
+@pytest.fixture(scope="session")
+def bn128_ptau(toolchain, bn128_compiled, tmp_path_factory) -> Path:
+    """A powers-of-tau ceremony on bn128 with one contribution, prepared for phase 2."""
+    root = tmp_path_factory.mktemp("bn128-ptau")
+    toolchain.snarkjs("powersoftau", "new", "bn128", power(r1cs for r1cs, _ in bn128_compiled.values()),
+                      root / "pot0.ptau")
     toolchain.snarkjs("powersoftau", "contribute", root / "pot0.ptau", root / "pot1.ptau", "--name=tests",
                       "-e=proofflow tests")
     toolchain.snarkjs("powersoftau", "prepare", "phase2", root / "pot1.ptau", root / "pot.ptau")
-    toolchain.snarkjs("groth16", "setup", r1cs, root / "pot.ptau", root / "c0.zkey")
+    return root / "pot.ptau"
+
+
+def _keyed(toolchain, compiled: tuple[Path, Path], ptau: Path) -> Bn128Circuit:
+    """A compiled circuit's Groth16 setup on the ceremony, one contribution, its verification key."""
+    r1cs, wasm = compiled
+    root = r1cs.parent
+    toolchain.snarkjs("groth16", "setup", r1cs, ptau, root / "c0.zkey")
     zkey, vk = root / "c.zkey", root / "verification_key.json"
     toolchain.snarkjs("zkey", "contribute", root / "c0.zkey", zkey, "--name=tests", "-e=proofflow tests")
     toolchain.snarkjs("zkey", "export", "verificationkey", zkey, vk)
     return Bn128Circuit(toolchain, root, r1cs, wasm, zkey, vk)
+
+
+@pytest.fixture(scope="session")
+def bn128_chain(toolchain, bn128_compiled, bn128_ptau) -> Bn128Circuit:
+    return _keyed(toolchain, bn128_compiled["chain"], bn128_ptau)
+
+
+@pytest.fixture(scope="session")
+def bn128_gadgets(toolchain, bn128_compiled, bn128_ptau) -> Bn128Circuit:
+    return _keyed(toolchain, bn128_compiled["gadgets"], bn128_ptau)
 
 
 @pytest.fixture(scope="session")

@@ -38,11 +38,12 @@ class Toolchain:
         return subprocess.run([str(BIN / "snarkjs"), *map(str, args)], cwd=HERE, capture_output=True, text=True,
                               timeout=300)
 
-    def compile(self, source: Path, out: Path, prime: str = "bls12381") -> tuple[Path, Path]:
-        """(.r1cs, .wasm) of a circuit whose includes lie in circuits/ or circomlib."""
+    def compile(self, source: Path, out: Path, prime: str = "bls12381", flags=()) -> tuple[Path, Path]:
+        """(.r1cs, .wasm) of a circuit whose includes lie in circuits/ or circomlib; ``flags``:
+        circom's own (e.g. --O2)."""
         out.mkdir(parents=True, exist_ok=True)
-        self.run(BIN / "circom2", source, "--r1cs", "--wasm", "-p", prime, "-l", "circuits", "-l", "node_modules",
-                 "-o", out)
+        self.run(BIN / "circom2", source, "--r1cs", "--wasm", "-p", prime, *flags, "-l", "circuits", "-l",
+                 "node_modules", "-o", out)
         return out / f"{source.stem}.r1cs", out / f"{source.stem}_js" / f"{source.stem}.wasm"
 
     def compile_chain(self, out: Path, steps: int, k: int = 1, prime: str = "bls12381") -> tuple[Path, Path]:

@@ -9,9 +9,9 @@ from proofflow.prover.field.fr import Fr
 fr = Fr.of(CURVE)
 
 
-def reference_trace(rounds: int, key: int, x: int) -> list[int]:
-    """[t2_0, t4_0, x_1, t2_1, ...] then the ciphertext x_R + k."""
-    p = fr.MODULUS
+def reference_trace(rounds: int, key: int, x: int, p: int = fr.MODULUS) -> list[int]:
+    """[t2_0, t4_0, x_1, t2_1, ...] then the ciphertext x_R + k, over the prime field of ``p``
+    (a curve's scalar field; BLS12-381's by default)."""
     trace = []
     for i in range(rounds):
         s = (x + key + derive(p, "proofflow/mimc5/round-constant", i)) % p

@@ -1,7 +1,7 @@
 """The bit-gadget chain (proofflow/prover/circuits/bits.py): its witness against a bit-by-bit
 reference, its C a/b/c against the constraint system's sparse products, Groth16 proofs that
-pass the pairing check on the CPU backend, and the family wherever mimc is offered: the
-command line and proof_run's params."""
+pass the pairing check on the CPU backend (on BLS12-381 and BN254), and the family wherever
+mimc is offered: the command line and proof_run's params."""
 import subprocess
 import sys
 
@@ -42,11 +42,11 @@ def test_fills_the_domain(log2):
     assert (1 << log2) - bits.BLOCK < rows <= 1 << log2 and c.domain_size == 1 << log2 and c.blocks >= 2
 
 
-@pytest.mark.parametrize("log2", [8, 12])
-def test_witness_matches_the_bit_reference_and_is_mostly_bits(log2):
-    c = get_circuit("bits", log2)
+@pytest.mark.parametrize("log2,curve", [(8, "bls12_381"), (12, "bls12_381"), (8, "bn254")])
+def test_witness_matches_the_bit_reference_and_is_mostly_bits(log2, curve):
+    c = get_circuit("bits", log2, curve)
     inst = c.instance(5, 3)
-    w = fr.to_ints(inst.witness)
+    w = Fr.of(c.curve).to_ints(inst.witness)
     x0 = c.start(5, 3)
     assert w == reference_witness(x0, c.messages(5, 3).tolist())
     assert inst.public_inputs == [x0, w[2]] and x0 < 1 << W
@@ -86,10 +86,11 @@ def test_partitions_have_their_own_inputs():
         c.instance(3, 0, input={"x": 1})
 
 
-@pytest.mark.parametrize("log2", [8, 10])
-def test_proofs_verify_on_the_cpu_backend(log2):
-    c = get_circuit("bits", log2)
+@pytest.mark.parametrize("log2,curve", [(8, "bls12_381"), (10, "bls12_381"), (8, "bn254")])
+def test_proofs_verify_on_the_cpu_backend(log2, curve):
+    c = get_circuit("bits", log2, curve)
     pk = generator.setup(c, seed=4)
+    assert pk.curve is c.curve and c.curve.name == curve
     cs = c.constraint_system
     for part in range(2):
         inst = c.instance(11, part)

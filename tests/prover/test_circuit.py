@@ -4,6 +4,7 @@ import pytest
 from mimc_reference import reference_trace
 
 from proofflow.prover.circuits.by_name import get_circuit
+from proofflow.prover.curves import registry
 from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
 from proofflow.prover.field.fr import Fr
 from proofflow.prover.groth16 import r1cs_to_qap
@@ -23,25 +24,29 @@ def test_fits_the_domain(log2):
     assert c.rounds >= (110 if log2 >= 9 else 80)
 
 
-@pytest.mark.parametrize("log2", [8, 11])
-def test_the_c_chain_matches_a_plain_mimc_reference(log2):
-    c = get_circuit("mimc", log2)
+@pytest.mark.parametrize("log2,curve", [(8, "bls12_381"), (11, "bls12_381"), (8, "bn254"), (11, "bn254")])
+def test_the_c_chain_matches_a_plain_mimc_reference(log2, curve):
+    c = get_circuit("mimc", log2, curve)
+    f = Fr.of(c.curve)
+    p = f.MODULUS
+    assert c.curve.name == curve and p == registry.get_curve(curve).fr.modulus
     inst = c.instance(4, 2)
-    w = fr.to_ints(inst.witness)
+    w = f.to_ints(inst.witness)
     key, x0 = w[3], w[1]
-    trace = reference_trace(c.rounds, key, x0)
+    trace = reference_trace(c.rounds, key, x0, p)
     assert w[4:] == trace[:-1] and w[2] == trace[-1] == inst.public_inputs[1]
     y = x0
     for i in range(c.rounds):  # the ciphertext once more, as x <- (x + k + c_i)^5
-        y = pow(y + key + fr.to_ints(c.round_constants[i:i + 1])[0], 5, P)
-    assert (y + key) % P == w[2]
+        y = pow(y + key + f.to_ints(c.round_constants[i:i + 1])[0], 5, p)
+    assert (y + key) % p == w[2]
 
 
-@pytest.mark.parametrize("log2", [8, 9, 12])
-def test_the_c_witness_map_equals_the_sparse_products(log2):
+@pytest.mark.parametrize("log2,curve", [(8, "bls12_381"), (9, "bls12_381"), (12, "bls12_381"), (9, "bn254")])
+def test_the_c_witness_map_equals_the_sparse_products(log2, curve):
     """The chain's own a/b/c (written from its structure) are the constraint system's."""
     from proofflow.prover.groth16 import r1cs_to_qap
-    c = get_circuit("mimc", log2)
+    c = get_circuit("mimc", log2, curve)
+    fr = Fr.of(c.curve)
     inst = c.instance(1, 0)
     ours = c.witness_map(inst.witness)
     generic = r1cs_to_qap.witness_map(c.constraint_system, inst.witness)

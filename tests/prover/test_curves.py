@@ -21,7 +21,8 @@ R, Q = CURVE.fr.modulus, CURVE.fq.modulus
 
 
 def test_the_registry_names_what_spec_offers():
-    assert tuple(spec.CURVES) == registry.NAMES and spec.DEFAULTS["curve"] == registry.DEFAULT
+    assert tuple(spec.CURVES) == registry.NAMES and spec.DEFAULT_CURVE == registry.DEFAULT
+    assert spec.DEFAULTS["curve"] is None  # none asked for: the registered circuit's, else the default
     assert spec.RunConfig("mimc", 8, 1, "cpu", spec.MemoryKind.PAGEABLE).curve == registry.DEFAULT
 
 
@@ -33,6 +34,43 @@ def test_a_run_names_a_registered_curve():
     for bad in ("secp256k1", 7):
         with pytest.raises(spec.InvalidParams, match="curve"):
             spec.RunConfig.from_dict({**config.to_dict(), "curve": bad})
+
+
+@pytest.fixture
+def registered(tmp_path, monkeypatch):
+    """Writes a registered circuit's record (circuit.json, what validate_params reads) over a curve."""
+    monkeypatch.setenv("PROOFFLOW_CIRCUITS", str(tmp_path / "circuits"))
+
+    def register(name, curve):
+        d = tmp_path / "circuits" / name
+        d.mkdir(parents=True)
+        info = {"name": name, "log2": 9, "wasm": True, **({"curve": curve} if curve else {})}
+        (d / "circuit.json").write_text(json.dumps(info))
+    return register
+
+
+def test_a_run_takes_its_registered_circuits_curve(registered, tmp_path):
+    """No curve asked for: a registered circuit's own (circuit.json's; none recorded: the default),
+    a built-in family's the default; a curve that contradicts the circuit's is refused, naming both."""
+    registered("poseidon", "bn254")
+    registered("old", None)  # registered before circuit.json recorded the curve: BLS12-381's files
+    validate = lambda **p: spec.validate_params(p, gpu_available=lambda: False, input_roots=[tmp_path])
+    one = [{"x": 1}]
+    assert validate(circuit="poseidon", inputs=one).curve == "bn254"
+    assert validate(circuit="poseidon", inputs=one, curve=None).curve == "bn254"
+    assert validate(circuit="poseidon", inputs=one, curve="bn254").curve == "bn254"
+    assert validate(circuit="old", inputs=one).curve == "bls12_381"
+    assert validate(circuit="mimc", log2=8).curve == "bls12_381"
+    assert validate(circuit="bits", log2=8, curve="bn254").curve == "bn254"
+    with pytest.raises(spec.InvalidParams) as refused:
+        validate(circuit="poseidon", inputs=one, curve="bls12_381")
+    assert str(refused.value) == ("invalid proof_run parameters: curve bls12_381 contradicts circuit 'poseidon', "
+                                  "which is over bn254 (its files' curve): leave the curve out to take the circuit's")
+    with pytest.raises(spec.InvalidParams, match="curve bn254 contradicts circuit 'old', which is over bls12_381"):
+        validate(circuit="old", inputs=one, curve="bn254")
+    with pytest.raises(spec.InvalidParams) as refused:  # an unknown curve is named once, not as a contradiction
+        validate(circuit="poseidon", inputs=one, curve="secp256k1")
+    assert "got 'secp256k1'" in str(refused.value) and "contradicts" not in str(refused.value)
 
 
 def test_a_prove_job_names_its_curve():

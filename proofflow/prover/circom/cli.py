@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import sys
 
+from proofflow.spec import DEFAULT_CURVE
+
 
 def _say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
@@ -25,8 +27,9 @@ def cmd_add(args) -> int:
         generator = native_witness.build(args.cpp)
     info = registry.add(args.name, args.r1cs, args.zkey, args.wasm, replace=args.replace,
                         progress=lambda m: _say(f"circuit add: {m}"), generator_path=generator)
-    _say(f"circuit add: registered {info['name']}: {info['constraints']} constraints, {info['signals']} signals "
-         f"({info['public']} public), domain 2^{info['log2']}, in {registry.circuit_dir(info['name'])}")
+    _say(f"circuit add: registered {info['name']} over {info['curve']} (its files' curve; runs take it): "
+         f"{info['constraints']} constraints, {info['signals']} signals ({info['public']} public), domain "
+         f"2^{info['log2']}, in {registry.circuit_dir(info['name'])}")
     print(registry.dumps(info))
     return 0
 
@@ -40,7 +43,8 @@ def cmd_list(args) -> int:
     if not rows:
         print("no circuits registered (proofflow circuit add NAME --r1cs ... --zkey ...)")
     for r in rows:
-        print(f"{r['name']:<24} 2^{r['log2']:<3} {r['constraints']:>10} constraints {r['public']:>4} public "
+        print(f"{r['name']:<24} {r.get('curve', DEFAULT_CURVE):<9} 2^{r['log2']:<3} {r['constraints']:>10} constraints "
+              f"{r['public']:>4} public "
               f"{'wasm' if r['wasm'] else 'no wasm (.wtns inputs only)'}")
     return 0
 

@@ -1,6 +1,7 @@
 pragma circom 2.0.0;
 
-// circomlib gadgets on BLS12-381: a range check by bit decomposition, a comparison, a hash.
+// circomlib gadgets: a range check by bit decomposition, a comparison, a hash (compiled for
+// BLS12-381 by tests/circom, for BN254 by tests/ethereum).
 include "circomlib/circuits/bitify.circom";
 include "circomlib/circuits/comparators.circom";
 include "circomlib/circuits/poseidon.circom";
