@@ -17,6 +17,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from proofflow.phases import DEVICE_PHASES, Phase
 from proofflow.prover.errors import ErrorType
 from proofflow.prover.service.protocol import ProveReply
+from proofflow.spec import MemoryKind
 
 log = logging.getLogger("proofflow.service")
 
@@ -89,6 +90,15 @@ class ServiceMetrics:
         self._h2d_seconds = Counter("proofflow_h2d_seconds", "seconds of the host-to-device copies counted by "
                                     "proofflow_h2d_bytes_total", ["device", "memory"], registry=r)
         r.register(_StateCollector(device, state))
+        # the series a proof adds to, present at 0 from the start: a rate() over a window whose
+        # first sample already holds the first proofs would read no increase
+        self._busy.labels(device)
+        self._jobs.labels(device, "done", "")
+        for phase in DEVICE_PHASES:
+            self._phase.labels(device, phase.value)
+        for kind in (MemoryKind.PINNED, MemoryKind.PAGEABLE):
+            self._h2d_bytes.labels(device, str(kind))
+            self._h2d_seconds.labels(device, str(kind))
         self._server = None
 
     def proved(self, reply: ProveReply) -> None:
