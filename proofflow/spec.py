@@ -317,6 +317,19 @@ class RunConfig:
         return config
 
 
+def circuit_curve(name: str, info: dict | None, curve: str | None) -> str:
+    """The curve a run of circuit ``name`` (``info``: its registry entry, None for a built-in
+    family) is over: a registered circuit's own, which a given ``curve`` may only repeat; else
+    ``curve``, the default when not given."""
+    if info is None:
+        return curve or DEFAULT_CURVE
+    own = info.get("curve", DEFAULT_CURVE)  # its files' (circuits registered before it was recorded: the default)
+    if curve in CURVES and curve != own:  # its key and constraint system are over its own
+        raise InvalidParams(f"curve {curve} contradicts circuit {name!r}, which is over {own} (its files' curve): "
+                            "leave the curve out to take the circuit's")
+    return own
+
+
 def validate_params(params: dict, gpu_available: Callable[[], bool],
                     fit_check: Callable[[RunConfig], str | None] | None = None,
                     input_check: Callable[[RunConfig], None] | None = None,
@@ -361,11 +374,10 @@ def validate_params(params: dict, gpu_available: Callable[[], bool],
             p["log2"], p["partitions"] = int(info["log2"]), len(p["inputs"])
         except InvalidParams as exc:
             problems.append(str(exc))
-        own = info.get("curve", DEFAULT_CURVE)  # its files' (circuits registered before it was recorded: the default)
-        if p["curve"] in CURVES and p["curve"] != own:  # its key and constraint system are over its own
-            problems.append(f"curve {p['curve']} contradicts circuit {p['circuit']!r}, which is over {own} (its "
-                            "files' curve): leave the curve out to take the circuit's")
-        p["curve"] = p["curve"] or own
+        try:
+            p["curve"] = circuit_curve(p["circuit"], info, p["curve"])
+        except InvalidParams as exc:
+            problems.append(str(exc))
     elif p["inputs"] not in (None, []):
         problems.append(f"inputs are for registered circom circuits; {p['circuit']!r} makes its own")
     if problems:

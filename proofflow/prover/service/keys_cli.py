@@ -48,7 +48,7 @@ def device_spec(text: str) -> tuple[str, int]:
     raise argparse.ArgumentTypeError(f"a device is cuda:N, cpu or cpu:N, got {text!r}")
 
 
-def key_job(name: str, log2: int, seed: int, curve: str):
+def key_job(name: str, log2: int, seed: int, curve: str | None):
     """The key a run of circuit ``name`` proves with (``layout.params_dir``), as a prove job
     names it; InvalidParams for an unknown circuit or a size out of range."""
     from proofflow.prover import layout
@@ -56,8 +56,9 @@ def key_job(name: str, log2: int, seed: int, curve: str):
     spec.check_circuit(name)
     spec.check_int("seed", seed, 0, spec.MAX_SEED)
     info = spec.circuit_info(name)
-    if info is not None:  # a registered circuit: its own size and curve
-        log2, curve = int(info["log2"]), info.get("curve", spec.CURVES[0])
+    curve = spec.circuit_curve(name, info, curve)
+    if info is not None:  # a registered circuit: its own size
+        log2 = int(info["log2"])
     spec.check_int("log2", log2, spec.MIN_LOG2, spec.MAX_LOG2)
     return KeyJob(str(layout.params_dir(name, log2, seed, curve)), name, log2, curve)
 
@@ -153,7 +154,8 @@ def add_parser(sub) -> None:
                        help=f"a built-in family's size (default {spec.DEFAULTS['log2']}; a registered circuit's is "
                             "its own)")
         a.add_argument("--seed", type=int, default=spec.DEFAULTS["seed"], help="a built-in family's key seed")
-        a.add_argument("--curve", choices=spec.CURVES, default=spec.DEFAULTS["curve"])
+        a.add_argument("--curve", choices=spec.CURVES, default=spec.DEFAULTS["curve"],
+                       help=f"a built-in family's curve (default {spec.DEFAULT_CURVE}; a registered circuit's is its own)")
         a.add_argument("--device", type=device_spec, metavar="DEVICE",
                        help="cuda:N, cpu or cpu:N (default: every device of this worker)")
         a.add_argument("--json", action="store_true")
