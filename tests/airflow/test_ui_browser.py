@@ -10,23 +10,18 @@ docs/ui-*.png come from there). The selectors come from the page Airflow 3.3 ser
 form's fields are named ``element_<param>``, its buttons carry data-testid attributes, the
 plugin's tab is a link titled "Proof report" and its iframe has the same title."""
 import json
-import os
 import secrets
-import shutil
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from pathlib import Path
 
 import pytest
 
 import local_stack as stack
+from browser import CHROMEDRIVER, CHROMIUM, MISSING, chromium, shot
 
-CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER),
-                                 reason="needs Debian's chromium and chromium-driver (.ci/run installs them)")]
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason=MISSING)]
 USER = "proofflow"
 DAG = "proof_run"
 WAIT = 30  # seconds for any one page element
@@ -64,21 +59,8 @@ def airflow_ui(tmp_path_factory, pg_new_database_module):
 
 @pytest.fixture
 def browser(tmp_path):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--window-size=1280,1350", f"--user-data-dir={tmp_path / 'chromium-profile'}"):
-        opts.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER, log_output=str(tmp_path / "chromedriver.log")),
-                              options=opts)
-    driver.set_page_load_timeout(60)
-    try:
+    with chromium(tmp_path) as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def _until(driver, condition, timeout=WAIT):
@@ -100,21 +82,6 @@ def _open(driver, url, tries=3):
             if "aborted by navigation" not in str(exc) or attempt == tries - 1:
                 raise
             time.sleep(1)
-
-
-def _shot(driver, tmp_path, name):
-    """Screenshot into tmp_path, the page source beside it; to $PROOFFLOW_SCREENSHOTS too
-    when set, in 128 colours (small enough to commit)."""
-    path = tmp_path / name
-    driver.save_screenshot(str(path))
-    path.with_suffix(".html").write_text(driver.page_source)
-    if os.environ.get("PROOFFLOW_SCREENSHOTS"):
-        from PIL import Image
-        out = Path(os.environ["PROOFFLOW_SCREENSHOTS"])
-        out.mkdir(parents=True, exist_ok=True)
-        with Image.open(path) as im:
-            im.convert("RGB").quantize(colors=128).save(out / name, optimize=True)
-    return path
 
 
 def _status(url, token=None) -> tuple[int, str]:
@@ -189,7 +156,7 @@ def test_trigger_from_the_form_and_see_the_run_summary(airflow_ui, browser, tmp_
     _type(driver, "log2", 8)
     _type(driver, "partitions", 2)
     _choose(driver, "backend", "cpu")
-    _shot(driver, tmp_path, "ui-trigger-form.png")
+    shot(driver, tmp_path, "ui-trigger-form.png")
     _submit(driver)
 
     # The UI moves to the new run's page.
@@ -231,7 +198,7 @@ def test_trigger_from_the_form_and_see_the_run_summary(airflow_ui, browser, tmp_
     img = driver.find_element(By.CSS_SELECTOR, "#proofflow-timeline img")
     _until(driver, lambda d: int(img.get_attribute("naturalWidth") or 0) > 1000)
     driver.switch_to.default_content()
-    _shot(driver, tmp_path, "ui-run-summary.png")
+    shot(driver, tmp_path, "ui-run-summary.png")
     store.dispose()
 
     # The note's PNG link serves the timeline to the logged-in browser, and to no one else.
@@ -259,7 +226,7 @@ def test_the_form_refuses_out_of_range_values_before_any_run(airflow_ui, browser
             (By.XPATH, f"//*[@role='dialog'][@data-state='open'][contains(., '{message}')]")))
         assert f"Invalid input for param {param}" in dialog.text
         if param == "log2":
-            _shot(driver, tmp_path, "ui-refused-log2.png")
+            shot(driver, tmp_path, "ui-refused-log2.png")
         # the toast stays while the pointer rests on it (where the button was)
         ActionChains(driver).move_to_element(dialog.find_element(By.TAG_NAME, "h2")).perform()
         _type(driver, param, good)

@@ -4,7 +4,9 @@ proofs sent: their count, their phases, the bytes their uploads copied, the fail
 the resident key and the staging they hold. Prometheus runs on the deployment's own
 configuration (deploy/prometheus/prometheus.yml, its proofflow target pointed at the service),
 and every PromQL query of the Grafana dashboard (deploy/grafana/dashboards/proofflow.json)
-returns series there. Skips without the binary (.ci/run installs it where it can)."""
+returns series there. A slow case opens Prometheus's graph of the dashboard's "GPU busy" query
+during a run's partitions in headless chromium (the README's docs/prometheus-busy.png, written
+with PROOFFLOW_SCREENSHOTS=docs). Skips without the binary (.ci/run installs it where it can)."""
 import json
 import re
 import shutil
@@ -21,6 +23,7 @@ import yaml
 from proofflow.phases import DEVICE_PHASES
 from proofflow.prover.service.client import ServiceClient, ServiceError
 from proofflow.prover.staging.shared import SharedStaging
+from browser import CHROMEDRIVER, CHROMIUM, MISSING, chromium, shot
 from service_inputs import job as _job
 from service_inputs import partition as _partition
 from service_inputs import verifies as _verifies
@@ -103,6 +106,16 @@ def _query(base: str, promql: str) -> list[dict]:
     return body["data"]["result"]
 
 
+def _query_range(base: str, promql: str, start: float, end: float) -> list[dict]:
+    """``promql``'s series at every second from ``start`` to ``end``."""
+    url = f"{base}/api/v1/query_range?" + urllib.parse.urlencode(
+        {"query": promql, "start": start, "end": end, "step": 1})
+    with urllib.request.urlopen(url, timeout=5) as r:
+        body = json.load(r)
+    assert body["status"] == "success", body
+    return body["data"]["result"]
+
+
 def _value(base: str, promql: str) -> float:
     """The one series ``promql`` returns, which must be the cpu device's."""
     result = _query(base, promql)
@@ -174,21 +187,26 @@ def dashboard_promql() -> list[tuple[str, str]]:
     return out
 
 
-def _as_grafana_sends(expr: str) -> str:
+def _as_grafana_sends(expr: str, rate_interval: str = "1m") -> str:
     """``expr`` with the dashboard's variables as Grafana fills them in: every device, and a
-    rate window that spans the proofs sent (the scrapes before them and after)."""
-    expr = expr.replace('"$device"', '".*"').replace("$__rate_interval", "1m")
+    rate window (by default one that spans the proofs sent: the scrapes before them and after)."""
+    expr = expr.replace('"$device"', '".*"').replace("$__rate_interval", rate_interval)
     assert "$" not in expr, f"a variable this test does not fill in: {expr}"
     return expr
+
+
+def _scraped_once(base: str, timeout: float = 20.0) -> None:
+    """Wait until prometheus has scraped the (idle) service once."""
+    deadline = time.time() + timeout
+    while not [r for r in _safe_query(base, 'up{job="proofflow"}') if r["value"][1] == "1"]:
+        assert time.time() < deadline, "prometheus did not scrape the prover service"
+        time.sleep(0.25)
 
 
 def test_every_dashboard_query_returns_series(service, prometheus, mimc8_key_dir):
     client, metrics_port = service
     base = prometheus(f"127.0.0.1:{metrics_port}")
-    deadline = time.time() + 20
-    while not [r for r in _safe_query(base, 'up{job="proofflow"}') if r["value"][1] == "1"]:
-        assert time.time() < deadline, "prometheus did not scrape the prover service"
-        time.sleep(0.25)
+    _scraped_once(base)
     time.sleep(1.5)  # a scrape before the proofs: rates span them
     for i in range(3):
         d, n, public = _partition(i)
@@ -225,3 +243,50 @@ def _safe_query(base: str, promql: str) -> list[dict]:
         return _query(base, promql)
     except OSError:  # not listening yet
         return []
+
+
+RUN_S = 18  # seconds of proofs: a plateau in the graph's 1 s samples
+GRAPH_RANGE_S = 32  # the idle seconds before the run, the run and after it: all there is
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason=MISSING)
+def test_prometheus_graphs_the_device_busy_during_a_run(service, prometheus, mimc8_key_dir, tmp_path):
+    """Prometheus's own graph page, in headless chromium, of the dashboard's "GPU busy" query
+    while a run's partitions go through the service (the CPU backend here: device "cpu");
+    PROOFFLOW_SCREENSHOTS=docs writes the README's docs/prometheus-busy.png."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+    client, metrics_port = service
+    base = prometheus(f"127.0.0.1:{metrics_port}")
+    _scraped_once(base)
+    time.sleep(6)  # the idle service's zeros before the run
+    staging, start, proofs = SharedStaging.from_settings(), time.time(), 0
+    while time.time() - start < RUN_S:  # partitions as proof_run's stage hands them over
+        d, n, public = _partition(proofs, run="graph")
+        assert _verifies(mimc8_key_dir, client.prove(_job(mimc8_key_dir, d, n)), public)
+        staging.release(d)  # as finalize_partition does
+        proofs += 1
+    end = time.time()
+    time.sleep(6)  # the scrapes of its last proofs, and the idle device after it
+
+    (expr,) = [e for t, e in dashboard_promql() if t == "GPU busy"]
+    expr = _as_grafana_sends(expr, rate_interval="5s")  # 5 scrapes: the graph follows the run closely
+    # the API, second by second: the cpu device's one series, idle before the run, busy through it
+    (series,) = _query_range(base, expr, start - 4, end)
+    assert series["metric"]["device"] == "cpu", series
+    idle = [float(v) for t, v in series["values"] if t < start - 1]
+    busy = [float(v) for t, v in series["values"] if start + 6 <= t <= end]
+    assert idle and all(v == 0 for v in idle), series["values"]
+    assert len(busy) >= RUN_S - 8 and all(0.2 < v <= 1 for v in busy), (proofs, series["values"])
+
+    with chromium(tmp_path, size="1280,1060") as driver:
+        driver.get(f"{base}/graph?" + urllib.parse.urlencode({
+            "g0.expr": expr, "g0.tab": "0", "g0.range_input": f"{GRAPH_RANGE_S}s", "g0.step_input": "1"}))
+        # the classic UI's graph: its legend names the series, its line has a point a second
+        label = WebDriverWait(driver, 30).until(lambda d: d.find_element(By.CSS_SELECTOR, ".legend .label"))
+        assert 'device="cpu"' in label.text and 'job="proofflow"' in label.text, label.text
+        line = driver.find_element(By.CSS_SELECTOR, ".graph_area svg path")
+        assert line.get_attribute("d").count("L") >= RUN_S + 6, line.get_attribute("d")
+        assert driver.find_element(By.NAME, "expr").get_attribute("value") == expr
+        shot(driver, tmp_path, "prometheus-busy.png")
