@@ -249,15 +249,15 @@ static inline __attribute__((always_inline)) int64_t csr_at(const void *p, int32
 }
 
 /* The products' bodies take the widths as arguments so that each call below with constant
-   widths compiles to its own loop, the switches folded away: the cache's layouts (32-bit row
-   pointers and columns, 8- or 32-bit value indices) and a matrix built in memory's; any other
-   goes through the generic loop. */
+   widths compiles to its own loop, the switches folded away: the layouts of large systems
+   (32-bit row pointers and columns; 8- or 32-bit value indices, or a value a term, as a
+   circom r1cs or zkey is read); any other goes through the generic loop. */
 #define CSR_DISPATCH(BODY, m, ...)                                                          \
     do {                                                                                    \
         int32_t pw = (m)->indptr_width, iw = (m)->indices_width, ww = (m)->which_width;    \
         if (pw == 4 && iw == 4 && ww == 4) return BODY(m, __VA_ARGS__, 4, 4, 4);            \
         if (pw == 4 && iw == 4 && ww == 1) return BODY(m, __VA_ARGS__, 4, 4, 1);            \
-        if (pw == 8 && iw == 8 && ww == 0) return BODY(m, __VA_ARGS__, 8, 8, 0);            \
+        if (pw == 4 && iw == 4 && ww == 0) return BODY(m, __VA_ARGS__, 4, 4, 0);            \
         return BODY(m, __VA_ARGS__, pw, iw, ww);                                            \
     } while (0)
 
