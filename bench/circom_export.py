@@ -38,19 +38,20 @@ def _lc_words(cs: ConstraintSystem, rows: slice) -> np.ndarray:
     constraint A, B then C, each a term count and (wire, coefficient in standard form) terms."""
     fr, lo, hi = cs.fr, rows.start, rows.stop
     mats = (cs.a, cs.b, cs.c)
-    counts = np.stack([np.diff(m.indptr[lo:hi + 1]) for m in mats], axis=1).reshape(-1)  # by (row, matrix)
+    ptrs = [m.indptr[lo:hi + 1].astype(np.int64) for m in mats]  # the cache's narrow widths would overflow below
+    counts = np.stack([np.diff(p) for p in ptrs], axis=1).reshape(-1)  # by (row, matrix)
     words_per_term = 1 + fr.BYTES // 4
     sizes = 1 + words_per_term * counts
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     out = np.zeros(int(sizes.sum()), dtype="<u4")
     out[starts] = counts
-    for m, mat in enumerate(mats):
-        first, last = int(mat.indptr[lo]), int(mat.indptr[hi])
+    for m, (mat, ptr) in enumerate(zip(mats, ptrs)):
+        first, last = int(ptr[0]), int(ptr[-1])
         k = np.arange(first, last)
-        row = np.repeat(np.arange(lo, hi), np.diff(mat.indptr[lo:hi + 1])) - lo
-        at = starts[3 * row + m] + 1 + words_per_term * (k - mat.indptr[lo:hi][row])
+        row = np.repeat(np.arange(lo, hi), np.diff(ptr)) - lo
+        at = starts[3 * row + m] + 1 + words_per_term * (k - ptr[:-1][row])
         out[at] = mat.indices[first:last]
-        coeffs = fr.to_canonical(np.ascontiguousarray(mat.coeffs[first:last])).view("<u4")
+        coeffs = fr.to_canonical(np.ascontiguousarray(mat.coefficients(first, last))).view("<u4")
         out[at[:, None] + 1 + np.arange(fr.BYTES // 4)] = coeffs
     return out
 

@@ -655,7 +655,8 @@ plan_2p26() {
 # Before step 3 /dev/shm must be free of other work's files: setup wants 100 GiB of MemAvailable.
 # Where things go (docs/sizing.md has the accounting; tests/prover/test_resources.py checks it on a
 # description of this machine): the key (38.7 GB compressed; 77.3 GB as xy) in /dev/shm, the constraint systems' cache
-# (25-31 GB) on the 64 GiB disk, a partition's a/b/c and witness (16 GiB) staged page-locked.
+# (25-31 GB then; 4.3-9.4 GB in the cache's format 2) on the 64 GiB disk, a partition's a/b/c and witness (16 GiB)
+# staged page-locked.
 # On the device the key's tables, NTT tables and a proof's working set take 128.1 of 139.8 GiB,
 # so no precomputed copies and no MSM overlap, and the key budget is raised to 0.6 of the device
 # (the default half, 69.9 GiB, is short of the key's 72.0). Results: partition-LABEL-CIRCUIT-2p27.json.

@@ -12,8 +12,9 @@ What is checked:
   encoding setup writes (PROOFFLOW_KEY_TABLES; ``native.compressed.row_bytes``): compressed,
   on BLS12-381 G1 48 bytes: a, b_g1, h, l; G2 96: b_g2; 288 bytes a point of the domain, 38.7
   GB at 2^27; xy-LE twice that, 77.3 GB), unless the key is there already, and the
-  circuit's constraint system in the cache (PROOFFLOW_CACHE) unless it is there already
-  (30 GB at 2^27); together where they share a file system;
+  circuit's constraint system in the cache (PROOFFLOW_CACHE) unless it is there already in
+  the cache's current format (``constraint_files``: 8.0 GB at 2^27 for the MiMC chain, with
+  its round constants 9.4); together where they share a file system;
 * staging: one partition's a/b/c (3 x n x 32 bytes) and witness must fit in the staging
   budget (PROOFFLOW_STAGING_BUDGET), or no synthesis could ever lease its segment; and the
   shared memory the run's segments can fill (the budget, or fewer partitions' worth, less
@@ -45,7 +46,8 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass
+import stat
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from proofflow import settings, spec
@@ -59,14 +61,16 @@ KEY_JSON = 64 << 10  # vk.json and params.json, generously (a few KB)
 
 # Host bytes a domain point: peak anonymous memory measured with bench/setup_sizes.py on this
 # code, each figure in a fresh process (bench/results/setup-sizes-cpu.json), rounded up a little:
-CS_BUILD_HOST = 384  # the constraint system's first build on a machine (372-376 at 2^20-2^22)
+CS_BUILD_HOST = 208  # the constraint system's first build on a machine (192-199 for the MiMC chain,
+#                      151-156 for bits at 2^20-2^22; 372-376 before the builds indexed their coefficients)
 SETUP_HOST = 208  # setup apart from its multiplications, the constraint system mapped from the
 #                   cache: the QAP at tau (the Lagrange basis, u, v, w), the query scalars and a
 #                   chunk of points on its way to its file (192-193 for the MiMC chain and for bits
 #                   at 2^20-2^22)
 SETUP_TABLES_HOST = 136  # of that, what setup still holds from its first table on, while the tables'
 #                          files fill (128-129 for the MiMC chain, 128 for bits at 2^20-2^22)
-CS_CACHE_DISK = 240  # the constraint system's files (224 for the MiMC chain, 183 for bits) and round constants
+CS_CACHE_DISK = 72  # the constraint system's files in format 2 (59.7 for the MiMC chain, 31.9 for bits;
+#                    224 and 183 in format 1, bench/results/cs-cache-cpu.json) and MiMC's round constants (10.7)
 SYNTHESIS_HOST = 48  # one partition's synthesis besides its segment: the witness as computed, then
 #                      copied into the segment, and the witness map's temporaries (32.0 for the MiMC
 #                      chain, 42.1 for bits at 2^20-2^22; into a staging buffer ~10 less)
@@ -374,10 +378,11 @@ def disk(path: Path) -> Disk:
 def probe(config: RunConfig, key_dir: Path | None = None) -> Machine:
     """This machine, for the run of ``config``: its key's directory (``layout.params_dir``
     unless given) and whether the key is there, whether the constraint system is cached,
-    the free space of the key's and the cache's file systems and of the shared staging's
-    tmpfs (and what it holds), MemAvailable, the staging budget, and on the GPU backend the
+    the free space of the key's and the cache's file systems (with the files of a cache in
+    the format before, which its rebuild removes first) and of the shared staging's tmpfs
+    (and what it holds), MemAvailable, the staging budget, and on the GPU backend the
     device's memory."""
-    from proofflow.prover import layout
+    from proofflow.prover import constraint_files, layout
     from proofflow.prover.circuits.by_name import get_circuit
     key_dir = Path(key_dir) if key_dir is not None else layout.params_dir(config.circuit, config.log2,
                                                                            config.seed, config.curve)
@@ -392,7 +397,13 @@ def probe(config: RunConfig, key_dir: Path | None = None) -> Machine:
     from proofflow.prover.staging.shared import SharedStaging
     shared_dir = settings.current().shared_staging_dir
     held = SharedStaging(shared_dir, 1).held_bytes() if shared_dir.exists() else 0
-    return Machine(key=disk(key_dir), shared=disk(shared_dir), shared_held=held, cache=disk(cs_dir),
-                   key_on_disk=(key_dir / "params.json").exists(), cs_cached=(cs_dir / "shape.npy").exists(),
+    key, cache, version = disk(key_dir), disk(cs_dir), constraint_files.version(cs_dir)
+    if version == 1 and cache.free is not None:  # 30 GB at 2^27, freed before the rebuild
+        stale = sum(st.st_size for st in (p.lstat() for p in cs_dir.iterdir()) if stat.S_ISREG(st.st_mode))
+        cache = replace(cache, free=cache.free + stale)
+        if key.fs == cache.fs and key.free is not None:
+            key = replace(key, free=key.free + stale)
+    return Machine(key=key, shared=disk(shared_dir), shared_held=held, cache=cache,
+                   key_on_disk=(key_dir / "params.json").exists(), cs_cached=version == constraint_files.VERSION,
                    host_available=mem_available(), staging_budget=settings.current().staging_budget,
                    device_total=device_total, device_free=device_free, device_name=device_name)

@@ -3,7 +3,7 @@ gathered with numpy): every matrix as an independent term-by-term reading gives 
 circom-compiled files (checked against snarkjs's own reading too) and on random ones with
 empty, long and repeated-wire combinations; the same errors as before for wires out of
 range, truncated or overlong sections; a header whose field width is not the field's is
-refused."""
+refused; and compiled files round-trip through the constraint-system cache."""
 from __future__ import annotations
 
 import json
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import circom_files
-from proofflow.prover import circom
+from proofflow.prover import circom, constraint_files
 from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
 from proofflow.prover.field.fr import Fr
 
@@ -99,6 +99,20 @@ def test_circom_compiled_files_read_as_the_reference_and_as_snarkjs(compiled, tm
             want = sorted((row, int(w), int(v)) for row, con in enumerate(theirs["constraints"])
                           for w, v in con[m].items())
             assert sorted(matrix_terms(matrix)) == want
+
+
+def test_circom_compiled_files_round_trip_through_the_constraint_system_cache(compiled, tmp_path):
+    """gadgets (Poseidon's many constants) and arrays, saved in the cache's format and mapped
+    back: every term and both products as read from the r1cs."""
+    for name in ("gadgets", "arrays"):
+        cs = circom.read_r1cs(compiled[name].r1cs).cs
+        constraint_files.save(cs, tmp_path / name)
+        back = constraint_files.load(tmp_path / name, CURVE)
+        rng = np.random.default_rng(1)
+        w, x = fr.random(cs.num_variables, rng), fr.random(cs.num_constraints, rng)
+        for got, want in zip((back.a, back.b, back.c), (cs.a, cs.b, cs.c)):
+            assert matrix_terms(got) == matrix_terms(want)
+            assert np.array_equal(got.matvec(w), want.matvec(w)) and np.array_equal(got.rmatvec(x), want.rmatvec(x))
 
 
 @pytest.mark.parametrize("wire", [5, 6, 2**31, 2**32 - 1])

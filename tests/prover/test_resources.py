@@ -47,11 +47,12 @@ def test_log2_27_is_in_the_domain_but_refused_on_a_small_machine_naming_each_num
     assert validate_params({"log2": 27, "backend": "cpu"}, gpu_available=lambda: False).log2 == 27
     with pytest.raises(InvalidParams, match="log2 must be in 8..27, got 28"):
         validate_params({"log2": 28}, gpu_available=lambda: False)
-    msg = _refusal(replace(SMALL, cs_cached=False), log2=27, partitions=4, backend="cpu")
+    full = replace(SMALL, key=Disk(KEY, 40 * 10**9, fs=1), cache=Disk(CACHE, 40 * 10**9, fs=1), cs_cached=False)
+    msg = _refusal(full, log2=27, partitions=4, backend="cpu")
     assert msg.startswith("log2 27 does not fit this machine: ")
-    # disk: the key's tables at 288 bytes a point (compressed; 576 as xy) and the constraint system
-    assert ("the proving key (38.7 GB) and the constraint system's cache (32.2 GB) need 70.9 GB on disk at "
-            f"{KEY} (70.0 GB free)") in msg
+    # disk: the key's tables at 288 bytes a point (compressed; 576 as xy) and the constraint system (72)
+    assert ("the proving key (38.7 GB) and the constraint system's cache (9.7 GB) need 48.3 GB on disk at "
+            f"{KEY} (40.0 GB free)") in msg
     assert "a partition's a/b/c and witness need 16.0 GiB of staging (budget 8.0 GiB, PROOFFLOW_STAGING_BUDGET)" in msg
     assert "of host memory (22.0 GiB available, MemAvailable)" in msg
     assert msg.count(";") == 2, msg  # three problems, one message
@@ -112,10 +113,10 @@ def test_disk_is_named_where_it_lacks_and_what_is_there_needs_none():
         "(1.0 GiB free; 64 partitions, budget 8.0 GiB)")
     # what the shared staging holds already (idle segments, reused) needs no more room
     _validate(replace(shm_small, shared_held=7 * GiB), log2=20, partitions=64, backend="cpu")
-    cache_full = replace(SMALL, cache=Disk(CACHE, 10**9), cs_cached=False)
+    cache_full = replace(SMALL, cache=Disk(CACHE, 10**8), cs_cached=False)
     assert _refusal(cache_full, log2=22, backend="cpu") == (
-        f"log2 22 does not fit this machine: the constraint system's cache needs 1.0 GB on disk at {CACHE} "
-        "(1.0 GB free)")
+        f"log2 22 does not fit this machine: the constraint system's cache needs 302.0 MB on disk at {CACHE} "
+        "(100.0 MB free)")
     _validate(replace(cache_full, cs_cached=True), log2=22, backend="cpu")
 
 
@@ -232,15 +233,33 @@ def test_a_2p27_key_set_up_into_shared_memory_fits_the_h200(circuit, encoding, g
         f"with the new files on memory-backed file systems ({gib:.1f} GiB: {machine.key.path}))"]
 
 
-def test_a_2p27_key_on_the_h200s_disk_does_not_fit():
-    """The 2^26 run's layout (key and cache under /root/pf) at 2^27: refused for the disk, as it was
-    there; compressed, the key alone would fit (the cache built elsewhere)."""
+def test_a_2p27_key_and_its_constraint_system_fit_the_h200s_disk():
+    """The 2^26 run's layout (key and cache under /root/pf, 68.4 GB free on the 64 GiB disk) at
+    2^27: the key's compressed tables (38.7 GB) beside the constraint system in the cache's
+    format 2 (9.7 GB, MiMC's round constants included; 32.2 GB in format 1, which did not fit);
+    a disk short of both is refused naming each."""
     key = Disk(Path("/root/pf/params/mimc-log2_27-seed0"), 68_400_000_000, fs=1)
     machine = _h200_2p27("mimc", key=key, cache=replace(key, path=Path("/root/pf/cache")), cs_cached=False)
-    assert resources.check(_setup_config("mimc"), machine) == [
-        "the proving key (38.7 GB) and the constraint system's cache (32.2 GB) need 70.9 GB on disk at "
-        f"{key.path} (68.4 GB free)"]
-    assert resources.check(_setup_config("mimc"), replace(machine, cs_cached=True)) == []
+    assert resources.check(_setup_config("mimc"), machine) == []
+    assert resources.estimate(_setup_config("mimc"), machine).key_disk + resources.CS_CACHE_DISK * N27 < 64 * 10**9
+    short = replace(key, free=45 * 10**9)
+    assert resources.check(_setup_config("mimc"), replace(machine, key=short, cache=replace(short, path=Path(
+        "/root/pf/cache")))) == ["the proving key (38.7 GB) and the constraint system's cache (9.7 GB) need 48.3 GB "
+                                 f"on disk at {key.path} (45.0 GB free)"]
+
+
+def test_a_cache_in_the_format_before_counts_as_free_space(tmp_path, monkeypatch):
+    """Its rebuild removes it first: what it holds is free for the run."""
+    monkeypatch.setenv("PROOFFLOW_HOME", str(tmp_path))
+    monkeypatch.setenv("PROOFFLOW_CACHE", str(tmp_path / "cache"))
+    config = validate_params({"log2": 8}, gpu_available=lambda: False)
+    from proofflow.prover.circuits.by_name import get_circuit
+    d = get_circuit("mimc", 8).constraint_system_dir
+    d.mkdir(parents=True)
+    (d / "shape.npy").write_bytes(b"\0" * 10**6)  # format 1's files
+    m = resources.probe(config)
+    fresh = resources.disk(d)
+    assert not m.cs_cached and m.cache.free - fresh.free >= 10**6 - 4096 and m.key.free - fresh.free >= 10**6 - 4096
 
 
 @pytest.mark.parametrize("circuit", ["mimc", "bits"])

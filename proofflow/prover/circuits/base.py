@@ -3,15 +3,20 @@ from __future__ import annotations
 
 import abc
 import hashlib
+import logging
+import shutil
 from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 
+from proofflow.prover import constraint_files
 from proofflow.prover.curves import registry
 from proofflow.prover.curves.descriptor import Curve
 from proofflow.prover.field.fr import Fr
 from proofflow.prover.r1cs import ConstraintSystem, UnsatisfiedConstraint
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -56,14 +61,18 @@ class Circuit(abc.ABC):
     def constraint_system(self) -> ConstraintSystem:
         """Built once per circuit and size on this machine, then memory-mapped from the cache
         (a 2^24 MiMC chain takes ~20 s to build, milliseconds to map). A first build is
-        mapped back from the files it saved, so its memory is not held (~224 bytes a
-        constraint, 30 GB at 2^27)."""
+        mapped back from the files it saved, so its memory is not held. A cache this version
+        cannot use (an older format, a damaged file) is removed, saying why, and rebuilt."""
         d = self.constraint_system_dir
         try:
-            return ConstraintSystem.load(d, self.curve)
-        except (OSError, ValueError):
-            self._build().save(d)
-            return ConstraintSystem.load(d, self.curve)
+            return constraint_files.load(d, self.curve)
+        except FileNotFoundError:
+            pass
+        except constraint_files.UnreadableCache as exc:
+            log.warning("%s: rebuilding it", exc)
+            shutil.rmtree(d, ignore_errors=True)  # first: an old 2^27 cache takes 30 GB
+        constraint_files.save(self._build(), d)
+        return constraint_files.load(d, self.curve)
 
     @property
     def domain_size(self) -> int:

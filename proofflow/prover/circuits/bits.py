@@ -73,42 +73,44 @@ class BitsChain(Circuit):
         s = np.concatenate([VARS_BEFORE_BLOCKS - W + j[None, :], v[:-1] + 2 * W + 1 + j])  # each block's state
         mb, a, s2 = v + 1 + j, v + W + 1 + j, v + 2 * W + 1 + j  # (B, W) each
         fr = self.fr
-        pow2 = fr.from_ints([1 << k for k in range(W)])
+        # the coefficients, shared by A, B, C: 2^k at index k (so 1 at 0, 2 at 1), then -1
+        values = np.concatenate([fr.from_ints([1 << k for k in range(W)]), fr.constant(-1)])
+        ONE, TWO, MINUS_ONE, POW2 = 0, 1, W, j
         terms = {"a": [], "b": [], "c": []}
 
         def add(m, rows, cols, coeffs):
-            rows, cols = np.broadcast_arrays(np.atleast_1d(rows), np.atleast_1d(cols))
-            terms[m].append((rows.ravel(), cols.ravel(), np.broadcast_to(coeffs, rows.shape + (4,)).reshape(-1, 4)))
+            rows, cols, coeffs = np.broadcast_arrays(np.atleast_1d(rows), np.atleast_1d(cols), np.atleast_1d(coeffs))
+            terms[m].append((rows.ravel(), cols.ravel(), coeffs.ravel()))
 
         def num2bits(bit_rows, bits, pack_row, word):  # b * (b - 1) = 0, then (sum 2^j b_j) * 1 = word
-            add("a", bit_rows, bits, fr.one())
-            add("b", bit_rows, bits, fr.one())
-            add("b", bit_rows, one, fr.constant(-1))
-            add("a", pack_row, bits, pow2)
-            add("b", pack_row, one, fr.one())
-            add("c", pack_row, word, fr.one())
+            add("a", bit_rows, bits, ONE)
+            add("b", bit_rows, bits, ONE)
+            add("b", bit_rows, one, MINUS_ONE)
+            add("a", pack_row, bits, POW2)
+            add("b", pack_row, one, ONE)
+            add("c", pack_row, word, ONE)
 
         num2bits(j, VARS_BEFORE_BLOCKS - W + j, W, x0)
         num2bits(r + j, mb, r + W, v)
         and_rows, xor_rows = r + W + 1 + j, r + 2 * W + 1 + j
-        add("a", and_rows, mb, fr.one())
-        add("b", and_rows, s[:, (j + ROT) % W], fr.one())
-        add("c", and_rows, a, fr.one())
-        add("a", xor_rows, s, fr.constant(2))
-        add("b", xor_rows, a, fr.one())
-        add("c", xor_rows, s, fr.one())
-        add("c", xor_rows, a, fr.one())
-        add("c", xor_rows, s2, fr.constant(-1))
+        add("a", and_rows, mb, ONE)
+        add("b", and_rows, s[:, (j + ROT) % W], ONE)
+        add("c", and_rows, a, ONE)
+        add("a", xor_rows, s, TWO)
+        add("b", xor_rows, a, ONE)
+        add("c", xor_rows, s, ONE)
+        add("c", xor_rows, a, ONE)
+        add("c", xor_rows, s2, MINUS_ONE)
         last = HEAD_ROWS + BLOCK * B
-        add("a", last, s2[-1], pow2)
-        add("b", last, one, fr.one())
-        add("c", last, y, fr.one())
+        add("a", last, s2[-1], POW2)
+        add("b", last, one, ONE)
+        add("c", last, y, ONE)
         rows, cols = self.num_constraints, self.num_variables
 
         def matrix(name):
             parts = terms[name]
             return SparseMatrix.from_triplets(self.curve, rows, cols,
-                                              *(np.concatenate([p[k] for p in parts]) for k in range(3)))
+                                              *(np.concatenate([p[k] for p in parts]) for k in range(3)), values)
 
         return ConstraintSystem(NUM_PUBLIC, cols, matrix("a"), matrix("b"), matrix("c"))
 

@@ -81,9 +81,10 @@ class MimcChain(Circuit):
         i = np.arange(R, dtype=np.int64)
         x_in = np.where(i == 0, 1, 3 + 3 * i)       # x_0 is the plaintext, x_i the previous output
         t2, t4, x_out = 4 + 3 * i, 5 + 3 * i, 6 + 3 * i
-        one, key, ct, fr = 0, 3, 2, self.fr
-        consts = np.ascontiguousarray(self.round_constants)
-        ones = fr.ones(R)
+        one, key, ct = 0, 3, 2
+        # the coefficients: 1 (index 0), then round constant i (index 1 + i), shared by A, B, C
+        values = np.concatenate([self.fr.one(), self.round_constants])
+        ones, consts = np.zeros(R, dtype=np.uint32), (1 + i).astype(np.uint32)
         r0, r1, r2, last = 3 * i, 3 * i + 1, 3 * i + 2, 3 * R
 
         def s_terms(rows):  # the linear combination x_i + k + c_i at each of ``rows``
@@ -92,16 +93,17 @@ class MimcChain(Circuit):
         def single(rows, cols):
             return [(rows, cols, ones)]
 
-        final_s = [(np.array([last]), np.array([x_out[-1]]), fr.ones(1)), (np.array([last]), np.array([key]), fr.ones(1))]
-        a = s_terms(r0) + single(r1, t2) + single(r2, t4) + final_s
-        b = s_terms(r0) + single(r1, t2) + s_terms(r2) + [(np.array([last]), np.array([one]), fr.ones(1))]
-        c = single(r0, t2) + single(r1, t4) + single(r2, x_out) + [(np.array([last]), np.array([ct]), fr.ones(1))]
+        def at_last(*cols):
+            return [(np.array([last]), np.array([c]), np.zeros(1, dtype=np.uint32)) for c in cols]
+
+        a = s_terms(r0) + single(r1, t2) + single(r2, t4) + at_last(x_out[-1], key)
+        b = s_terms(r0) + single(r1, t2) + s_terms(r2) + at_last(one)
+        c = single(r0, t2) + single(r1, t4) + single(r2, x_out) + at_last(ct)
         rows, cols = 3 * R + 1, VARS_BEFORE_ROUNDS + 3 * R
 
         def matrix(terms):
             return SparseMatrix.from_triplets(
-                self.curve, rows, cols, np.concatenate([t[0] for t in terms]), np.concatenate([t[1] for t in terms]),
-                np.concatenate([t[2] for t in terms]))
+                self.curve, rows, cols, *(np.concatenate([t[k] for t in terms]) for k in range(3)), values)
 
         return ConstraintSystem(NUM_PUBLIC, cols, matrix(a), matrix(b), matrix(c))
 

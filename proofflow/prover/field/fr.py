@@ -19,8 +19,18 @@ from proofflow.prover.curves.descriptor import Curve
 from proofflow.prover.native import field_defines, load
 
 _P64 = ctypes.POINTER(ctypes.c_uint64)
-_I64P = ctypes.POINTER(ctypes.c_int64)
 _i64 = ctypes.c_int64
+
+
+class CsrArgs(ctypes.Structure):
+    """fr.c's ``csr``: a sparse matrix's arrays as its products read them (``SparseMatrix``)."""
+    _fields_ = [("indptr", ctypes.c_void_p), ("indices", ctypes.c_void_p), ("which", ctypes.c_void_p),
+                ("values", ctypes.c_void_p), ("rows", _i64), ("cols", _i64), ("nnz", _i64), ("nvalues", _i64),
+                ("indptr_width", ctypes.c_int32), ("indices_width", ctypes.c_int32),
+                ("which_width", ctypes.c_int32)]
+
+
+_CSRP = ctypes.POINTER(CsrArgs)
 _SIGNATURES = {
     "fr_mul": [_P64, _P64, _i64, _P64, _i64],
     "fr_add": [_P64, _P64, _i64, _P64, _i64],
@@ -31,9 +41,10 @@ _SIGNATURES = {
     "fr_powers": [_P64, _P64, _P64, _i64],
     "fr_batch_inverse": [_P64, _P64, _P64, _i64],
     "fr_ntt": [_P64, ctypes.c_int, _P64],
-    "fr_csr_matvec": [_I64P, _I64P, _P64, _P64, _P64, _i64],
-    "fr_csr_rmatvec": [_I64P, _I64P, _P64, _P64, _P64, _i64, _i64],
+    "fr_csr_matvec": [_CSRP, _P64, _P64],
+    "fr_csr_rmatvec": [_CSRP, _P64, _P64],
     "fr_first_unsatisfied": [_P64, _P64, _P64, _i64],
+    "fr_first_unreduced": [_P64, _i64],
     "mimc_trace": [_P64, _P64, _P64, _i64, _P64],
     "mimc_abc": [_P64, _P64, _i64, _P64, _P64, _P64, _i64],
     "bits_abc": [_P64, _i64, _P64, _P64, _P64, _i64],
@@ -70,17 +81,14 @@ class Fr:
             for name, args in _SIGNATURES.items():
                 fn = getattr(lib, name)
                 fn.argtypes = args
-                fn.restype = _i64 if name in ("fr_batch_inverse", "fr_first_unsatisfied") else ctypes.c_int
+                fn.restype = _i64 if name in ("fr_batch_inverse", "fr_first_unsatisfied", "fr_first_unreduced",
+                                              "fr_csr_matvec", "fr_csr_rmatvec") else ctypes.c_int
             lib._proofflow_typed = True
         return lib
 
     @staticmethod
     def ptr(a: np.ndarray):
         return a.ctypes.data_as(_P64)
-
-    @staticmethod
-    def _iptr(a: np.ndarray):
-        return a.ctypes.data_as(_I64P)
 
     def _check(self, a: np.ndarray, name: str = "a") -> np.ndarray:
         if not isinstance(a, np.ndarray) or a.dtype != np.uint64 or a.ndim != 2 or a.shape[1] != self.LIMBS:

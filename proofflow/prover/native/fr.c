@@ -223,34 +223,138 @@ void fr_ntt(uint64_t *x, int log_n, const uint64_t *tw) {
     }
 }
 
-/* ---- R1CS: out = M . w for a CSR matrix with Montgomery coefficients ---- */
+/* ---- sparse matrices (proofflow/prover/r1cs.py) ----
+   CSR whose index arrays come in the narrowest width that holds them (1, 2 or 4 bytes
+   unsigned, or 8 signed), as the constraint-system cache stores and memory-maps them; term k's
+   coefficient is values[which[k]] (the distinct coefficients, indexed), or values[k] where
+   which is NULL. Every index is checked as it is read, so a damaged or hostile cache file
+   can make a product wrong but never reach outside its arrays: the products return the first
+   row with a term out of bounds (a row pointer out of order or past nnz, a column past cols,
+   a value index past nvalues), else -1. The values are checked below p once, before
+   (fr_first_unreduced). */
+typedef struct {
+    const void *indptr, *indices, *which;
+    const uint64_t *values;
+    int64_t rows, cols, nnz, nvalues;
+    int32_t indptr_width, indices_width, which_width;
+} csr;
 
-void fr_csr_matvec(const int64_t *indptr, const int64_t *indices, const uint64_t *coeffs,
-                   const uint64_t *w, uint64_t *out, int64_t rows) {
-#pragma omp parallel for schedule(static) if (rows > 4096)
-    for (int64_t r = 0; r < rows; r++) {
+static inline __attribute__((always_inline)) int64_t csr_at(const void *p, int32_t width, int64_t k) {
+    switch (width) {
+    case 1: return ((const uint8_t *)p)[k];
+    case 2: return ((const uint16_t *)p)[k];
+    case 4: return ((const uint32_t *)p)[k];
+    default: return ((const int64_t *)p)[k];
+    }
+}
+
+/* The products' bodies take the widths as arguments so that each call below with constant
+   widths compiles to its own loop, the switches folded away: the layouts of large systems
+   (32-bit row pointers and columns; 8- or 32-bit value indices, or a value a term, as a
+   circom r1cs or zkey is read); any other goes through the generic loop. */
+#define CSR_DISPATCH(BODY, m, ...)                                                          \
+    do {                                                                                    \
+        int32_t pw = (m)->indptr_width, iw = (m)->indices_width, ww = (m)->which_width;    \
+        if (pw == 4 && iw == 4 && ww == 4) return BODY(m, __VA_ARGS__, 4, 4, 4);            \
+        if (pw == 4 && iw == 4 && ww == 1) return BODY(m, __VA_ARGS__, 4, 4, 1);            \
+        if (pw == 4 && iw == 4 && ww == 0) return BODY(m, __VA_ARGS__, 4, 4, 0);            \
+        return BODY(m, __VA_ARGS__, pw, iw, ww);                                            \
+    } while (0)
+
+static inline __attribute__((always_inline)) int csr_row(const csr *m, int32_t pw, int64_t r, int64_t *start,
+                                                         int64_t *end) {
+    *start = csr_at(m->indptr, pw, r);
+    *end = csr_at(m->indptr, pw, r + 1);
+    return 0 <= *start && *start <= *end && *end <= m->nnz;
+}
+
+/* Most coefficients of a circuit are 1: a term of 1 is added without its product. */
+static inline int is_one(const uint64_t *a) {
+    return a[0] == ONE_MONT[0] && a[1] == ONE_MONT[1] && a[2] == ONE_MONT[2] && a[3] == ONE_MONT[3];
+}
+
+/* Term k's coefficient (and its column in *col), or NULL when the term is out of bounds. */
+static inline __attribute__((always_inline)) const uint64_t *csr_term(const csr *m, int32_t iw, int32_t ww, int64_t k,
+                                                                      int64_t *col) {
+    int64_t c = csr_at(m->indices, iw, k);
+    int64_t v = ww ? csr_at(m->which, ww, k) : k;
+    if (c < 0 || c >= m->cols || v < 0 || v >= m->nvalues) return NULL;
+    *col = c;
+    return m->values + 4 * v;
+}
+
+static inline __attribute__((always_inline)) int64_t csr_matvec(const csr *m, const uint64_t *w, uint64_t *out,
+                                                                int32_t pw, int32_t iw, int32_t ww) {
+    int64_t bad = m->rows;
+#pragma omp parallel for schedule(static) reduction(min : bad) if (m->rows > 4096)
+    for (int64_t r = 0; r < m->rows; r++) {
         uint64_t acc[4] = {0, 0, 0, 0}, t[4];
-        for (int64_t k = indptr[r]; k < indptr[r + 1]; k++) {
-            mont_mul(coeffs + 4 * k, w + 4 * indices[k], t);
-            add_mod(acc, t, acc);
+        int64_t start, end, col;
+        if (!csr_row(m, pw, r, &start, &end)) {
+            bad = r < bad ? r : bad;
+            continue;
+        }
+        for (int64_t k = start; k < end; k++) {
+            const uint64_t *coeff = csr_term(m, iw, ww, k, &col);
+            if (!coeff) {
+                bad = r < bad ? r : bad;
+                break;
+            }
+            if (is_one(coeff)) {
+                add_mod(acc, w + 4 * col, acc);
+            } else {
+                mont_mul(coeff, w + 4 * col, t);
+                add_mod(acc, t, acc);
+            }
         }
         memcpy(out + 4 * r, acc, 32);
     }
+    return bad < m->rows ? bad : -1;
+}
+
+static inline __attribute__((always_inline)) int64_t csr_rmatvec(const csr *m, const uint64_t *x, uint64_t *out,
+                                                                 int32_t pw, int32_t iw, int32_t ww) {
+    memset(out, 0, 32 * (size_t)m->cols);
+    for (int64_t r = 0; r < m->rows; r++) {
+        uint64_t t[4];
+        int64_t start, end, col;
+        if (!csr_row(m, pw, r, &start, &end)) return r;
+        for (int64_t k = start; k < end; k++) {
+            const uint64_t *coeff = csr_term(m, iw, ww, k, &col);
+            if (!coeff) return r;
+            if (is_one(coeff)) {
+                add_mod(out + 4 * col, x + 4 * r, out + 4 * col);
+            } else {
+                mont_mul(coeff, x + 4 * r, t);
+                add_mod(out + 4 * col, t, out + 4 * col);
+            }
+        }
+    }
+    return -1;
+}
+
+/* out = M . w, out of length rows. The matrix is read from a local copy, whose fields out
+   cannot alias. */
+int64_t fr_csr_matvec(const csr *mp, const uint64_t *w, uint64_t *out) {
+    const csr m = *mp;
+    CSR_DISPATCH(csr_matvec, &m, w, out);
 }
 
 /* out = M^T . x, out of length cols, without the transpose: each row's terms added into their
    columns. One thread: the columns' sums would race, and per-thread copies of out cost what the
    transpose did in memory. */
-void fr_csr_rmatvec(const int64_t *indptr, const int64_t *indices, const uint64_t *coeffs,
-                    const uint64_t *x, uint64_t *out, int64_t rows, int64_t cols) {
-    memset(out, 0, 32 * (size_t)cols);
-    for (int64_t r = 0; r < rows; r++) {
-        uint64_t t[4];
-        for (int64_t k = indptr[r]; k < indptr[r + 1]; k++) {
-            mont_mul(coeffs + 4 * k, x + 4 * r, t);
-            add_mod(out + 4 * indices[k], t, out + 4 * indices[k]);
-        }
-    }
+int64_t fr_csr_rmatvec(const csr *mp, const uint64_t *x, uint64_t *out) {
+    const csr m = *mp;
+    CSR_DISPATCH(csr_rmatvec, &m, x, out);
+}
+
+/* Index of the first element of a not below p, or -1. */
+int64_t fr_first_unreduced(const uint64_t *a, int64_t n) {
+    int64_t first = n;
+#pragma omp parallel for schedule(static) reduction(min : first) if (n > 4096)
+    for (int64_t i = 0; i < n; i++)
+        if (i < first && geq_p(a + 4 * i)) first = i;
+    return first < n ? first : -1;
 }
 
 /* Index of the first i with a[i]*b[i] != c[i], or -1. */
