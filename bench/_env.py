@@ -56,6 +56,23 @@ def write(path: Path, data: dict) -> None:
     tmp.replace(path)
 
 
+def curve_record(path: Path, curve: str, keep: bool = False) -> tuple[dict, dict]:
+    """(the results file at ``path`` as it will be written, the record of the curve named
+    ``curve`` in it), for a benchmark that records each curve in one file: the default
+    curve's record is the file's top level (its keys predate curves), another curve's the
+    object under its name. The record starts empty, or as the file holds it when ``keep``;
+    the other curves' records are kept either way."""
+    from proofflow.prover.curves import registry
+    whole = json.loads(path.read_text()) if path.exists() else {}
+    if curve == registry.DEFAULT:
+        if not keep:
+            whole = {name: whole[name] for name in registry.NAMES if name != registry.DEFAULT and name in whole}
+        return whole, whole
+    record = whole.get(curve, {}) if keep else {}
+    whole[curve] = record
+    return whole, record
+
+
 @contextlib.contextmanager
 def this_process_env(**values: str):
     """Settings for this process while the block runs (e.g. PROOFFLOW_RUNTIME, to reach a

@@ -2,7 +2,8 @@
 partition's witness as a .wtns, so the very same constraints and witness can be proved both
 ways, as the built-in circuit and as a registered circom circuit (bench.circom_partition).
 
-    python -m bench.circom_export --circuit mimc --log2 20 --out DIR   (DIR/circuit.r1cs, DIR/input.wtns)
+    python -m bench.circom_export --circuit mimc --log2 20 --out DIR [--curve bn254]
+                                  (DIR/circuit.r1cs, DIR/input.wtns; over the curve's scalar field)
 
 circom2 compiles no circuit past 2^22 (wasm32's 4 GiB), and a 2^24 circom-compiled r1cs of
 hundreds of MB cannot travel to the device machine: the files are written where they are proved.
@@ -19,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from proofflow.prover.circom.r1cs import CONSTRAINTS, HEADER, WIRE_MAP
+from proofflow.prover.curves import registry
 from proofflow.prover.field.fr import Fr
 from proofflow.prover.r1cs import ConstraintSystem
 
@@ -87,15 +89,17 @@ def write_wtns(witness: np.ndarray, fr: Fr, path: Path) -> None:
         f.write(_section_head(2, len(values)) + values)
 
 
-def export(circuit_name: str, log2: int, out: Path, seed: int = 0, partition: int = 0) -> dict:
-    """The built-in circuit at 2^log2 as out/circuit.r1cs and its partition's witness as out/input.wtns."""
+def export(circuit_name: str, log2: int, out: Path, seed: int = 0, partition: int = 0,
+           curve: str = registry.DEFAULT) -> dict:
+    """The built-in circuit at 2^log2 over ``curve`` as out/circuit.r1cs and its partition's
+    witness as out/input.wtns."""
     from proofflow.prover.circuits.by_name import get_circuit
-    circuit = get_circuit(circuit_name, log2)
+    circuit = get_circuit(circuit_name, log2, curve)
     out.mkdir(parents=True, exist_ok=True)
     cs = circuit.constraint_system
     write_r1cs(cs, out / "circuit.r1cs")
     write_wtns(circuit.instance(seed, partition).witness, circuit.fr, out / "input.wtns")
-    return {"circuit": circuit_name, "log2": log2, "constraints": cs.num_constraints,
+    return {"circuit": circuit_name, "log2": log2, "curve": curve, "constraints": cs.num_constraints,
             "variables": cs.num_variables, "public": cs.num_public,
             "r1cs_bytes": (out / "circuit.r1cs").stat().st_size}
 
@@ -105,9 +109,10 @@ def main(argv=None) -> int:
     p.add_argument("--circuit", default="mimc", help="a built-in circuit (default mimc)")
     p.add_argument("--log2", type=int, required=True)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--curve", choices=registry.NAMES, default=registry.DEFAULT)
     p.add_argument("--out", type=Path, required=True, help="the directory for circuit.r1cs and input.wtns")
     args = p.parse_args(argv)
-    print(export(args.circuit, args.log2, args.out, args.seed))
+    print(export(args.circuit, args.log2, args.out, args.seed, curve=args.curve))
     return 0
 
 

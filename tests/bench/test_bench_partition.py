@@ -88,3 +88,18 @@ def test_a_run_that_does_not_fit_is_refused_before_any_work(keys, tmp_path, caps
     rc, r = _run(keys, tmp_path, "mimc")
     assert rc == 2 and r is None
     assert "does not fit this machine: a partition's a/b/c and witness need" in capsys.readouterr().err
+
+
+def test_a_bn254_run_proves_over_its_key_and_refuses_another_curves(keys, tmp_path, capsys):
+    """--curve bn254: the key's curve, the partition's and the proofs' (128 bytes, verified);
+    a BLS12-381 key refused; the issue's BN254 bounds apply at 2^22 and 2^24."""
+    ensure_key(tmp_path / "bn254", "mimc", LOG2, 0, backend="cpu", curve="bn254")
+    rc, r = _run(keys, tmp_path, "mimc", "--curve", "bn254", key=tmp_path / "bn254")
+    assert rc == 0 and r["all_verified"] and (r["curve"], r["log2"]) == ("bn254", LOG2)
+    assert r["target"] is None  # no BN254 bound at 2^8
+    rc, _ = _run(keys, tmp_path, "mimc", "--curve", "bn254")  # the BLS12-381 key
+    assert rc == 2 and "is over bls12_381, the run asks for bn254" in capsys.readouterr().err
+    assert partition.verdict("mimc", 22, 0.14, "bn254") == {"device_phase_s": 0.15, "log2": 22,
+                                                             "median_device_s": 0.14, "met": True}
+    assert partition.verdict("mimc", 24, 0.51, "bn254")["met"] is False
+    assert partition.verdict("bits", 27, 1.0, "bn254") is None

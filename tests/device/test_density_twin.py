@@ -1,8 +1,9 @@
 """Key-side density (proofflow/prover/device/density.py): which rows a table keeps, and MSMs
 over the kept rows with their gathered scalars on the CPU twin of the kernels (Pippenger
-plain and with precomputed copies, the witness split) against arkworks over the whole
-table; a real MiMC key's B tables keep exactly the variables its B matrix uses. No GPU
-needed; skipped without a C++ compiler."""
+plain and with precomputed copies, the witness split) against the point library over the whole
+table; a real MiMC key's B tables keep exactly the variables its B matrix uses. The MSMs and
+the key for every registered curve (BN254: small cases). No GPU needed; skipped without a
+C++ compiler."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,11 +11,11 @@ import pytest
 
 from proofflow.prover import points
 from proofflow.prover.circuits.by_name import get_circuit
-from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
 from proofflow.prover.device import density, pippenger, sparse
 from proofflow.prover.field.fr import Fr
 from proofflow.prover.groth16 import generator
 import kernel_twin as twin
+from kernel_twin import CURVE, per_curve
 
 fr = Fr.of(CURVE)
 
@@ -24,18 +25,18 @@ if twin.compiler() is None:
 EX = twin.TwinExecutor()
 
 
-def _with_infinity(group: str, n: int, every: int, seed: int) -> points.PointTable:
+def _with_infinity(group: str, n: int, every: int, seed: int, curve=CURVE) -> points.PointTable:
     """An edge table (a repeated point, a point and its negation) with every ``every``-th
     row the point at infinity, as a key's B table of a MiMC chain has every third."""
-    t = twin.edge_table(group, n, np.random.default_rng(seed))
+    t = twin.edge_table(group, n, np.random.default_rng(seed), curve)
     xy = t.xy.copy()
     xy[every - 1::every] = 0
-    return points.PointTable(CURVE, group, xy)
+    return points.PointTable(curve, group, xy)
 
 
 def _kept(t: points.PointTable):
     """The twin's device table over the kept rows, and the rows (None: all)."""
-    pts = twin.points(EX, t)
+    pts = twin.points(twin.TwinExecutor(t.curve), t)
     rows = density.kept_rows(np, pts)
     return (pts if rows is None else pts[rows]), rows
 
@@ -59,31 +60,33 @@ def test_a_table_keeps_its_finite_rows_once_enough_are_infinity():
 
 
 @pytest.mark.parametrize("group", ["g1", "g2"])
-@pytest.mark.parametrize("plan", [None, pippenger.Plan(5, 4)])
-def test_msms_over_the_kept_rows_equal_arkworks_over_the_whole_table(group, plan):
+@per_curve("plan", [None, pippenger.Plan(5, 4)], small=[pippenger.Plan(5, 4)])
+def test_msms_over_the_kept_rows_equal_the_library_over_the_whole_table(curve, group, plan):
     """Dense scalars with the window edges, under the plain plan and over copies built from
     the kept rows; a witness of bits through the split (its ones, zeros and a compacted rest)."""
-    n = 400
-    t = _with_infinity(group, n, 3, 4)
+    n = 400 if curve is CURVE else 120
+    ex, fr = twin.TwinExecutor(curve), Fr.of(curve)
+    t = _with_infinity(group, n, 3, 4, curve)
     pts, rows = _kept(t)
     assert rows is not None and pts.shape[0] == len(rows) < n
     rng = np.random.default_rng(5)
-    dense = fr.from_ints((twin.MSM_EDGE_SCALARS + fr.to_ints(fr.random(n, rng)))[:n])
+    dense = fr.from_ints((twin.msm_edge_scalars(curve) + fr.to_ints(fr.random(n, rng)))[:n])
     if plan is not None:
-        pts = pippenger.precompute(EX, group, pts, plan)
-    got = pippenger.msm(EX, group, pts, density.gather(np, dense, rows), plan or pippenger.plain(len(rows)),
+        pts = pippenger.precompute(ex, group, pts, plan)
+    got = pippenger.msm(ex, group, pts, density.gather(np, dense, rows), plan or pippenger.plain(len(rows)),
                         balanced=True)
     assert got == points.msm(t, dense)
     bits = [int(rng.integers(0, 2)) for _ in range(n)]
     bits[::41] = fr.to_ints(fr.random(len(bits[::41]), rng))
     s = fr.from_ints(bits)
-    assert sparse.msm(EX, EX, group, pts, density.gather(np, s, rows), plan=plan, balanced=True) == points.msm(t, s)
+    assert sparse.msm(ex, ex, group, pts, density.gather(np, s, rows), plan=plan, balanced=True) == points.msm(t, s)
 
 
-def test_a_mimc_key_keeps_the_variables_b_uses():
+@per_curve()
+def test_a_mimc_key_keeps_the_variables_b_uses(curve):
     """The chain's t4 variables are in no B row: B_G1 and B_G2 keep the other two thirds, A,
-    H and L everything; the key's MSMs over the kept rows are arkworks' over the tables."""
-    circuit = get_circuit("mimc", 8)
+    H and L everything; the key's MSMs over the kept rows are the library's over the tables."""
+    circuit = get_circuit("mimc", 8, curve.name)
     pk = generator.setup(circuit, 3)
     used_in_b = np.unique(circuit.constraint_system.b.indices)
     witness = circuit.instance(3, 0).witness
@@ -96,5 +99,6 @@ def test_a_mimc_key_keeps_the_variables_b_uses():
         else:
             assert rows is None, name
         if name in ("b_g1_query", "b_g2_query"):
-            got = pippenger.msm(EX, t.group, pts, density.gather(np, witness, rows), balanced=True)
+            got = pippenger.msm(twin.TwinExecutor(curve), t.group, pts, density.gather(np, witness, rows),
+                                balanced=True)
             assert got == points.msm(t, witness)

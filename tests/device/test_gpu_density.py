@@ -50,7 +50,7 @@ def test_the_device_keeps_the_finite_rows(group):
 def test_msms_over_the_kept_rows_equal_arkworks(group):
     t, n = _table(group), SIZES[group]
     rng = np.random.default_rng(12)
-    dense = fr.from_ints((twin.MSM_EDGE_SCALARS + fr.to_ints(fr.random(n, rng)))[:n])
+    dense = fr.from_ints((twin.msm_edge_scalars() + fr.to_ints(fr.random(n, rng)))[:n])
     bits = [int(rng.integers(0, 2)) for _ in range(n)]
     bits[::37] = fr.to_ints(fr.random(len(bits[::37]), rng))
     bits = fr.from_ints(bits)

@@ -28,7 +28,7 @@ fr = Fr.of(CURVE)
 pytestmark = pytest.mark.gpu
 P = fr.MODULUS
 SIGN = 0x80000000
-EDGE = twin.MSM_EDGE_SCALARS
+EDGE = twin.msm_edge_scalars()
 
 
 _table = twin.tiled_edge_table

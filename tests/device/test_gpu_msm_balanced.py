@@ -63,7 +63,8 @@ PLANS = [Plan(8), Plan(16), Plan(8, 3), Plan(16, 16), Plan(20, 5)]
 def test_msm_matches_arkworks(group, plan):
     n = 1 << 12
     table = _table(group, n, plan.c)
-    s = fr.from_ints((twin.MSM_EDGE_SCALARS + fr.to_ints(fr.random(n, np.random.default_rng(plan.shifts))))[:n])
+    edge = twin.msm_edge_scalars()
+    s = fr.from_ints((edge + fr.to_ints(fr.random(n, np.random.default_rng(plan.shifts))))[:n])
     want = points.msm(table, s)
     assert gpu_msm.msm(table, s, options(), plan=plan, balanced=True) == want
     assert gpu_msm.msm(table, s, options(), plan=plan, balanced=True, affine_rounds=2) == want

@@ -32,7 +32,7 @@ pytestmark = pytest.mark.gpu
 P = fr.MODULUS
 Q = CURVE.fq.modulus
 R_INV = pow(1 << 384, -1, Q)
-EDGE = twin.MSM_EDGE_SCALARS
+EDGE = twin.msm_edge_scalars()
 
 
 _table = twin.tiled_edge_table
