@@ -4,7 +4,8 @@
 # A device call runs one command for at most 600 s, from the repository root, with no package
 # index and only the git-ignored paths it carries. So prepare here first (needs PyPI):
 #   bash bench/device.sh wheels         .whl/: Airflow, Great Expectations, arkworks, zksnake, ... (carry it)
-#   bash bench/device.sh kernels        .kernels.tar.xz: every cubin for sm_90, NVRTC 13.0 (optional)
+#   bash bench/device.sh kernels        .kernels.tar.xz: every cubin for sm_90, NVRTC 13.0 (optional; with
+#                                       KERNELS_CARRY=default only the default variant's: beside .whl)
 #   bash bench/device.sh snarkjs-pack   .snarkjs/: node, circom2, snarkjs, circomlib, arkworks, wasmtime
 #                                       (for `snarkjs`, `circom-family` and `circom-prep`)
 # Device plans (carry .whl and .kernels.tar.xz unless noted; results and logs go to $OUT):
@@ -205,6 +206,11 @@ for e in cache.entries(Path(os.environ["PROOFFLOW_KERNEL_DIR"])):
         print(e["path"].rsplit("/", 1)[1].removesuffix(".cubin") + ".json")
 PY
     sort -u -o "$dir.list" "$dir.list"
+    # KERNELS_CARRY=default: the curve kernels of the default product variant (call) only, every
+    # field and NTT module: 0.7 MB instead of 8, so a call carrying .whl stays under 64 MiB
+    if [ "${KERNELS_CARRY:-all}" = default ]; then
+        grep -v -E -- '-(mul32|wide)-g[12]-' "$dir.list" > "$dir.list.tmp" && mv "$dir.list.tmp" "$dir.list"
+    fi
     tar cJf .kernels.tar.xz -C "$dir" -T "$dir.list"
     ls -l .kernels.tar.xz
 }

@@ -73,12 +73,13 @@ def test_the_gpu_refuses_a_bad_point_with_its_row(curve, group):
             f"{compressed.REASONS[reason]}")
 
 
-def test_a_compressed_key_proves_on_the_gpu(tmp_path):
+def test_a_compressed_key_proves_on_the_gpu(tmp_path, monkeypatch):
     from proofflow.prover.backend.by_name import get_backend
     from proofflow.prover.circuits.by_name import get_circuit
     from proofflow.prover.groth16 import prover, verifier
     from proofflow.prover.groth16.data_structures import PK_TABLES, ProvingKey
     from proofflow.prover.keys import ensure_key
+    monkeypatch.setenv("PROOFFLOW_KEY_TABLES", "compressed")  # auto compresses from 2^24 only
     ensure_key(tmp_path / "key", "mimc", 10, 2, backend="cpu")
     pk = ProvingKey.load(tmp_path / "key")
     assert {getattr(pk, name).encoding for name in PK_TABLES} == {"compressed"}
