@@ -73,7 +73,7 @@ with DAG(
     # After finalize_run (the proofs are verified and published): a failed check fails this
     # task and alerts (email/webhook notifiers), it never loses a proof.
     check = CheckH2DOperator(task_id="check_h2d")
-    cleanup = CleanupScratchOperator(task_id="cleanup_scratch")
+    cleanup = CleanupScratchOperator(task_id="cleanup_scratch", verdict_task_id=check.task_id)
     # A teardown too: it runs after the cleanup has recorded the run's final state. It counts
     # for the run's state only where it fails, which it does for a run stopped from outside
     # before its proofs (check_h2d skipped: the run would read success); check_h2d's outcome

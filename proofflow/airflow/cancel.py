@@ -8,7 +8,8 @@ cleanup and note still come); this host's prover services drop the run's jobs th
 the device yet (their tasks fail without a retry, their staging segments are released); and
 the run's scratch directory and staging leases go, as its cleanup task would remove them, so
 nothing waits for a scheduler. A run marked failed in the UI or the REST API gets the same
-from its ``cleanup_scratch`` teardown."""
+from its ``cleanup_scratch`` teardown, which records its cause (``MARKED_FAILED``) first, when
+it finds the run stopped from outside (``stopped_from_outside``)."""
 from __future__ import annotations
 
 import logging
@@ -21,6 +22,9 @@ log = logging.getLogger(__name__)
 
 CAUSE = spec.RunFailure("cancel", "cancelled by `proofflow cancel`: its queued proofs were dropped, its staging "
                                   "and scratch released")
+MARKED_FAILED = spec.RunFailure("mark_failed", "marked failed in the UI or the REST API before its proofs were "
+                                               "verified: its jobs not on the device yet were dropped, its staging "
+                                               "and scratch released")
 FINISHED = ("success", "failed")
 
 
@@ -62,6 +66,16 @@ def mark_failed(dag_id: str, run_id: str, before=lambda: None) -> str:
             dag = DBDagBag().get_dag_for_run(dag_run=dr, session=session)
             set_dag_run_state_to_failed(dag=dag, run_id=run_id, commit=True, session=session)
         return state
+
+
+def stopped_from_outside(ti, verdict_task_id: str) -> bool:
+    """Whether ``ti``'s run (one that neither succeeded nor was a duplicate request) was
+    stopped from outside before its proofs were verified: marked failed in the UI or the REST
+    API, or ``proofflow cancel``. Airflow then skips its pending tasks, ``verdict_task_id``
+    (check_h2d) among them; a failure inside the run leaves that task upstream_failed."""
+    states = ti.get_task_states(dag_id=ti.dag_id, task_ids=[verdict_task_id], run_ids=[ti.run_id])
+    verdict = states.get(ti.run_id, {}).get(verdict_task_id)
+    return str(getattr(verdict, "value", verdict)) == "skipped"
 
 
 def release(dag_id: str, run_id: str) -> tuple[list, int, bool]:

@@ -8,16 +8,14 @@ proofflow/airflow/policy.py), a band below a high run's."""
 import json
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from proofflow.prover.provers import prover_for
 from proofflow.prover.service.client import ServiceClient
-from proofflow.spec import MemoryKind, Priority, RunConfig
-from service_inputs import LOG2, holder, partition
+from proofflow.spec import Priority
+from service_inputs import Blockers
 
 ROOT = Path(__file__).resolve().parents[2]
 DAG_ID = "proof_run"
@@ -52,37 +50,6 @@ def _check_weights(low) -> None:
     assert min(high_weights.values()) > max(low_weights.values()), "every task of the high run goes first"
     # within a run, the upstream rule's order stays: a partition's later task first
     assert low_weights["partition.prove_gpu"] > low_weights["partition.synthesize"] > low_weights["validate"]
-
-
-class _Blockers:
-    """High-priority jobs of another run keeping the device busy, one after another, three
-    in flight: a normal run's job waits in the queue for as long as they come."""
-
-    def __init__(self, key_dir):
-        self.stop, self.proofs, self.errors = threading.Event(), 0, []
-        config = RunConfig("mimc", LOG2, 3, "cpu", MemoryKind.PINNED, priority=Priority.HIGH)
-        self._threads = [threading.Thread(target=self._loop, args=(key_dir, config, i)) for i in range(3)]
-
-    def _loop(self, key_dir, config, i):
-        segment, n, _ = partition(i, run="blocker")
-        prover = prover_for(config, i, True, [0], 0.4)
-        while not self.stop.is_set():
-            try:
-                prover.prove(key_dir, segment, holder(i, "blocker"), n, f"blocker/{i}")
-                self.proofs += 1
-            except Exception as exc:  # the test reads them
-                self.errors.append(exc)
-                return
-
-    def __enter__(self):
-        for t in self._threads:
-            t.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stop.set()
-        for t in self._threads:
-            t.join(60)
 
 
 def _until(condition, what, timeout=120.0):
@@ -126,7 +93,7 @@ def _cancel_a_waiting_low_run(service, key_dir, url):
     code = ("import json, sys\nfrom airflow.dag_processing.dagbag import DagBag\n"
             f"dr = DagBag({str(ROOT / 'dags')!r}).get_dag('proof_run').test(run_conf=json.loads(sys.argv[1]))\n"
             "print('STATE', dr.state)\n")
-    with _Blockers(key_dir) as blockers:
+    with Blockers(key_dir) as blockers:
         _until(lambda: service.status()["busy"], "the blockers on the device")
         run = subprocess.Popen([sys.executable, "-c", code, json.dumps(CONF)], stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)

@@ -1,18 +1,23 @@
 """A real Airflow (api-server, scheduler with LocalExecutor, dag-processor) on the local
 Postgres: proof_run triggered through the REST API as the UI does; the pool ``gpu`` is a
 mutex; a task SIGKILLed mid-write leaves no partial artifact (nor a leased segment) and its
-retry succeeds without duplicate timing rows."""
+retry succeeds without duplicate timing rows; a run marked failed through the REST API while
+its job waits in the prover service's queue has the job dropped before the device, its
+staging released and its scratch removed, within seconds."""
 import json
 import os
 import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 
 import numpy as np
 import pytest
 
 import local_stack as stack
+from proofflow.airflow.hooks.api import AirflowApi
+from service_inputs import Blockers
 
 PARTITIONS = 8
 
@@ -80,19 +85,104 @@ def _same_request_again(base, procs, conf, run_id) -> str:
     return REQUEST
 
 
+# proof_batch's work (log2 8, seed 9): its key is cached by then
+LOW = {"log2": 8, "partitions": 1, "backend": "cpu", "seed": 9, "priority": "low"}
+
+
+def _until(what, condition, timeout, procs):
+    """``stack.wait`` at a tenth of a second, for the prover service's status too."""
+    return stack.wait(what, lambda: _or_none(condition), timeout, 0.1, procs=procs)
+
+
+def _or_none(condition):
+    from proofflow.prover.service.client import ServiceError
+    try:
+        return condition()
+    except ServiceError:  # not started yet
+        return None
+
+
+def _marked_failed_through_rest(base, procs, key_dir, meanwhile) -> tuple[str, dict, object]:
+    """A low-priority run whose partition's job waits in the prover service's queue behind a
+    high run's jobs (``Blockers``, sent to the service from here), marked failed through the
+    REST API as the UI's "mark as failed" does. Its cleanup_scratch teardown still runs and has
+    the service drop the job before the device, releases the run's staging and removes its
+    scratch; then publish_summary fails the run. ``meanwhile()`` (other runs, which prove
+    nothing) runs while the low run makes its way to the device. Returns the run's id, the
+    seconds from the PATCH to each of those, and what ``meanwhile`` returned."""
+    from proofflow.prover import layout
+    from proofflow.prover.service.client import ServiceClient
+    from proofflow.prover.staging.shared import SharedStaging
+    service, staging = ServiceClient("cpu", 0), SharedStaging.from_settings()
+    with Blockers(key_dir) as blockers:
+        _until("the blockers on the device", lambda: service.status()["busy"], 60, procs)
+        run_id = stack.trigger(base, "proof_run", LOW)
+        done_meanwhile = meanwhile()
+        waiting = lambda: service.status()["queued_by_priority"].get("low", 0)  # noqa: E731
+        _until("the low run's job in the service's queue", lambda: waiting() == 1, 180, procs)
+        proved = blockers.proofs  # high jobs that came after it go first: the low job waits
+        _until("high jobs overtaking the low one", lambda: blockers.proofs >= proved + 3, 30, procs)
+        scratch, owner = layout.run_dir("proof_run", run_id), layout.run_owner("proof_run", run_id)
+        leased = lambda: [lease for lease in staging.leases() if lease.owner.startswith(owner)]  # noqa: E731
+        assert waiting() == 1 and scratch.is_dir() and len(leased()) == 1
+        cancelled = service.status()["jobs_cancelled"]
+
+        t0, took = time.time(), {}
+        stack.api(base, f"/api/v2/dags/proof_run/dagRuns/{run_id}", {"state": "failed"}, method="PATCH")
+        for what, gone in (("job dropped", lambda: waiting() == 0 and service.status()["jobs_cancelled"] > cancelled),
+                           ("scratch removed", lambda: not scratch.exists()),
+                           ("staging released", lambda: not leased()),
+                           ("run failed", lambda: stack.api(base, f"/api/v2/dags/proof_run/dagRuns/{run_id}")
+                            ["state"] == "failed")):
+            _until(f"the marked run's {what}", gone, 60, procs)
+            took[what] = round(time.time() - t0, 2)
+        assert service.status()["jobs_cancelled"] == cancelled + 1
+        # the high jobs kept the device busy throughout: the low job never came to the front,
+        # where the service drops the job of a caller gone (its prove_gpu's process stopped)
+        proved = blockers.proofs
+        _until("the device proving on", lambda: blockers.proofs > proved, 30, procs)
+    assert blockers.errors == []
+    # the teardown's cancel dropped it
+    log = json.dumps(AirflowApi(base).task_log("proof_run", run_id, "cleanup_scratch", 1))
+    assert "dropped 1 job(s) of this run before the device" in log, log[-3000:]
+    states = {t["task_id"]: t["state"] for t in stack.wait_for_run(base, "proof_run", run_id, 10)[1]}
+    assert (states["partition.prove_gpu"], states["check_h2d"]) == ("failed", "skipped"), states
+    # the teardowns ran; the last one fails the run, which the skipped check_h2d would pass
+    assert (states["cleanup_scratch"], states["publish_summary"]) == ("success", "failed"), states
+    return run_id, took, done_meanwhile
+
+
+def _check_marked_failed(store, run_id) -> None:
+    """The timing store's record of the run marked failed: its cause, recorded by its
+    cleanup_scratch before the job was dropped (not the failure of the prove_gpu that waited
+    for it, nor publish_summary's); its job never reached the device."""
+    from proofflow.airflow.cancel import MARKED_FAILED
+    row = store.run("proof_run", run_id)
+    assert (row["state"], row["failed_task"], row["error"]) == ("failed", "mark_failed", MARKED_FAILED.message), row
+    phases = {r["phase"] for r in store.timings("proof_run", run_id, "partition.prove_gpu")}
+    assert not phases & {"h2d", "ntt", "msm"}, "the dropped job never reached the device"
+
+
 def _overlap(a, b) -> bool:
     return a["start"] < b["end"] and b["start"] < a["end"]
 
 
 @pytest.mark.slow
 @pytest.mark.reliability
-def test_scheduler_rest_trigger_pool_mutex_and_sigkill_retry(tmp_path, pg_new_database):
+def test_scheduler_rest_trigger_pool_mutex_sigkill_retry_and_mark_failed(tmp_path, pg_new_database, mimc8_key_dir,
+                                                                       monkeypatch):
     meta_url, timing_url = pg_new_database("airflow"), pg_new_database("timing")
     port = stack.free_port()
     marker = tmp_path / "fault-fired"
+    # this process sees the deployment's home, staging and prover services (the test's own
+    # shared staging, tests/conftest.py): it checks the run's scratch and leases, and sends
+    # the blockers' jobs to the service its tasks started
+    for name, value in (("PROOFFLOW_HOME", str(tmp_path / "proofflow")), ("PROOFFLOW_RUNTIME", str(tmp_path / "rt"))):
+        monkeypatch.setenv(name, value)
     env = stack.airflow_env(
         tmp_path / "airflow", meta_url, port,
         PROOFFLOW_HOME=str(tmp_path / "proofflow"), PROOFFLOW_DB_URL=timing_url,
+        PROOFFLOW_SHARED_STAGING=os.environ["PROOFFLOW_SHARED_STAGING"],
         PROOFFLOW_RUNTIME=str(tmp_path / "rt"), PROOFFLOW_SERVICE_IDLE_S="60",
         PROOFFLOW_RETRIES="1",
         # one synthesis at a time, as on a machine where synthesis fills the CPUs: partitions
@@ -139,12 +229,19 @@ def test_scheduler_rest_trigger_pool_mutex_and_sigkill_retry(tmp_path, pg_new_da
             assert launched["state"] == "success" and launched["conf"]["log2"] == 8
             assert api(base, f"/api/v2/dags/proof_batch/dagRuns/{batch}")["state"] == "success"
             assert [p.name for p in (pending / "claimed").iterdir()] == ["work-1.json"]
-            duplicate = _same_request_again(base, procs, conf, run_id)
 
-            # A run that fails (validate refuses its circuit): the DAG's failure callback runs in
-            # the dag processor and marks the run failed in the store.
-            failing = stack.trigger(base, "proof_run", {**conf, "partitions": 1, "circuit": "no-such-circuit",
-                                                        "request_id": None})
+            def other_runs():
+                """A run that fails (validate refuses its circuit): the DAG's failure callback
+                runs in the dag processor and marks it failed in the store; and the same request
+                again. The failing run goes first: its callback comes long before the marked run's
+                (the dag processor leaves a file's callback that comes while it processes the
+                file for its next pass, [dag_processor] min_file_process_interval later)."""
+                failing = stack.trigger(base, "proof_run", {**conf, "partitions": 1, "circuit": "no-such-circuit",
+                                                            "request_id": None})
+                return _same_request_again(base, procs, conf, run_id), failing
+            stopped, took, (duplicate, failing) = _marked_failed_through_rest(base, procs, mimc8_key_dir, other_runs)
+            print(f"marked failed through REST: seconds after the PATCH {took}")
+            assert max(took.values()) < 30, took
             assert stack.wait_for_run(base, "proof_run", failing, 300, procs)[0] == "failed"
             stack.wait("the failure callback", lambda: _callback_logged(tmp_path, failing), 120, 2, procs=procs)
     finally:
@@ -156,6 +253,7 @@ def test_scheduler_rest_trigger_pool_mutex_and_sigkill_retry(tmp_path, pg_new_da
     record = store.run("proof_run", run_id)
     assert record["state"] == "success" and record["proofs_verified"] == PARTITIONS
     assert store.run("proof_run", failing)["state"] == "failed"
+    _check_marked_failed(store, stopped)
     assert record["request_id"] == REQUEST
     assert store.run("proof_run", duplicate)["duplicate_of"] == run_id
     assert {r["task_id"] for r in store.timings("proof_run", duplicate)} == {"validate", "cleanup_scratch"}

@@ -54,3 +54,45 @@ def verifies(key_dir: Path, reply, public) -> bool:
     from proofflow.prover.groth16.data_structures import Proof, VerifyingKey
     vk = VerifyingKey.load(Path(key_dir) / "vk.json")
     return verifier.verify(vk, public, Proof.from_bytes(vk.curve, reply.proof))
+
+
+class Blockers:
+    """High-priority jobs of another run keeping a prover service's device busy, one after
+    another, three in flight (one on the device, one uploaded, one queued): a job of a
+    normal or low run waits in the queue for as long as they come. Their segments go back
+    to the staging at the end."""
+
+    def __init__(self, key_dir: Path, standin_s: float = 0.4, run: str = "blocker"):
+        import threading
+        from proofflow.spec import MemoryKind, Priority, RunConfig
+        self.stop, self.proofs, self.errors = threading.Event(), 0, []
+        self.run, self._segments = run, []
+        config = RunConfig("mimc", LOG2, 3, "cpu", MemoryKind.PINNED, priority=Priority.HIGH)
+        self._threads = [threading.Thread(target=self._loop, args=(key_dir, config, i, standin_s)) for i in range(3)]
+
+    def _loop(self, key_dir, config, i, standin_s):
+        from proofflow.prover.provers import prover_for
+        segment, n, _ = partition(i, run=self.run)
+        self._segments.append(segment)
+        prover = prover_for(config, i, True, [0], standin_s)
+        while not self.stop.is_set():
+            try:
+                prover.prove(key_dir, segment, holder(i, self.run), n, f"{self.run}/{i}")
+                self.proofs += 1
+            except Exception as exc:  # the test reads them
+                self.errors.append(exc)
+                return
+
+    def __enter__(self) -> "Blockers":
+        for t in self._threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        from proofflow.prover.staging.shared import SharedStaging
+        self.stop.set()
+        for t in self._threads:
+            t.join(60)
+        staging = SharedStaging.from_settings()
+        for segment in self._segments:
+            staging.release(segment)

@@ -436,14 +436,21 @@ class CleanupScratchOperator(ProofflowOperator):
     jobs still waiting for the device (a run marked failed in the UI or the REST API: its
     partitions' tasks were stopped), releases its staging leases, removes its scratch
     directory, and marks the run failed in the timing store unless finalize_run recorded
-    success (or validate a duplicate request)."""
+    success (or validate a duplicate request). A run stopped from outside (``verdict_task_id``,
+    check_h2d, skipped) gets its cause recorded before its jobs are dropped: the failures of
+    the tasks that waited for them are its effect, not its cause."""
 
     ui_color = "#f1f3f4"
+
+    def __init__(self, *, verdict_task_id: str | None = None, **kwargs):
+        super().__init__(**kwargs)
+        self.verdict_task_id = verdict_task_id
 
     def run(self, context, rec):
         from proofflow.airflow.cancel import release
         ti = context["ti"]
         with rec.phase(Phase.CLEANUP):
+            self._record_stop(ti)
             replies, _, removed = release(ti.dag_id, ti.run_id)
             for reply in replies:
                 if reply.dropped:
@@ -454,3 +461,17 @@ class CleanupScratchOperator(ProofflowOperator):
             if row is None or row.get("state") not in ("success", "duplicate"):
                 store.upsert_run(ti.dag_id, ti.run_id, state="failed", finished_at=time.time())
         return {"removed": removed}
+
+    def _record_stop(self, ti) -> None:
+        """A run stopped from outside gets its cause (``cancel.MARKED_FAILED``; the first cause
+        stays: `proofflow cancel` recorded its own). Best effort: what the run holds is
+        released even when the timing store is out."""
+        from proofflow.airflow.cancel import MARKED_FAILED, stopped_from_outside
+        try:
+            store = _store()
+            row = store.run(ti.dag_id, ti.run_id) or {}
+            if self.verdict_task_id and row.get("state") not in ("success", "duplicate") \
+                    and stopped_from_outside(ti, self.verdict_task_id):
+                task_end.record(store, ti.dag_id, ti.run_id, MARKED_FAILED)
+        except Exception:
+            log.exception("could not record the cause of the run stopped from outside")

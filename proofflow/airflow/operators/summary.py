@@ -67,9 +67,8 @@ class PublishSummaryOperator(BaseOperator):
         ti = context["ti"]
         fig = publish_note(ti.dag_id, ti.run_id, self.api_conn_id)
         if self.verdict_task_id and (fig or {}).get("state") not in ("success", "duplicate"):
-            states = ti.get_task_states(dag_id=ti.dag_id, task_ids=[self.verdict_task_id], run_ids=[ti.run_id])
-            verdict = states.get(ti.run_id, {}).get(self.verdict_task_id)
-            if str(getattr(verdict, "value", verdict)) == "skipped":
+            from proofflow.airflow.cancel import stopped_from_outside
+            if stopped_from_outside(ti, self.verdict_task_id):
                 raise AirflowFailException("the run was stopped (marked failed, or cancelled) before its proofs were "
                                            f"verified: {self.verdict_task_id} was skipped; the run fails")
         return fig
