@@ -66,6 +66,14 @@ def test_montgomery_layout_is_x_times_2_256():
     assert sum(int(l) << (64 * i) for i, l in enumerate(limbs)) == x * (1 << 256) % P
 
 
+def test_zero_and_one_take_the_montgomery_form_of_a_product():
+    # 0 and 1 are written without a product; 1 + 2^64 and 2^192 (low limb 0 or 1) are multiplied
+    xs = [0, 1, 1 + (1 << 64), 1 << 192, 2, 0, 1]
+    limbs = fr.from_ints(xs)
+    assert [sum(int(l) << (64 * i) for i, l in enumerate(row)) for row in limbs] == [x * (1 << 256) % P for x in xs]
+    assert fr.equal(limbs[1:2], fr.one())
+
+
 def test_bytes_round_trip_and_canonical_check(operands):
     xs, _ = operands
     raw = b"".join(x.to_bytes(32, "little") for x in xs)

@@ -16,7 +16,10 @@ P = fr.MODULUS
 
 def _random(rng, rows, cols, nnz):
     r, c = rng.integers(0, rows, nnz), rng.integers(0, cols, nnz)  # repeats kept: they add up
-    coeffs = [int(x) for x in rng.integers(0, 2**62, nnz)]
+    # 1 and -1 are added and subtracted without a product; their neighbours are multiplied
+    special = [1, P - 1, P - 2, 2, 0]
+    coeffs = [special[k] if k < len(special) else int(x)
+              for k, x in zip(rng.integers(0, 2 * len(special), nnz), rng.integers(0, 2**62, nnz))]
     return SparseMatrix.from_triplets(BLS12_381, rows, cols, r, c, fr.from_ints(coeffs)), list(zip(r, c, coeffs))
 
 

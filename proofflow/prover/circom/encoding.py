@@ -62,20 +62,33 @@ def first_unreduced(limbs: np.ndarray, modulus: int) -> int | None:
     return int(bad[0]) if bad.size else None
 
 
-def _fr_limbs(fr: Fr, raw, path, section, what: str) -> np.ndarray:
+def _whole_limbs(fr: Fr, raw, path, section, what: str) -> np.ndarray:
     if len(raw) % fr.BYTES:
         raise CorruptFile(path, f"{len(raw)} bytes of {what} is not a whole number of field elements", section)
-    limbs = np.frombuffer(raw, dtype="<u8").reshape(-1, fr.LIMBS)
-    bad = first_unreduced(limbs, fr.MODULUS)
-    if bad is not None:
-        raise CorruptFile(path, f"{what} {bad} is not below the field's prime", section)
+    return np.frombuffer(raw, dtype="<u8").reshape(-1, fr.LIMBS)
+
+
+def _unreduced(fr: Fr, limbs: np.ndarray, path, section, what: str) -> CorruptFile:
+    return CorruptFile(path, f"{what} {first_unreduced(limbs, fr.MODULUS)} is not below the field's prime", section)
+
+
+def _fr_limbs(fr: Fr, raw, path, section, what: str) -> np.ndarray:
+    limbs = _whole_limbs(fr, raw, path, section, what)
+    if first_unreduced(limbs, fr.MODULUS) is not None:
+        raise _unreduced(fr, limbs, path, section, what)
     return np.ascontiguousarray(limbs, dtype=np.uint64)
 
 
 def fr_from_standard(curve: Curve, raw, path, section, what: str = "value") -> np.ndarray:
-    """Standard-form values to an Fr vector of ``curve``."""
+    """Standard-form values to an Fr vector of ``curve``. The conversion refuses a value not
+    below the prime as it goes (a witness's millions are not scanned twice); only then is the
+    first one looked for, to name it."""
     fr = Fr.of(curve)
-    return fr.from_canonical(_fr_limbs(fr, raw, path, section, what))
+    limbs = _whole_limbs(fr, raw, path, section, what)
+    try:
+        return fr.from_canonical(limbs)
+    except ValueError:
+        raise _unreduced(fr, limbs, path, section, what) from None
 
 
 def fr_from_zkey_coefficients(curve: Curve, raw, path, section) -> np.ndarray:

@@ -75,4 +75,5 @@ def load(name: str, src_dir: Path = _SRC_DIR, defines: tuple[str, ...] = ()) -> 
     so = cache_dir() / f"{name}-{platform.machine()}-{digest}.so"
     if not so.exists():
         _build(src, so, defines)
+    settings.export_omp_wait_policy()  # before OpenMP's runtime loads with the first kernel
     return ctypes.CDLL(str(so))

@@ -128,13 +128,20 @@ void fr_sub(const uint64_t *a, const uint64_t *b, int64_t b_stride, uint64_t *ou
     for (int64_t i = 0; i < n; i++) sub_mod(a + 4 * i, b + 4 * i * b_stride, out + 4 * i);
 }
 
-/* Canonical integers (< p) in, Montgomery form out; 1 on an input >= p. */
+/* Canonical integers (< p) in, Montgomery form out; 1 on an input >= p. 0 and 1 (a circuit's
+   bits, most of some witnesses) are 0 and R without a product. */
 int fr_to_mont(const uint64_t *a, const uint64_t *r2, uint64_t *out, int64_t n) {
     int bad = 0;
 #pragma omp parallel for schedule(static) reduction(| : bad) if (n > 4096)
     for (int64_t i = 0; i < n; i++) {
-        if (geq_p(a + 4 * i)) { bad = 1; continue; }
-        mont_mul(a + 4 * i, r2, out + 4 * i);
+        const uint64_t *x = a + 4 * i;
+        if ((x[1] | x[2] | x[3]) == 0 && x[0] <= 1) {
+            if (x[0]) memcpy(out + 4 * i, ONE_MONT, 32);
+            else memset(out + 4 * i, 0, 32);
+            continue;
+        }
+        if (geq_p(x)) { bad = 1; continue; }
+        mont_mul(x, r2, out + 4 * i);
     }
     return bad;
 }
@@ -268,9 +275,21 @@ static inline __attribute__((always_inline)) int csr_row(const csr *m, int32_t p
     return 0 <= *start && *start <= *end && *end <= m->nnz;
 }
 
-/* Most coefficients of a circuit are 1: a term of 1 is added without its product. */
+/* Most coefficients of a circuit are 1 or -1 (circom writes most linear combinations' outputs
+   with -1): a term of 1 is added and one of -1 subtracted, without their products. */
 static inline int is_one(const uint64_t *a) {
     return a[0] == ONE_MONT[0] && a[1] == ONE_MONT[1] && a[2] == ONE_MONT[2] && a[3] == ONE_MONT[3];
+}
+
+/* a = -1 = p - R: a + R is p (a, R < p, so the sum does not pass 2^256). */
+static inline int is_minus_one(const uint64_t *a) {
+    u128 c = 0;
+    for (int i = 0; i < 4; i++) {
+        c += (u128)a[i] + ONE_MONT[i];
+        if ((uint64_t)c != P[i]) return 0;
+        c >>= 64;
+    }
+    return 1;
 }
 
 /* Term k's coefficient (and its column in *col), or NULL when the term is out of bounds. */
@@ -302,6 +321,8 @@ static inline __attribute__((always_inline)) int64_t csr_matvec(const csr *m, co
             }
             if (is_one(coeff)) {
                 add_mod(acc, w + 4 * col, acc);
+            } else if (is_minus_one(coeff)) {
+                sub_mod(acc, w + 4 * col, acc);
             } else {
                 mont_mul(coeff, w + 4 * col, t);
                 add_mod(acc, t, acc);
@@ -324,6 +345,8 @@ static inline __attribute__((always_inline)) int64_t csr_rmatvec(const csr *m, c
             if (!coeff) return r;
             if (is_one(coeff)) {
                 add_mod(out + 4 * col, x + 4 * r, out + 4 * col);
+            } else if (is_minus_one(coeff)) {
+                sub_mod(out + 4 * col, x + 4 * r, out + 4 * col);
             } else {
                 mont_mul(coeff, x + 4 * r, t);
                 add_mod(out + 4 * col, t, out + 4 * col);
