@@ -14,12 +14,6 @@ from service_inputs import spans as _spans
 from service_inputs import verifies as _verifies
 
 
-@pytest.fixture
-def service(tmp_path, monkeypatch):
-    monkeypatch.setenv("PROOFFLOW_RUNTIME", str(tmp_path / "rt"))
-    client = ServiceClient("cpu", 0, idle_s=60)
-    yield client
-    client.stop()
 
 
 def test_proofs_through_the_service_verify_and_report_their_phases(service, mimc8_key_dir, tmp_path):

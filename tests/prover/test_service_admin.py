@@ -7,7 +7,7 @@ import time
 import pytest
 
 from proofflow.prover.service.admin import KeyJob
-from proofflow.prover.service.client import ServiceClient, ServiceError, running_services
+from proofflow.prover.service.client import ServiceError, running_services
 from service_inputs import LOG2
 from service_inputs import job as _job
 from service_inputs import partition as _partition
@@ -15,12 +15,6 @@ from service_inputs import spans as _spans
 from service_inputs import verifies as _verifies
 
 
-@pytest.fixture
-def service(tmp_path, monkeypatch):
-    monkeypatch.setenv("PROOFFLOW_RUNTIME", str(tmp_path / "rt"))
-    client = ServiceClient("cpu", 0, idle_s=60)
-    yield client
-    client.stop()
 
 
 def _key(key_dir) -> KeyJob:
