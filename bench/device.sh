@@ -24,7 +24,7 @@
 #   pipeline-x2 [LOG2] [PARTS] [DEPTH]  bench.scaling on two GPUs (kind nvidia-h200-x2)
 #   2p26 setup|run               a 2^26 proof_run through Airflow, pinned vs pageable (two calls)
 #   2p27 MODE CIRCUIT ...        2^27 partitions with the key resident (several calls; modes cs setup run clean)
-#   snarkjs [SIZES ...]          bench.snarkjs on the GPU against snarkjs on the host (carry .snarkjs only)
+#   snarkjs [SIZES ...]          bench.snarkjs on the GPU against snarkjs on the host, CURVE bls12381|bn128 (carry .snarkjs only)
 #   circom-family [SIZES ...]    bench.circom_family: circomlib circuits on the GPU against snarkjs on the host
 #                                (carry .snarkjs, and .kernels.tar.xz if made; resumes in a call that follows)
 #   dropin [SIZES ...]           bench.dropin: `proofflow groth16 prove` in process against the warm service
@@ -755,16 +755,18 @@ PY
 
 # == plan: snarkjs
 # The GPU tests of snarkjs keys, then bench.snarkjs --backend gpu at SIZES (default "16 18 20 22";
-# snarkjs itself up to SNARKJS_MAX, 20) -> snarkjs-h200.json. Carry .snarkjs (the snarkjs-pack plan).
+# snarkjs itself up to SNARKJS_MAX, 20) over CURVE (bls12381, or bn128) -> snarkjs-LABEL.json
+# (snarkjs-LABEL-bn128.json). Carry .snarkjs (the snarkjs-pack plan).
 plan_snarkjs() {
-    local sizes=${*:-16 18 20 22}
+    local sizes=${*:-16 18 20 22} curve=${CURVE:-bls12381} suffix=
+    [ "$curve" = bls12381 ] || suffix=-$curve
     use_snarkjs_pack
     device_info
     timeout -k 10 120 python3 -m pytest -q -p no:cacheprovider -m gpu tests/device/test_gpu_circom.py 2>&1 \
         | tee "$OUT/pytest-circom.log"
     # shellcheck disable=SC2086
-    python3 -m bench.snarkjs --backend gpu --sizes $sizes --snarkjs-max "${SNARKJS_MAX:-20}" --repeats 5 \
-        --out "$OUT/snarkjs-h200.json" 2>&1 | tee "$OUT/bench-snarkjs.log"
+    python3 -m bench.snarkjs --backend gpu --curve "$curve" --sizes $sizes --snarkjs-max "${SNARKJS_MAX:-20}" \
+        --repeats 5 --out "$OUT/snarkjs-$(card_label)$suffix.json" 2>&1 | tee "$OUT/bench-snarkjs.log"
 }
 
 # == plan: circom-family
