@@ -134,7 +134,7 @@ def test_a_bad_precompute_setting_names_it(monkeypatch, raw):
 
 def _fake_key(n: int):
     """A key's five tables of n points each (zeros: only their sizes count here)."""
-    return SimpleNamespace(curve=CURVE, **{name: points.PointTable(CURVE, group, np.zeros((n, CURVE.xy_bytes(group)),
+    return SimpleNamespace(curve=CURVE, circuit="mimc", log2=n.bit_length() - 1, **{name: points.PointTable(CURVE, group, np.zeros((n, CURVE.xy_bytes(group)),
                                                                                               np.uint8))
                                            for name, group in PK_TABLES.items()})
 
