@@ -95,6 +95,11 @@ def pk10(mimc10, tmp_path_factory):
     return ProvingKey.load(d)
 
 
+# --- circom circuits and ceremonies (tests/circom, tests/ethereum, tests/bench) -------------
+from circom_fixtures import (  # noqa: E402,F401 (fixtures, found by pytest here)
+    bn128_chain, bn128_compiled, bn128_gadgets, ceremony, compiled, toolchain, _bn128_keyed)
+
+
 # --- proofflow timing store / Airflow fixtures (proofflow/airflow/) ----------------------------
 import os
 import uuid
