@@ -95,6 +95,11 @@ def pk10(mimc10, tmp_path_factory):
     return ProvingKey.load(d)
 
 
+# --- circom circuits and ceremonies (tests/circom, tests/ethereum, tests/bench) -------------
+from circom_fixtures import (  # noqa: E402,F401 (fixtures, found by pytest here)
+    bn128_chain, bn128_compiled, bn128_gadgets, ceremony, compiled, toolchain, _bn128_keyed)
+
+
 # --- proofflow timing store / Airflow fixtures (proofflow/airflow/) ----------------------------
 import os
 import uuid
@@ -190,11 +195,25 @@ def airflow_home():
 
 
 @pytest.fixture(scope="session")
-def proof_run_dag(airflow_home):
+def _proof_run_dag(airflow_home):
     from airflow.dag_processing.dagbag import DagBag
     bag = DagBag(str(_REPO / "dags"))
     assert bag.import_errors == {}
     return bag.get_dag("proof_run")
+
+
+@pytest.fixture
+def proof_run_dag(_proof_run_dag):
+    """The session's proof_run, with the DAG file's param defaults at every test: dag.test()
+    in this process resolves a run's conf into the DAG's own Param objects (Airflow's
+    process_params: Param.resolve keeps the value), which would otherwise become the defaults
+    of every later test's runs (a curve or circuit one test asked for, in the next's)."""
+    dag = _proof_run_dag
+    params = {id(p): p for d in (dag.params, *(t.params for t in dag.tasks)) for p in d.values()}.values()
+    defaults = [(p, p.value) for p in params]
+    yield dag
+    for p, value in defaults:
+        p.value = value
 
 
 def _database_factory():

@@ -42,6 +42,9 @@ def test_a_scheduler_sends_its_metrics_as_compose_configures_them(tmp_path):
         "AIRFLOW__CORE__EXECUTOR": "LocalExecutor", "AIRFLOW__CORE__PARALLELISM": "2",
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False", "AIRFLOW__CORE__DAGS_FOLDER": str(ROOT / "dags"),
         "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": "0",
+        # the scheduler heartbeats (scheduler_heartbeat) once its interval (5 s by default) has
+        # passed: within the three loops below only when they are that slow
+        "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "1",
         "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
     })
     airflow = [sys.executable, "-m", "airflow"]

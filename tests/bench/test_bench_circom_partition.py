@@ -42,7 +42,8 @@ def test_a_run_proves_both_sides_and_compares_their_device_phases(tmp_path, monk
     row = result["sizes"]["2p8"]
     assert result["curve"] == curve and row["mimc"]["all_verified"] and row["circom"]["all_verified"]
     medians = row["mimc"]["device_s"]["median"], row["circom"]["device_s"]["median"]
-    assert row["ratio"] == round(medians[1] / medians[0], 3) and row["met"] is (row["ratio"] <= 1.15)
+    # met: the unrounded ratio (a ratio of 1.1504 shows as 1.15 and is not met)
+    assert row["ratio"] == round(medians[1] / medians[0], 3) and row["met"] is (medians[1] / medians[0] <= 1.15)
     assert {"mimc_setup_s", "zkey_setup_s", "register_s"} <= set(row["once_s"])
     assert row["device_target"] is None  # the issues bound no partition at 2^8
     circom = json.loads((work / f"{tag}2p8" / "circom.json").read_text())

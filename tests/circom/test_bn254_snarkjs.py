@@ -1,10 +1,9 @@
-"""BN254 (circom's default prime, snarkjs's "bn128") against the real toolchain: a circuit
-compiled with ``-p bn128``, a small bn128 ceremony, witnesses by snarkjs. proofflow reads
-the files, its proofs pass ``snarkjs groth16 verify``, snarkjs's pass proofflow's verifier,
-the verification key it writes is snarkjs's export field for field (vk_alphabeta_12: the
-pairing's Fq12 in snarkjs's tower order), the Solidity calldata is what snarkjs prints, and
-a test zkey proofflow writes is one snarkjs
-proves and verifies with."""
+"""BN254 (circom's default prime, snarkjs's "bn128") against the real toolchain: the session's
+chain circuit compiled with ``-p bn128`` and its small bn128 ceremony, witnesses by snarkjs.
+proofflow reads the files, its proofs pass ``snarkjs groth16 verify``, snarkjs's pass
+proofflow's verifier, the verification key it writes is snarkjs's export field for field
+(vk_alphabeta_12: the pairing's Fq12 in snarkjs's tower order), the Solidity calldata is what
+snarkjs prints, and a test zkey proofflow writes is one snarkjs proves and verifies with."""
 from __future__ import annotations
 
 import json
@@ -20,26 +19,14 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def bn(toolchain, tmp_path_factory):
-    """The chain circuit (20 steps) on BN254 through a one-contribution ceremony; snarkjs's
-    witness, proof and verification key."""
-    from circom_toolchain import Circuit, power as _power
-    root = tmp_path_factory.mktemp("bn254")
-    r1cs, wasm = toolchain.compile_chain(root / "chain", 20, prime="bn128")
-    c = Circuit(toolchain, "chain", root / "chain", r1cs, wasm)
-    ptau = root / "pot.ptau"
-    toolchain.snarkjs("powersoftau", "new", "bn128", _power([r1cs]), root / "pot0.ptau")
-    toolchain.snarkjs("powersoftau", "contribute", root / "pot0.ptau", root / "pot1.ptau", "--name=tests",
-                      "-e=proofflow tests")
-    toolchain.snarkjs("powersoftau", "prepare", "phase2", root / "pot1.ptau", ptau)
-    c.zkey, c.vk = c.dir / "c.zkey", c.dir / "verification_key.json"
-    toolchain.snarkjs("groth16", "setup", r1cs, ptau, c.dir / "c0.zkey")
-    toolchain.snarkjs("zkey", "contribute", c.dir / "c0.zkey", c.zkey, "--name=tests", "-e=proofflow tests")
-    toolchain.snarkjs("zkey", "export", "verificationkey", c.zkey, c.vk)
-    wtns = c.witness({"x": 3, "c": 5})
+def bn(bn128_chain):
+    """The session's BN254 chain circuit (its ceremony: tests/helpers/circom_fixtures.py);
+    snarkjs's witness and proof."""
+    c = bn128_chain
+    wtns = c.witness({"x": 3, "c": 5}, "bn254")
     theirs = c.dir / "snarkjs_proof.json", c.dir / "snarkjs_public.json"
-    toolchain.snarkjs("groth16", "prove", c.zkey, wtns, *theirs)
-    return {"circuit": c, "wtns": wtns, "theirs": theirs, "ptau": ptau}
+    c.toolchain.snarkjs("groth16", "prove", c.zkey, wtns, *theirs)
+    return {"circuit": c, "wtns": wtns, "theirs": theirs}
 
 
 def _accepts(c, vk, public, proof) -> bool:

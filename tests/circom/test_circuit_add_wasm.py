@@ -32,9 +32,9 @@ def test_a_wasm_of_another_circuit_is_refused(ceremony, home, capsys):
     assert "signals" in line and "inputs" in line
 
 
-def test_a_bn254_wasm_is_refused(ceremony, toolchain, home, tmp_path, capsys):
+def test_a_bn254_wasm_is_refused(ceremony, bn128_compiled, home, capsys):
     chain = ceremony["chain"]
-    _, bn_wasm = toolchain.compile_chain(tmp_path / "bn128", 100, prime="bn128")  # the same circuit, BN254's prime
+    _, bn_wasm = bn128_compiled["chain"]  # the same circuit, BN254's prime
     rc, err = _add(capsys, chain, bn_wasm)
     assert rc == 2 and _registered(home) == []
     assert f"{bn_wasm}: made for the BN254 scalar field, not the BLS12-381 scalar field" in err

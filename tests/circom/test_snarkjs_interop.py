@@ -164,8 +164,8 @@ def test_zkey_of_another_circuit(ceremony, proved):
         k2.check_matches(chain)
 
 
-def test_circuit_compiled_for_another_prime(toolchain, ceremony, tmp_path):
-    r1cs, wasm = toolchain.compile_chain(tmp_path / "bn128", 4, prime="bn128")
+def test_circuit_compiled_for_another_prime(toolchain, bn128_compiled, tmp_path):
+    r1cs, wasm = bn128_compiled["chain"]
     with pytest.raises(circom.WrongField, match="BN254 scalar field, not the BLS12-381 scalar field"):
         circom.read_r1cs(r1cs, CURVE)
     inputs = tmp_path / "in.json"

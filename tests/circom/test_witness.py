@@ -87,8 +87,8 @@ def test_values_outside_the_field_or_not_integers(compiled, value, message):
     assert str(exc.value) == message
 
 
-def test_generator_of_another_prime_or_not_one(toolchain, tmp_path):
-    _, wasm = toolchain.compile_chain(tmp_path / "bn128", 4, prime="bn128")
+def test_generator_of_another_prime_or_not_one(bn128_compiled, tmp_path):
+    _, wasm = bn128_compiled["chain"]
     with pytest.raises(circom.WrongField, match="BN254 scalar field, not the BLS12-381 scalar field") as exc:
         calculate_witness(wasm, {"x": 3, "c": 5}, CURVE)
     assert exc.value.path == str(wasm)

@@ -150,6 +150,24 @@ class Attempt:
     error: str | None = None
 
 
+PRELOAD = ["proof_tasks", "proofflow.airflow.operators.proof", "proofflow.timing.store",
+           "proofflow.prover.groth16.prover", "proofflow.prover.groth16.verifier", "proofflow.prover.circuits",
+           "proofflow.prover.service.client", "proofflow.prover.bundle", "sqlalchemy.dialects.sqlite"]
+
+
+def _preloaded_forkserver(ctx, modules: list[str]) -> None:
+    """The process's one fork server, with ``modules`` imported. A fork server started
+    earlier in this process (proofflow's setup pools start one, importing nothing) would
+    ignore a new preload list and every attempt would import the operators itself, seconds
+    each: that one is stopped (its running children are not touched) and the next attempt
+    starts ours."""
+    from multiprocessing import forkserver
+    server = forkserver._forkserver
+    if server._forkserver_pid is not None and server._preload_modules != modules:
+        server._stop()
+    ctx.set_forkserver_preload(modules)
+
+
 @dataclass
 class Runner:
     """Forks task attempts from a fork server that has proof_run's modules imported."""
@@ -160,9 +178,7 @@ class Runner:
     def __post_init__(self):
         self.state = Path(self.state)
         self.ctx = multiprocessing.get_context("forkserver")
-        self.ctx.set_forkserver_preload(["proof_tasks", "proofflow.airflow.operators.proof", "proofflow.timing.store",
-                                         "proofflow.prover.groth16.prover", "proofflow.prover.groth16.verifier", "proofflow.prover.circuits",
-                                         "proofflow.prover.service.client", "proofflow.prover.bundle", "sqlalchemy.dialects.sqlite"])
+        _preloaded_forkserver(self.ctx, PRELOAD)
 
     def attempt(self, run_id: str, task_id: str, map_index: int, try_number: int, conf: dict | None = None,
                 kill_after: float | None = None, env: dict | None = None, on_start=None) -> Attempt:

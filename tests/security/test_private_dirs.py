@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -51,12 +53,15 @@ def victim(tmp_path) -> Path:
 
 
 @pytest.fixture
-def runtime(tmp_path, monkeypatch) -> Path:
-    """The runtime directory, below a parent in the role of /tmp/proofflow-<uid>."""
-    parent = tmp_path / "proofflow-uid"
+def runtime(monkeypatch) -> Path:
+    """The runtime directory, below a parent in the role of /tmp/proofflow-<uid>; under /tmp,
+    not the test's deeper tmp_path: the service's socket path must fit a Unix socket name."""
+    top = Path(tempfile.mkdtemp(prefix="pf-rt-", dir="/tmp"))
+    parent = top / "proofflow-uid"
     parent.mkdir(mode=0o700)
     monkeypatch.setenv("PROOFFLOW_RUNTIME", str(parent / "digest"))
-    return parent / "digest"
+    yield parent / "digest"
+    shutil.rmtree(top, ignore_errors=True)
 
 
 def test_a_world_writable_runtime_dir_with_a_symlinked_log_is_refused(runtime, victim):

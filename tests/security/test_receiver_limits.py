@@ -238,9 +238,18 @@ def test_a_same_owner_re_lease_never_gets_the_segment_a_live_writer_holds(serve,
     old_abc, old_witness = _partition(0xAA)
     with _connect(endpoint) as old:  # an old writer of d/r/p0000, half way through its stream
         old.sendall(_header("d/r/p0000"))
-        assert _reply(old)["ok"]
+        leased = _reply(old)
+        assert leased["ok"]
         old_bytes = old_abc.tobytes() + old_witness.tobytes()
         old.sendall(old_bytes[:len(old_bytes) // 2])
+        # the receiver writing them into its segment: the re-run below comes mid-stream (on a
+        # loaded host the receiver's thread could otherwise reach the segment only after it)
+        seg = staging.open(leased["segment"], writer=True)
+        for _ in range(500):
+            if seg.abc[0].flat[0] == 0xAA:
+                break
+            time.sleep(0.01)
+        seg.close()
         new = send(endpoint, TOKEN, "d/r/p0000", *_partition(0xBB), timeout=1)  # its re-run
         old.sendall(old_bytes[len(old_bytes) // 2:])  # the old writer goes on
         reply = _reply(old)
