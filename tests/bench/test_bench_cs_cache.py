@@ -39,5 +39,6 @@ def test_at_scale_it_builds_through_the_cache_and_keeps_other_rows(tmp_path, mon
         row = result["circuits"][name]["at_scale"]
         d = tmp_path / "cache" / "constraint-systems" / f"{name}-2^10-1"
         assert row["format2_bytes"] == sum(p.stat().st_size for p in d.iterdir()) == sum(row["format2_files"].values())
-        assert row["build_peak_anon_bytes"] > 0 and row["rmatvec_cpu_s"] > 0 and row["widths"]["c"]["which"] == "uint8"
+        # at 2^10 the products' CPU time may round to 0
+        assert row["build_peak_anon_bytes"] > 0 and row["rmatvec_cpu_s"] >= 0 and row["widths"]["c"]["which"] == "uint8"
     assert result["circuits"]["mimc"]["at_scale"]["round_constants_bytes"] > 0
