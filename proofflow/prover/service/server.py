@@ -144,7 +144,6 @@ class ProverService:
         self._state = threading.Lock()
         self._active = 0
         self._jobs_in_hand = 0  # prove jobs between their request and their reply
-        self._waiting = 0  # prove jobs prefetched, not yet on the device
         self._jobs: set[_Job] = set()  # prove jobs queued, on the device or finishing, for cancel
         self._last_activity = time.time()
         self._busy = False
@@ -275,7 +274,6 @@ class ProverService:
 
     def _dequeued(self, job: _Job) -> None:
         with self._state:
-            self._waiting -= 1
             self._in_queue.pop(id(job), None)
 
     def _next_job(self) -> _Job | None:
@@ -358,7 +356,7 @@ class ProverService:
     def status(self) -> dict:
         device_pool = device.pool_bytes() if self.backend_name == "gpu" else None
         return {"ok": True, "pid": os.getpid(), "backend": self.backend_name, "device": self.device_label,
-                "started_at": self.started_at, "queued": self._waiting, "busy": self._busy,
+                "started_at": self.started_at, "queued": len(self._in_queue), "busy": self._busy,
                 "queued_by_priority": self._uploads.counts(lambda job: job.spec.priority.value),
                 "active": self._active, "jobs_in_hand": self._jobs_in_hand, "jobs_done": self.jobs_done, "jobs_failed": self.jobs_failed,
                 "jobs_cancelled": self.jobs_cancelled, "recoveries": self.recoveries, "last_error": self.last_error,
@@ -382,7 +380,7 @@ class ProverService:
     def _metrics_state(self) -> ServiceState:
         staging = self.staging.stats()
         with self._state:
-            queued, in_hand = self._waiting, self._jobs_in_hand
+            queued, in_hand = len(self._in_queue), self._jobs_in_hand
         return ServiceState(queued, int(self._busy), in_hand, len(self.keys.resident()), self.keys.resident_bytes(),
                             self.keys.budget or 0, self.keys.evictions, staging["leased"], staging["idle"],
                             staging["budget"])
@@ -392,7 +390,6 @@ class ProverService:
         job = self._prefetch(spec, timer, conn)
         try:
             with self._state:
-                self._waiting += 1
                 self._in_queue[id(job)] = job
                 self._jobs.add(job)
             job.ready_at = time.time()  # its mutex_wait: until the device takes it, the upload running meanwhile
