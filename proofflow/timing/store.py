@@ -51,6 +51,7 @@ INT64 = (-(1 << 63), (1 << 63) - 1)
 INT32 = (-(1 << 31), (1 << 31) - 1)
 MEMORY_KINDS = tuple(k.value for k in spec.MemoryKind)
 RUN_STATES = ("running", "success", "failed", "duplicate")  # duplicate: proofflow.timing.requests
+SERVED_STATES = ("success", "duplicate")  # a run that ended without failing: proved, or its request was
 # Beyond the column types, what a value of the proof-run tables must also satisfy: a
 # minimum, or the allowed strings.
 _RULES = {

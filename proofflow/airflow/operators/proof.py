@@ -448,6 +448,7 @@ class CleanupScratchOperator(ProofflowOperator):
 
     def run(self, context, rec):
         from proofflow.airflow.cancel import release
+        from proofflow.timing.store import SERVED_STATES
         ti = context["ti"]
         with rec.phase(Phase.CLEANUP):
             self._record_stop(ti)
@@ -458,7 +459,7 @@ class CleanupScratchOperator(ProofflowOperator):
                                 reply.device, reply.dropped)
             store = _store()
             row = store.run(ti.dag_id, ti.run_id)
-            if row is None or row.get("state") not in ("success", "duplicate"):
+            if row is None or row.get("state") not in SERVED_STATES:
                 store.upsert_run(ti.dag_id, ti.run_id, state="failed", finished_at=time.time())
         return {"removed": removed}
 
@@ -467,10 +468,11 @@ class CleanupScratchOperator(ProofflowOperator):
         stays: `proofflow cancel` recorded its own). Best effort: what the run holds is
         released even when the timing store is out."""
         from proofflow.airflow.cancel import MARKED_FAILED, stopped_from_outside
+        from proofflow.timing.store import SERVED_STATES
         try:
             store = _store()
             row = store.run(ti.dag_id, ti.run_id) or {}
-            if self.verdict_task_id and row.get("state") not in ("success", "duplicate") \
+            if self.verdict_task_id and row.get("state") not in SERVED_STATES \
                     and stopped_from_outside(ti, self.verdict_task_id):
                 task_end.record(store, ti.dag_id, ti.run_id, MARKED_FAILED)
         except Exception:

@@ -66,7 +66,8 @@ class PublishSummaryOperator(BaseOperator):
     def execute(self, context):
         ti = context["ti"]
         fig = publish_note(ti.dag_id, ti.run_id, self.api_conn_id)
-        if self.verdict_task_id and (fig or {}).get("state") not in ("success", "duplicate"):
+        from proofflow.timing.store import SERVED_STATES
+        if self.verdict_task_id and (fig or {}).get("state") not in SERVED_STATES:
             from proofflow.airflow.cancel import stopped_from_outside
             if stopped_from_outside(ti, self.verdict_task_id):
                 raise AirflowFailException("the run was stopped (marked failed, or cancelled) before its proofs were "
