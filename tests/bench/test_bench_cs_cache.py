@@ -4,6 +4,7 @@ for the widths 2^27 needs)."""
 from __future__ import annotations
 
 import json
+import time
 
 from bench import cs_cache
 from proofflow.prover import resources
@@ -39,6 +40,16 @@ def test_at_scale_it_builds_through_the_cache_and_keeps_other_rows(tmp_path, mon
         row = result["circuits"][name]["at_scale"]
         d = tmp_path / "cache" / "constraint-systems" / f"{name}-2^10-1"
         assert row["format2_bytes"] == sum(p.stat().st_size for p in d.iterdir()) == sum(row["format2_files"].values())
-        # at 2^10 the products' CPU time may round to 0
-        assert row["build_peak_anon_bytes"] > 0 and row["rmatvec_cpu_s"] >= 0 and row["widths"]["c"]["which"] == "uint8"
+        # at 2^10 the build may reuse freed heap (no peak) and the products' CPU time may round to 0
+        assert row["build_peak_anon_bytes"] >= 0 and row["rmatvec_cpu_s"] >= 0 and row["widths"]["c"]["which"] == "uint8"
     assert result["circuits"]["mimc"]["at_scale"]["round_constants_bytes"] > 0
+
+
+def test_peak_anon_sees_memory_touched_and_freed_inside_the_block():
+    import numpy as np
+    from bench.setup_sizes import PeakAnon
+    with PeakAnon() as mem:
+        block = np.ones(64 << 20, dtype=np.uint8)  # touched: resident anonymous pages
+        time.sleep(0.1)  # the sampler's period is 5 ms
+        del block
+    assert mem.bytes >= 60 << 20

@@ -123,6 +123,32 @@ def test_a_killed_writers_lease_is_reclaimed(staging):
     assert staging.leases() == [] and staging.stats()["leased"] == 0
 
 
+@pytest.mark.parametrize("killed_in", ["_write", "_drop"])
+def test_a_holder_killed_between_segment_and_lease_file_leaves_nothing_held(staging, killed_in):
+    """Killed after the segment is made and before its lease file is written (leasing), or after
+    the segment went idle and before its lease file is removed (releasing): the next reclaim
+    ends both halves at once, with no grace period."""
+    code = textwrap.dedent(f"""
+        import os, signal
+        from proofflow.prover.staging.shared import SharedStaging
+        s = SharedStaging({str(staging.root)!r}, {staging.budget})
+        if {killed_in!r} == "_drop":
+            lease = s.lease("d/r/p0000", 1024, 10, timeout=0)
+            s.ready(lease)
+            os.utime = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)  # right after the segment goes idle
+            s.release(lease.id)
+        else:
+            SharedStaging._write = lambda self, lease: os.kill(os.getpid(), signal.SIGKILL)
+            s.lease("d/r/p0000", 1024, 10, timeout=0)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == -9, out.stderr
+    held = staging.stats()
+    assert (held["leases"], held["leased"] > 0) == ((0, True) if killed_in == "_write" else (1, False)), held
+    staging.reclaim()
+    assert staging.leases() == [] and staging.stats()["leased"] == 0
+
+
 @pytest.mark.parametrize("bound", [False, True])
 def test_a_ready_segment_outlives_its_writer_unless_bound_to_it(staging, bound):
     code = textwrap.dedent(f"""

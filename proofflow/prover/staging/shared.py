@@ -222,6 +222,8 @@ class SharedStaging:
         self._meta(lease.id).unlink(missing_ok=True)
 
     def _stale(self, lease: Lease, now: float) -> str | None:
+        if not self._seg(lease.id).exists():
+            return "its segment is gone (its holder was killed while ending it)"
         if (lease.state == "writing" or lease.bound) and lease.host == self.host and not _pid_alive(lease.pid):
             return f"its writer (pid {lease.pid}) died {'before its proof' if lease.bound else 'before the segment was ready'}"
         if now - lease.created > self.lease_ttl_s:
@@ -240,8 +242,10 @@ class SharedStaging:
                 out.append((lease, why))
         for tmp in self.root.glob(".*.tmp"):  # a lease file's write that failed: they happen under the lock
             tmp.unlink(missing_ok=True)
-        for seg in self.root.glob("*.seg"):  # a segment whose lease file never got written
-            if not self._meta(seg.stem).exists() and now - seg.stat().st_mtime > 60:
+        # Segments and lease files come and go together under the lock, so one without the other
+        # is a process killed between the two (in _take or _drop): nothing will complete it.
+        for seg in self.root.glob("*.seg"):
+            if not self._meta(seg.stem).exists():
                 seg.unlink(missing_ok=True)
         return out
 
