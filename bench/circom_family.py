@@ -122,8 +122,8 @@ def r1cs_header(path: Path) -> R1csHeader:
     raise ValueError(f"{path} has no header section")
 
 
-def compile_circuit(family: Family, k: int, depth: int, d: Path) -> dict:
-    """The circuit at K compiled into d/build: main.r1cs, main_js/main.wasm."""
+def compile_circuit(family: Family, k: int, depth: int, d: Path, prime: str = CURVE.snarkjs_name) -> dict:
+    """The circuit at K compiled into d/build over circom's ``prime`` (-p): main.r1cs, main_js/main.wasm."""
     d.mkdir(parents=True, exist_ok=True)
     (d / "main.circom").write_text(f'pragma circom 2.0.0;\ninclude "{family.source}";\n'
                                    f"component main {family.main.format(k=k, depth=depth)};\n")
@@ -132,7 +132,7 @@ def compile_circuit(family: Family, k: int, depth: int, d: Path) -> dict:
     build.mkdir()
     includes = [arg for path in INCLUDES for arg in ("-l", str(path))]
     t0 = time.perf_counter()
-    proc = subprocess.run([str(CIRCOM), str(d / "main.circom"), "--r1cs", "--wasm", "-p", "bls12381", *includes,
+    proc = subprocess.run([str(CIRCOM), str(d / "main.circom"), "--r1cs", "--wasm", "-p", prime, *includes,
                            "-o", str(build)], cwd=ROOT, capture_output=True, text=True)
     seconds = time.perf_counter() - t0
     if proc.returncode != 0:
@@ -155,13 +155,14 @@ def choose_k(c1: R1csHeader, c2: R1csHeader, log2: int) -> int:
     return k
 
 
-def calibrated_k(family: Family, depth: int, log2: int, work: Path) -> int:
-    path = work / f"calibration-{family.label(0, depth).removesuffix('-k0')}.json"
+def calibrated_k(family: Family, depth: int, log2: int, work: Path, prime: str = CURVE.snarkjs_name) -> int:
+    tag = "" if prime == CURVE.snarkjs_name else f"-{prime}"  # the default's files predate primes
+    path = work / f"calibration-{family.label(0, depth).removesuffix('-k0')}{tag}.json"
     if not path.exists():
         counts = []
         for k in (1, 2):
             with tempfile.TemporaryDirectory(dir=work) as tmp:
-                compile_circuit(family, k, depth, Path(tmp))
+                compile_circuit(family, k, depth, Path(tmp), prime)
                 counts.append(r1cs_header(Path(tmp) / "build" / "main.r1cs").__dict__)
         _env.write(path, {"k1": counts[0], "k2": counts[1]})
     cal = json.loads(path.read_text())

@@ -2,10 +2,12 @@
 
     python -m bench.circom_prep --home DIR --work DIR [--sizes 20 22] [--families chain]
                                 [--inputs 64] [--backend gpu|cpu] [--depth 20] [--out FILE]
+                                [--curve bls12_381|bn254]
 
-Per family and size 2^L, the circuit FAMILY-2pL:
+Per family and size 2^L, the circuit FAMILY-2pL (FAMILY-CURVE-2pL for a curve other than the
+default, e.g. chain-bn254-2p22):
 * compile: bench/circuits' template at bench.circom_family's K (the largest whose domain is
-  2^L), by ``circom2 --r1cs --wasm -p bls12381``;
+  2^L), by ``circom2 --r1cs --wasm -p PRIME`` (bls12381, or bn128 for BN254);
 * zkey: a test-only zkey by ``proofflow setup --r1cs`` on --backend;
 * register: ``proofflow circuit add FAMILY-2pL --r1cs --zkey --wasm`` into --home, the
   PROOFFLOW_HOME that bench.stream's deployment is then given (its --home); the build's large
@@ -32,19 +34,24 @@ import time
 from pathlib import Path
 
 from bench import _env, circom_family as cf, circom_inputs
+from proofflow.prover.curves import registry as curves
+from proofflow.prover.curves.descriptor import Curve
+from proofflow.prover.field.fr import Fr
 
 ROOT = Path(__file__).resolve().parent.parent
 STEPS = ("compile", "zkey", "register", "inputs", "warm")
 
 
-def circuit_name(family: str, log2: int) -> str:
-    return f"{family}-2p{log2}"
+def circuit_name(family: str, log2: int, curve: Curve = cf.CURVE) -> str:
+    return f"{family}-{curves.path_tag(curve)}2p{log2}"
 
 
-def make_input(family: str, k: int, depth: int, i: int, expected: bool = False) -> tuple[dict, list[int] | None]:
-    """Input ``i`` of the family's circuit at K (distinct for each i), and, if ``expected``, the
-    public signals it must give (computed without the circuit; the chain's takes K steps)."""
-    r = cf.fr.MODULUS
+def make_input(family: str, k: int, depth: int, i: int, expected: bool = False,
+               curve: Curve = cf.CURVE) -> tuple[dict, list[int] | None]:
+    """Input ``i`` of the family's circuit at K over ``curve`` (distinct for each i), and, if
+    ``expected``, the public signals it must give (computed without the circuit; the chain's
+    takes K steps)."""
+    r = Fr.of(curve).MODULUS
     if family == "chain":
         x, c = 3 + i, 11 + i
         return {"x": str(x), "c": str(c)}, circom_inputs.chain(k, r, x, c)[1] if expected else None
@@ -69,10 +76,10 @@ class Prep:
     """One circuit's steps in WORK/NAME; each one's record in steps/STEP.json once done."""
 
     def __init__(self, family: cf.Family, log2: int, depth: int, home: Path, work: Path, n_inputs: int,
-                 backend: str):
-        self.family, self.log2, self.depth, self.backend = family, log2, depth, backend
+                 backend: str, curve: Curve = cf.CURVE):
+        self.family, self.log2, self.depth, self.backend, self.curve = family, log2, depth, backend, curve
         self.home, self.n_inputs = home, n_inputs
-        self.name = circuit_name(family.name, log2)
+        self.name = circuit_name(family.name, log2, curve)
         self.d = work / self.name
         self.steps = self.d / "steps"
         build = self.d / "build"
@@ -83,7 +90,7 @@ class Prep:
                     "PROOFFLOW_INPUT_ROOTS": str(home / "inputs")}
 
     def record(self) -> dict:
-        out = {"family": self.family.name, "log2": self.log2, "inputs_dir": str(self.inputs_dir)}
+        out = {"family": self.family.name, "log2": self.log2, "curve": self.curve.name, "inputs_dir": str(self.inputs_dir)}
         for name in STEPS:
             if (path := self.steps / f"{name}.json").exists():
                 out.update(json.loads(path.read_text()))
@@ -110,8 +117,9 @@ class Prep:
         return self.record()
 
     def compile(self) -> dict:
-        k = cf.calibrated_k(self.family, self.depth, self.log2, self.d.parent)
-        rec = {"k": k, **cf.compile_circuit(self.family, k, self.depth, self.d)}
+        prime = self.curve.snarkjs_name
+        k = cf.calibrated_k(self.family, self.depth, self.log2, self.d.parent, prime)
+        rec = {"k": k, **cf.compile_circuit(self.family, k, self.depth, self.d, prime)}
         if rec["log2"] != self.log2:
             raise RuntimeError(f"{self.name}: K = {k} compiled to a domain of 2^{rec['log2']}, not 2^{self.log2}")
         if self.family.name == "merkle":
@@ -142,7 +150,8 @@ class Prep:
         expected = None
         with files.atomic_dir(self.inputs_dir) as tmp:
             for i in range(self.n_inputs):
-                inputs, public = make_input(self.family.name, self.k, self.depth, i, expected=i == 0)
+                inputs, public = make_input(self.family.name, self.k, self.depth, i, expected=i == 0,
+                                            curve=self.curve)
                 expected = expected or public
                 (tmp / f"{i:04d}.json").write_text(json.dumps(inputs))
         (self.d / "expected.public.json").write_text(json.dumps([str(v) for v in expected]))
@@ -151,7 +160,7 @@ class Prep:
     def warm(self) -> dict:
         from proofflow.prover.circuits.by_name import get_circuit
         with _env.this_process_env(**self.env):
-            circuit = get_circuit(self.name, self.log2)
+            circuit = get_circuit(self.name, self.log2, self.curve.name)
             t0 = time.perf_counter()
             circuit.constraint_system  # built once, then mapped from the cache
             cs_s = time.perf_counter() - t0
@@ -179,6 +188,8 @@ def main(argv=None) -> int:
     ap.add_argument("--depth", type=int, default=20, help="merkle's tree depth (default 20)")
     ap.add_argument("--inputs", type=int, default=64, help="distinct input.json files a circuit (default 64)")
     ap.add_argument("--backend", choices=("cpu", "gpu"), default="gpu", help="the test zkey's setup")
+    ap.add_argument("--curve", choices=curves.NAMES, default=cf.CURVE.name,
+                    help="the curve the circuits are compiled for and proved over (default %(default)s)")
     ap.add_argument("--out", type=Path, help="the circuits' records, merged by name (default WORK/circom-prep.json)")
     args = ap.parse_args(argv)
     if args.inputs < 1:
@@ -198,7 +209,7 @@ def main(argv=None) -> int:
             if log2 > family.max_log2:
                 print(f"{name} at 2^{log2}: skipped, circom2 compiles it up to 2^{family.max_log2}", flush=True)
                 continue
-            prep = Prep(family, log2, args.depth, home, work, args.inputs, args.backend)
+            prep = Prep(family, log2, args.depth, home, work, args.inputs, args.backend, curves.get_curve(args.curve))
             print(f"{prep.name}: ...", flush=True)
             try:
                 result["circuits"][prep.name] = prep.run()

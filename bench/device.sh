@@ -15,7 +15,8 @@
 #                                decompression's tests against the CPU (2^27: the 2p27 plan's upload mode)
 #   stream LOG2 [DUR_S] [WARM_S] bench.stream: sustained load through Airflow (also carry proofflow.egg-info)
 #   circom-prep [SIZES ...]      a circom chain at each 2^SIZE compiled, its test zkey, registered with 64
-#                                inputs for stream-circom (carry .snarkjs, and .kernels.tar.xz if made; resumes)
+#                                inputs for stream-circom (carry .snarkjs, and .kernels.tar.xz if made; resumes;
+#                                CURVE=bn254: compiled for bn128, as FAMILY-bn254-2pSIZE)
 #   stream-circom LOG2 [DUR_S] [WARM_S]  bench.stream of circom-prep's circuit, witnesses from input.json, a
 #                                sample verified by snarkjs (the call after circom-prep, on the warm machine;
 #                                carry as for stream)
@@ -400,7 +401,8 @@ plan_stream() {
 # synthesize task; fed for DURATION_S (240) s in circom-prep's home (/root/pf-circom/home) with the
 # stream plan's shape and settings (PARTS, INFLIGHT, DEPTH, SYNTH, PARALLELISM, WARMUP_PARTS,
 # WARMUP_S, CALL_S, TAG, GPU_TESTS, the MSM and scheduler settings); then SAMPLE (8) proofs spread
-# over the runs verified by `snarkjs groth16 verify` with circom-prep's node. Every proof is
+# over the runs verified by `snarkjs groth16 verify` with circom-prep's node. CURVE=bn254: circom-prep's
+# FAMILY-bn254-2pLOG2 (prepared with CURVE=bn254), proved over BN254. Every proof is
 # verified by proofflow too (finalize_run, then bench.stream again from the bundles). Run it in the
 # call after circom-prep, on the machine that one left warm (it says to run circom-prep first
 # otherwise); carry .whl and proofflow.egg-info (and .kernels.tar.xz if made). Results:
@@ -409,7 +411,9 @@ plan_stream() {
 plan_stream_circom() {
     set -e
     local L=${1:?usage: device.sh stream-circom LOG2 [DURATION_S] [WARMUP_S]}
-    local name=${FAMILY:-chain}-2p$1 home=$CIRCOM_ROOT/home
+    local tag=''
+    [ "${CURVE:-bls12_381}" = bls12_381 ] || tag=$CURVE-
+    local name=${FAMILY:-chain}-${tag}2p$1 home=$CIRCOM_ROOT/home
     if [ ! -f "$CIRCOM_ROOT/work/$name/steps/warm.json" ] || [ ! -x "$CIRCOM_ROOT/bin/node" ]; then
         echo "$name is not prepared in $CIRCOM_ROOT: run circom-prep first (bash bench/device.sh circom-prep $L," \
             "carry .snarkjs), then this plan in the call that follows, while the machine is warm"
@@ -841,11 +845,12 @@ plan_circom_partition() {
 #    and a registered bn128 circuit, and (where Airflow imports) a proof_run over bn254 through it. Meanwhile
 #    the GPU setup makes the partitions' keys (MiMC over BN254, /dev/shm/pf-params/bn254-mimc-log2_L-seed0),
 #    waited for before step 2.
-# 2. bench (BUDGET_BENCH, 130 s): bench.gpu --curve bn254 --only BENCH_ONLY ("bench_ntt bench_msm
-#    bench_msm_g2") --msm-logs MSM_LOGS ("20 22 24"): NTT at 2^20-2^27, the G1 and G2 MSMs (tables resident; G1
-#    checked against the CPU at 2^20, every size against (sum s_k k) G), recorded under "bn254" in
-#    gpu-LABEL.json, which starts as bench/results/gpu-LABEL.json: copy it back. Targets (its msm_targets):
-#    G1 2^24 <= 60 ms, G2 2^24 <= 200 ms.
+# 2. bench (BUDGET_BENCH, 220 s): bench.gpu --curve bn254 --only BENCH_ONLY ("bench_ntt bench_msm
+#    bench_msm_g2 bench_msm_precomputed") --msm-logs MSM_LOGS ("20 22 24"): NTT at 2^20-2^27, the G1 and G2
+#    MSMs (tables resident; G1 checked against the CPU at 2^20, every size against (sum s_k k) G), then both
+#    over the precomputed copies a key's plan keeps (as a proof runs them) at 2^22 and 2^24, recorded under
+#    "bn254" in gpu-LABEL.json, which starts as bench/results/gpu-LABEL.json: copy it back. Targets (its
+#    msm_targets, plain and precomputed): G1 2^24 <= 60 ms, G2 2^24 <= 200 ms.
 # 3. partition (the rest of CALL_S): bench.partition --curve bn254 of a MiMC partition at each SIZE ("22 24"),
 #    REPEATS (5) measured proofs after a warm-up, every one verified. Target (its "target"): the device phase
 #    <= 0.15 s at 2^22 and <= 0.5 s at 2^24, issue #37's bound for a BN254 circom partition, whose device work
@@ -886,8 +891,8 @@ plan_bn254() {
     if [[ $steps == *" bench "* ]]; then
         [ -f "bench/results/gpu-$label.json" ] && cp "bench/results/gpu-$label.json" "$OUT/"
         # shellcheck disable=SC2086
-        timed bench "${BUDGET_BENCH:-130}" bench-gpu-bn254.log python3 -m bench.gpu --curve bn254 \
-            --only ${BENCH_ONLY:-bench_ntt bench_msm bench_msm_g2} --msm-logs ${MSM_LOGS:-20 22 24} \
+        timed bench "${BUDGET_BENCH:-220}" bench-gpu-bn254.log python3 -m bench.gpu --curve bn254 \
+            --only ${BENCH_ONLY:-bench_ntt bench_msm bench_msm_g2 bench_msm_precomputed} --msm-logs ${MSM_LOGS:-20 22 24} \
             --out "$OUT/gpu-$label.json"
     fi
     if [[ $steps == *" partition "* ]]; then
@@ -910,7 +915,8 @@ out, label = pathlib.Path(sys.argv[1]), sys.argv[2]
 gpu = out / f"gpu-{label}.json"
 if gpu.exists():
     r = json.loads(gpu.read_text()).get("bn254", {})
-    for key in ("sections_done", "ntt_ms", "msm_g1_ms", "msm_g2_ms", "cpu_msm_g1_ms", "msm_g1_skewed_ms", "msm_targets"):
+    for key in ("sections_done", "ntt_ms", "msm_g1_ms", "msm_g2_ms", "cpu_msm_g1_ms", "msm_g1_skewed_ms",
+                "msm_g1_precomputed_ms", "msm_g2_precomputed_ms", "msm_targets"):
         print(f"{key:<18} {json.dumps(r.get(key))}")
 for f in sorted(out.glob(f"partition-{label}-bn254-mimc-2p*.json")):
     r = json.loads(f.read_text())
@@ -983,6 +989,8 @@ circom_tools() {
 # compiled code cached where the stream's tasks look, input 0's witness checked against the
 # public signals computed without the circuit. Each step is recorded as it ends: a call cut at
 # CALL_S resumes in the next one on the warm machine; call again until it says "complete".
+# CURVE=bn254 compiles for circom's bn128 prime and registers FAMILY-bn254-2pL (issue #37's BN254
+# stream: then CURVE=bn254 for stream-circom too).
 # Results: circom-prep.json (each circuit's K, constraints, steps' seconds, a cold witness and
 # a/b/c) and circom-prep.log.
 plan_circom_prep() {
@@ -993,7 +1001,7 @@ plan_circom_prep() {
     mkdir -p "$CIRCOM_ROOT/work"
     # shellcheck disable=SC2086
     resumable "$CIRCOM_ROOT/circom-prep.json" "$CIRCOM_ROOT/circom-prep.log" python3 -m bench.circom_prep \
-        --backend gpu --sizes $sizes --families ${FAMILIES:-chain} --inputs "${INPUTS:-64}" \
+        --backend gpu --sizes $sizes --families ${FAMILIES:-chain} --inputs "${INPUTS:-64}" --curve "${CURVE:-bls12_381}" \
         --home "$CIRCOM_ROOT/home" --work "$CIRCOM_ROOT/work" --out "$CIRCOM_ROOT/circom-prep.json"
 }
 

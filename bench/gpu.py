@@ -956,9 +956,11 @@ SECTIONS = [bench_fr_mul, bench_ntt, bench_h, bench_h2d, bench_msm_g2, bench_set
             bench_msm_variants, bench_msm_density]
 
 
-# The issue's bounds on a curve's plain MSMs at 2^24 on the H200, median ms (#37: BN254's)
+# The issue's bounds on a curve's MSMs at 2^24 on the H200, median ms (#37: BN254's), held against
+# the plain MSM and against the one a proof runs, over its key's precomputed copies
 MSM_TARGET_LOG2 = 24
-MSM_TARGETS_MS = {"bn254": {"msm_g1_ms": 60.0, "msm_g2_ms": 200.0}}
+MSM_TARGETS_MS = {"bn254": {"msm_g1_ms": 60.0, "msm_g2_ms": 200.0,
+                            "msm_g1_precomputed_ms": 60.0, "msm_g2_precomputed_ms": 200.0}}
 
 
 def msm_targets(result: dict, bounds: dict) -> dict:

@@ -154,6 +154,21 @@ def test_prep_registers_the_circuit_with_distinct_inputs(prepared):
     assert {p.name: p.stat().st_mtime_ns for p in steps.iterdir()} == stamps
 
 
+@pytest.mark.slow
+def test_prep_over_bn254_compiles_for_bn128_and_names_the_curve(prepared, tmp_path):
+    """--curve bn254: circom's bn128 prime, the curve in the circuit's name and registration,
+    and the inputs' expected public signals reduced mod BN254's r (input 0's checked by warm)."""
+    home = tmp_path / "home"
+    argv = ["--home", str(home), "--work", str(tmp_path / "work"), "--sizes", "8", "--inputs", "2",
+            "--backend", "cpu", "--curve", "bn254"]
+    assert circom_prep.main(argv) == 0
+    rec = json.loads((tmp_path / "work" / "circom-prep.json").read_text())["circuits"]["chain-bn254-2p8"]
+    assert rec["complete"] and rec["curve"] == "bn254" and rec["public_matches_expected"]
+    info = json.loads((home / "circuits" / "chain-bn254-2p8" / "circuit.json").read_text())
+    assert info["curve"] == "bn254" and info["log2"] == 8
+    assert (tmp_path / "work" / "calibration-chain-bn128.json").exists()  # not the bls12381 calibration
+
+
 def _bundle(name: str, log2: int, inputs: list[str], d: Path) -> None:
     """A run's bundle as the DAG writes it (every proof checked, snarkjs's files beside)."""
     from proofflow import spec
