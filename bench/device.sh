@@ -526,6 +526,7 @@ stream_feed() {
 # once, then the median wall time of 3 MSMs and each kernel's time; NOTE labels the lines) into
 # $OUT/msm-phases.jsonl. Append it to bench/results/msm-phases-h200.jsonl, then
 #   python -m bench.fit_msm_cost bench/results/msm-phases-h200.jsonl --variant call --balanced
+# CURVE=bn254 sweeps BN254's kernels (its lines name the curve: fit them with --curve bn254).
 plan_msm_sweep() {
     local status=0 jsonl=$OUT/msm-phases.jsonl note=${NOTE:-$(date -u +%F)}
     use_wheels .whl /tmp/site
@@ -533,7 +534,7 @@ plan_msm_sweep() {
     phases() {  # NOTE-SUFFIX ARGS...
         local what=$1
         shift
-        timeout -k 5 "$(left)" python3 -m bench.msm_phases "$@" --note "$note, $what" >> "$jsonl" \
+        timeout -k 5 "$(left)" python3 -m bench.msm_phases --curve "${CURVE:-bls12_381}" "$@" --note "$note, $what" >> "$jsonl" \
             2>> "$OUT/msm-phases.log" || { status=1; echo "failed: $*"; }
         echo "$* done at $(since) s"
     }

@@ -7,10 +7,11 @@ wall_ms), e.g. bench/results/msm-phases-h200.jsonl. For each group the model
 
 is fitted by least squares in (unit, unit * BUCKET_COST, fixed) for each DIVERGENCE of a
 grid, and the DIVERGENCE with the smallest worst relative error is reported, with each
-plan's error. Only the lines of one kernel configuration belong together: --variant and
---balanced pick them (lines without those fields are the old mul32 pieces).
+plan's error. Only the lines of one kernel configuration belong together: --curve, --variant
+and --balanced pick them (lines without those fields are BLS12-381's old mul32 pieces).
 
     python -m bench.fit_msm_cost bench/results/msm-phases-h200.jsonl --variant call --balanced
+    python -m bench.fit_msm_cost bench/results/msm-phases-h100.jsonl --curve bn254 --variant call --balanced
 """
 from __future__ import annotations
 
@@ -25,8 +26,8 @@ from proofflow.prover.device import pippenger
 DIVERGENCE_GRID = tuple(round(0.25 * k, 2) for k in range(41))  # 0 .. 10
 
 
-def load(path: Path, variant: str, balanced: bool) -> list[dict]:
-    """The plan lines of one kernel configuration."""
+def load(path: Path, variant: str, balanced: bool, curve: str = "bls12_381") -> list[dict]:
+    """The plan lines of one kernel configuration over ``curve``."""
     rows = []
     for text in path.read_text().splitlines():
         line = json.loads(text) if text.strip() else {}
@@ -34,7 +35,8 @@ def load(path: Path, variant: str, balanced: bool) -> list[dict]:
             continue  # a phases-only line (bench.msm_phases without --plan)
         if "g1_blocks" in line:
             continue  # the blocks-an-SM experiment's kernels (bench/results/archive/gpu-notes.md), not the product's
-        if line.get("variant", "mul32") == variant and line.get("balanced", False) == balanced:
+        if (line.get("curve", "bls12_381"), line.get("variant", "mul32"), line.get("balanced", False)) \
+                == (curve, variant, balanced):
             rows.append(line)
     return rows
 
@@ -68,9 +70,10 @@ def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("jsonl", type=Path)
     ap.add_argument("--variant", default="mul32", help="the lines' curve variant (default mul32, the old lines)")
+    ap.add_argument("--curve", default="bls12_381", help="the lines' curve (default bls12_381, the lines without one)")
     ap.add_argument("--balanced", action=argparse.BooleanOptionalAction, default=False)
     args = ap.parse_args(argv)
-    rows = load(args.jsonl, args.variant, args.balanced)
+    rows = load(args.jsonl, args.variant, args.balanced, args.curve)
     out = {}
     for group in sorted({r.get("group", "g1") for r in rows}):
         mine = [r for r in rows if r.get("group", "g1") == group]

@@ -41,3 +41,17 @@ def test_too_few_plans_is_said_not_fitted(tmp_path):
     path = tmp_path / "phases.jsonl"
     path.write_text(json.dumps({"group": "g2", "log2": 22, "c": 16, "shifts": 1, "wall_ms": 111.0}) + "\n")
     assert "at least 4 distinct plans" in fit_msm_cost.main([str(path)])["g2"]["error"]
+
+
+def test_another_curves_lines_are_fitted_apart(tmp_path):
+    """--curve picks a curve's lines; lines without a curve are BLS12-381's (they predate curves)."""
+    lines = [{"group": "g1", "log2": l, "c": c, "shifts": k, "variant": "call", "balanced": True,
+              "wall_ms": _wall(l, c, k, 0.45, 0.0, 11.0, 3.3)} for l, c, k in PLANS]
+    lines += [{"curve": "bn254", "group": "g1", "log2": l, "c": c, "shifts": k, "variant": "call", "balanced": True,
+               "wall_ms": _wall(l, c, k, 0.25, 0.0, 9.0, 2.0)} for l, c, k in PLANS]
+    path = tmp_path / "phases.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    bls = fit_msm_cost.main([str(path), "--variant", "call", "--balanced"])["g1"]
+    bn = fit_msm_cost.main([str(path), "--variant", "call", "--balanced", "--curve", "bn254"])["g1"]
+    assert bls["unit_ns"] == pytest.approx(0.45, rel=1e-6) and bn["unit_ns"] == pytest.approx(0.25, rel=1e-6)
+    assert bn["bucket_cost"] == pytest.approx(9.0, rel=1e-6) and len(bn["plans"]) == len(PLANS)
