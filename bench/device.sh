@@ -846,10 +846,13 @@ plan_circom_partition() {
 #    and a registered bn128 circuit, and (where Airflow imports) a proof_run over bn254 through it. Meanwhile
 #    the GPU setup makes the partitions' keys (MiMC over BN254, /dev/shm/pf-params/bn254-mimc-log2_L-seed0),
 #    waited for before step 2.
-# 2. bench (BUDGET_BENCH, 220 s): bench.gpu --curve bn254 --only BENCH_ONLY ("bench_ntt bench_msm
-#    bench_msm_g2 bench_msm_precomputed") --msm-logs MSM_LOGS ("20 22 24"): NTT at 2^20-2^27, the G1 and G2
-#    MSMs (tables resident; G1 checked against the CPU at 2^20, every size against (sum s_k k) G), then both
-#    over the precomputed copies a key's plan keeps (as a proof runs them) at 2^22 and 2^24, recorded under
+# 2. bench (BUDGET_BENCH, 300 s): bench.gpu --curve bn254 --only BENCH_ONLY ("bench_ntt bench_msm
+#    bench_msm_g2 bench_msm_precomputed bench_msm_variants") --msm-logs MSM_LOGS ("20 22 24"): NTT at
+#    2^20-2^27, the G1 and G2 MSMs (tables resident; G1 checked against the CPU at 2^20, every size against
+#    (sum s_k k) G), then both over the precomputed copies a key's plan keeps (as a proof runs them) at 2^22
+#    and 2^24, then G1 at 2^22 and 2^24 and G2 at 2^22 in each curve variant (mul32, wide, call; pieces and
+#    spans: the variant chosen on BLS12-381 may not be BN254's best; the slim cubins leave the other
+#    variants to compile there, ~1 minute), recorded under
 #    "bn254" in gpu-LABEL.json, which starts as bench/results/gpu-LABEL.json: copy it back. Targets (its
 #    msm_targets, plain and precomputed): G1 2^24 <= 60 ms, G2 2^24 <= 200 ms.
 # 3. partition (the rest of CALL_S): bench.partition --curve bn254 of a MiMC partition at each SIZE ("22 24"),
@@ -892,8 +895,9 @@ plan_bn254() {
     if [[ $steps == *" bench "* ]]; then
         [ -f "bench/results/gpu-$label.json" ] && cp "bench/results/gpu-$label.json" "$OUT/"
         # shellcheck disable=SC2086
-        timed bench "${BUDGET_BENCH:-220}" bench-gpu-bn254.log python3 -m bench.gpu --curve bn254 \
-            --only ${BENCH_ONLY:-bench_ntt bench_msm bench_msm_g2 bench_msm_precomputed} --msm-logs ${MSM_LOGS:-20 22 24} \
+        timed bench "${BUDGET_BENCH:-300}" bench-gpu-bn254.log python3 -m bench.gpu --curve bn254 \
+            --only ${BENCH_ONLY:-bench_ntt bench_msm bench_msm_g2 bench_msm_precomputed bench_msm_variants} \
+            --msm-logs ${MSM_LOGS:-20 22 24} \
             --out "$OUT/gpu-$label.json"
     fi
     if [[ $steps == *" partition "* ]]; then
@@ -919,6 +923,9 @@ if gpu.exists():
     for key in ("sections_done", "ntt_ms", "msm_g1_ms", "msm_g2_ms", "cpu_msm_g1_ms", "msm_g1_skewed_ms",
                 "msm_g1_precomputed_ms", "msm_g2_precomputed_ms", "msm_targets"):
         print(f"{key:<18} {json.dumps(r.get(key))}")
+    for key in ("msm_g1_variants", "msm_g2_variants"):
+        for size, row in r.get(key, {}).items():
+            print(f"{key} 2^{size}: " + ", ".join(f"{k} {v['ms']['median']}" for k, v in row.items() if k != "speedup"))
 for f in sorted(out.glob(f"partition-{label}-bn254-mimc-2p*.json")):
     r = json.loads(f.read_text())
     if "steady" in r:
