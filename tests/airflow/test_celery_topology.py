@@ -6,7 +6,7 @@ Postgres metadata DB and timing DB and the local Redis as broker. The two worker
 two hosts: each has its own shared staging, and the CPU worker's syntheses stream into the
 GPU host's through the receiver.
 
-A 16-partition proof_run triggered through the REST API: every stage and prove_gpu runs on
+A 6-partition proof_run triggered through the REST API: every stage and prove_gpu runs on
 the GPU worker and every other task on the CPU worker (Airflow's record and the timing rows
 agree), every partition crossed the network once and no file, nothing was left in either
 host's staging, no two prove_gpu attempts overlap (pool gpu with one slot), and every proof
@@ -24,7 +24,7 @@ import pytest
 
 from local_stack import Processes, airflow_env, api, api_connection_env, free_port, run, run_service, wait
 
-PARTITIONS = 16
+PARTITIONS = 6  # above the CPU worker's 4 syntheses at once: several prove_gpu wait on the one slot
 REDIS_URL = os.environ.get("PROOFFLOW_TEST_REDIS", "redis://127.0.0.1:6379")
 WORKERS = {"worker-cpu": "cpu", "worker-gpu": "gpu"}  # service -> the queue it serves
 GPU_TASKS = {"partition.stage", "partition.prove_gpu"}
