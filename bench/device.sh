@@ -25,7 +25,7 @@
 #   pipeline-x2 [LOG2] [PARTS] [DEPTH]  bench.scaling on two GPUs (kind nvidia-h200-x2)
 #   2p26 setup|run               a 2^26 proof_run through Airflow, pinned vs pageable (two calls)
 #   2p27 MODE CIRCUIT ...        2^27 partitions with the key resident (several calls; modes cs setup run clean)
-#   snarkjs [SIZES ...]          bench.snarkjs on the GPU against snarkjs on the host, CURVE bls12381|bn128 (carry .snarkjs only)
+#   snarkjs [SIZES ...]          bench.snarkjs on the GPU against snarkjs on the host, CURVE bls12_381|bn254 (carry .snarkjs only)
 #   circom-family [SIZES ...]    bench.circom_family: circomlib circuits on the GPU against snarkjs on the host
 #                                (carry .snarkjs, and .kernels.tar.xz if made; resumes in a call that follows)
 #   dropin [SIZES ...]           bench.dropin: `proofflow groth16 prove` in process against the warm service
@@ -45,6 +45,12 @@ since() { echo $((SECONDS - T0)); }
 left() { local s=$(( ${CALL_S:-570} - (SECONDS - T0) )); echo $((s > 1 ? s : 1)); }
 # circom-prep's toolchain, site and prepared circuits, for stream-circom in the calls that follow
 CIRCOM_ROOT=${CIRCOM_ROOT:-/root/pf-circom}
+# CURVE, for the plans that take one: proofflow's name or snarkjs's (bls12_381 | bls12381, bn254 | bn128)
+case ${CURVE:-bls12_381} in
+    bls12_381 | bls12381) CURVE=bls12_381 SNARKJS_CURVE=bls12381 ;;
+    bn254 | bn128) CURVE=bn254 SNARKJS_CURVE=bn128 ;;
+    *) echo "CURVE=$CURVE: bls12_381 or bn254 (snarkjs's names: bls12381, bn128)" >&2; exit 2 ;;
+esac
 
 # -- shared steps ------------------------------------------------------------------------------
 
@@ -412,7 +418,7 @@ plan_stream_circom() {
     set -e
     local L=${1:?usage: device.sh stream-circom LOG2 [DURATION_S] [WARMUP_S]}
     local tag=''
-    [ "${CURVE:-bls12_381}" = bls12_381 ] || tag=$CURVE-
+    [ "$CURVE" = bls12_381 ] || tag=$CURVE-
     local name=${FAMILY:-chain}-${tag}2p$1 home=$CIRCOM_ROOT/home
     if [ ! -f "$CIRCOM_ROOT/work/$name/steps/warm.json" ] || [ ! -x "$CIRCOM_ROOT/bin/node" ]; then
         echo "$name is not prepared in $CIRCOM_ROOT: run circom-prep first (bash bench/device.sh circom-prep $L," \
@@ -534,7 +540,7 @@ plan_msm_sweep() {
     phases() {  # NOTE-SUFFIX ARGS...
         local what=$1
         shift
-        timeout -k 5 "$(left)" python3 -m bench.msm_phases --curve "${CURVE:-bls12_381}" "$@" --note "$note, $what" >> "$jsonl" \
+        timeout -k 5 "$(left)" python3 -m bench.msm_phases --curve "$CURVE" "$@" --note "$note, $what" >> "$jsonl" \
             2>> "$OUT/msm-phases.log" || { status=1; echo "failed: $*"; }
         echo "$* done at $(since) s"
     }
@@ -760,10 +766,10 @@ PY
 
 # == plan: snarkjs
 # The GPU tests of snarkjs keys, then bench.snarkjs --backend gpu at SIZES (default "16 18 20 22";
-# snarkjs itself up to SNARKJS_MAX, 20) over CURVE (bls12381, or bn128) -> snarkjs-LABEL.json
+# snarkjs itself up to SNARKJS_MAX, 20) over CURVE (bls12_381, or bn254: snarkjs's bn128) -> snarkjs-LABEL.json
 # (snarkjs-LABEL-bn128.json). Carry .snarkjs (the snarkjs-pack plan).
 plan_snarkjs() {
-    local sizes=${*:-16 18 20 22} curve=${CURVE:-bls12381} suffix=
+    local sizes=${*:-16 18 20 22} curve=$SNARKJS_CURVE suffix=
     [ "$curve" = bls12381 ] || suffix=-$curve
     use_snarkjs_pack
     device_info
@@ -822,7 +828,7 @@ plan_dropin() {
 # Keys, files and the registry under /root/pf-circom-partition: a call that follows on the warm
 # machine resumes. Result: circom-partition-LABEL[-bn254].json (LABEL h200, or h100).
 plan_circom_partition() {
-    local sizes=${*:-20 22 24} work=/root/pf-circom-partition curve=${CURVE:-bls12_381} label name
+    local sizes=${*:-20 22 24} work=/root/pf-circom-partition curve=$CURVE label name
     use_wheels .whl /tmp/site
     export OMP_NUM_THREADS=16 PROOFFLOW_HOME=/root/pf-circom-partition/home
     unpack_kernels
@@ -1009,7 +1015,7 @@ plan_circom_prep() {
     mkdir -p "$CIRCOM_ROOT/work"
     # shellcheck disable=SC2086
     resumable "$CIRCOM_ROOT/circom-prep.json" "$CIRCOM_ROOT/circom-prep.log" python3 -m bench.circom_prep \
-        --backend gpu --sizes $sizes --families ${FAMILIES:-chain} --inputs "${INPUTS:-64}" --curve "${CURVE:-bls12_381}" \
+        --backend gpu --sizes $sizes --families ${FAMILIES:-chain} --inputs "${INPUTS:-64}" --curve "$CURVE" \
         --home "$CIRCOM_ROOT/home" --work "$CIRCOM_ROOT/work" --out "$CIRCOM_ROOT/circom-prep.json"
 }
 
