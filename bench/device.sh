@@ -853,12 +853,13 @@ plan_circom_partition() {
 #    the GPU setup makes the partitions' keys (MiMC over BN254, /dev/shm/pf-params/bn254-mimc-log2_L-seed0),
 #    waited for before step 2.
 # 2. bench (BUDGET_BENCH, 300 s): bench.gpu --curve bn254 --only BENCH_ONLY ("bench_ntt bench_msm
-#    bench_msm_g2 bench_msm_precomputed bench_msm_variants") --msm-logs MSM_LOGS ("20 22 24"): NTT at
+#    bench_msm_g2 bench_msm_precomputed bench_msm_variants bench_msm_affine") --msm-logs MSM_LOGS ("20 22 24"): NTT at
 #    2^20-2^27, the G1 and G2 MSMs (tables resident; G1 checked against the CPU at 2^20, every size against
 #    (sum s_k k) G), then both over the precomputed copies a key's plan keeps (as a proof runs them) at 2^22
 #    and 2^24, then G1 at 2^22 and 2^24 and G2 at 2^22 in each curve variant (mul32, wide, call; pieces and
 #    spans: the variant chosen on BLS12-381 may not be BN254's best; the slim cubins leave the other
-#    variants to compile there, ~1 minute), recorded under
+#    variants to compile there, ~1 minute), then the precomputed MSMs with 0, 3, 6 and all batch-affine
+#    rounds before the accumulation (built, never yet timed: the accumulation is most of an MSM), recorded under
 #    "bn254" in gpu-LABEL.json, which starts as bench/results/gpu-LABEL.json: copy it back. Targets (its
 #    msm_targets, plain and precomputed): G1 2^24 <= 60 ms, G2 2^24 <= 200 ms.
 # 3. partition (the rest of CALL_S): bench.partition --curve bn254 of a MiMC partition at each SIZE ("22 24"),
@@ -902,7 +903,8 @@ plan_bn254() {
         [ -f "bench/results/gpu-$label.json" ] && cp "bench/results/gpu-$label.json" "$OUT/"
         # shellcheck disable=SC2086
         timed bench "${BUDGET_BENCH:-300}" bench-gpu-bn254.log python3 -m bench.gpu --curve bn254 \
-            --only ${BENCH_ONLY:-bench_ntt bench_msm bench_msm_g2 bench_msm_precomputed bench_msm_variants} \
+            --only ${BENCH_ONLY:-bench_ntt bench_msm bench_msm_g2 bench_msm_precomputed bench_msm_variants \
+            bench_msm_affine} \
             --msm-logs ${MSM_LOGS:-20 22 24} \
             --out "$OUT/gpu-$label.json"
     fi
@@ -928,6 +930,8 @@ if gpu.exists():
     r = json.loads(gpu.read_text()).get("bn254", {})
     for key in ("sections_done", "ntt_ms", "msm_g1_ms", "msm_g2_ms", "cpu_msm_g1_ms", "msm_g1_skewed_ms",
                 "msm_g1_precomputed_ms", "msm_g2_precomputed_ms", "msm_targets"):
+        print(f"{key:<18} {json.dumps(r.get(key))}")
+    for key in ("msm_g1_affine_ms", "msm_g2_affine_ms"):
         print(f"{key:<18} {json.dumps(r.get(key))}")
     for key in ("msm_g1_variants", "msm_g2_variants"):
         for size, row in r.get(key, {}).items():
