@@ -134,9 +134,9 @@ def test_a_bad_precompute_setting_names_it(monkeypatch, raw):
 
 def _fake_key(n: int):
     """A key's five tables of n points each (zeros: only their sizes count here)."""
-    return SimpleNamespace(curve=CURVE, circuit="mimc", log2=n.bit_length() - 1, **{name: points.PointTable(CURVE, group, np.zeros((n, CURVE.xy_bytes(group)),
-                                                                                              np.uint8))
-                                           for name, group in PK_TABLES.items()})
+    tables = {name: points.PointTable(CURVE, group, np.zeros((n, CURVE.xy_bytes(group)), np.uint8))
+              for name, group in PK_TABLES.items()}
+    return SimpleNamespace(curve=CURVE, circuit="mimc", log2=n.bit_length() - 1, **tables)
 
 
 def test_auto_copies_take_half_the_key_budget_less_the_tables():

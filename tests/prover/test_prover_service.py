@@ -14,8 +14,6 @@ from service_inputs import spans as _spans
 from service_inputs import verifies as _verifies
 
 
-
-
 def test_proofs_through_the_service_verify_and_report_their_phases(service, mimc8_key_dir, tmp_path):
     started = service.ensure_running()
     assert started is not None and started > 0

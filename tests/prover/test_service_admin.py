@@ -15,8 +15,6 @@ from service_inputs import spans as _spans
 from service_inputs import verifies as _verifies
 
 
-
-
 def _key(key_dir) -> KeyJob:
     return KeyJob(str(key_dir), "mimc", LOG2, "bls12_381")
 
