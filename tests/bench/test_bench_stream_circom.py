@@ -141,6 +141,8 @@ def test_prep_registers_the_circuit_with_distinct_inputs(prepared):
     home = root / "home"
     rec = json.loads((root / "work" / "circom-prep.json").read_text())["circuits"]["chain-2p8"]
     assert rec["complete"] and rec["k"] == 253 and rec["log2"] == 8 and rec["public_matches_expected"]
+    core = rec["witness_abc_core_s"]  # inputs 1-3 of the 5, warm
+    assert core["repeats"] == 3 and 0 < core["min"] <= core["median"]
     info = json.loads((home / "circuits" / "chain-2p8" / "circuit.json").read_text())
     assert (info["log2"], info["constraints"], info["public"], info["wasm"]) == (8, 253, 2, True)
     inputs = sorted((home / "inputs" / "chain-2p8").iterdir())
