@@ -202,22 +202,24 @@ plan_kernels() {
     site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
     PYTHONPATH=$PWD:$site PROOFFLOW_KERNEL_DIR=$dir \
         "$venv/bin/python" -m proofflow.cli kernels build --arch 90 --variants mul32 mul64 wide call
-    # only the cubins this source loads (an edited module leaves its old cubin behind)
-    PYTHONPATH=$PWD:$site PROOFFLOW_KERNEL_DIR=$dir "$venv/bin/python" - <<'PY' > "$dir.list"
+    # only the cubins this source loads (an edited module leaves its old cubin behind); with
+    # KERNELS_CARRY=default, of the curve modules only those in each group's default variant (every
+    # field and NTT module): 0.7 MB instead of 8, so a call carrying .whl stays under 64 MiB
+    PYTHONPATH=$PWD:$site PROOFFLOW_KERNEL_DIR=$dir KERNELS_CARRY=${KERNELS_CARRY:-all} "$venv/bin/python" - <<'PY' \
+        > "$dir.list"
 import os
 from pathlib import Path
 from proofflow.prover.device import cache
+defaults = {m.label for m in cache.MODULES}
 for e in cache.entries(Path(os.environ["PROOFFLOW_KERNEL_DIR"])):
+    curve_module = e.get("module", "").split("-")[0] in ("msm", "fixed_base", "bitsum", "decompress")
+    if os.environ["KERNELS_CARRY"] == "default" and curve_module and e.get("module") not in defaults:
+        continue
     if e["status"] == "current":
         print(e["path"].rsplit("/", 1)[1])
         print(e["path"].rsplit("/", 1)[1].removesuffix(".cubin") + ".json")
 PY
     sort -u -o "$dir.list" "$dir.list"
-    # KERNELS_CARRY=default: the curve kernels of the default product variant (call) only, every
-    # field and NTT module: 0.7 MB instead of 8, so a call carrying .whl stays under 64 MiB
-    if [ "${KERNELS_CARRY:-all}" = default ]; then
-        grep -v -E -- '-(mul32|wide)-g[12]-' "$dir.list" > "$dir.list.tmp" && mv "$dir.list.tmp" "$dir.list"
-    fi
     tar cJf .kernels.tar.xz -C "$dir" -T "$dir.list"
     ls -l .kernels.tar.xz
 }
@@ -532,7 +534,8 @@ stream_feed() {
 # once, then the median wall time of 3 MSMs and each kernel's time; NOTE labels the lines) into
 # $OUT/msm-phases.jsonl. Append it to bench/results/msm-phases-h200.jsonl, then
 #   python -m bench.fit_msm_cost bench/results/msm-phases-h200.jsonl --variant call --balanced
-# CURVE=bn254 sweeps BN254's kernels (its lines name the curve: fit them with --curve bn254).
+# CURVE=bn254 sweeps BN254's kernels, each group in its best variant (its lines name the curve and
+# the variant: fit them with --curve bn254, G1's with --variant wide, G2's with --variant call).
 plan_msm_sweep() {
     local status=0 jsonl=$OUT/msm-phases.jsonl note=${NOTE:-$(date -u +%F)}
     use_wheels .whl /tmp/site

@@ -11,7 +11,8 @@ plan's error. Only the lines of one kernel configuration belong together: --curv
 and --balanced pick them (lines without those fields are BLS12-381's old mul32 pieces).
 
     python -m bench.fit_msm_cost bench/results/msm-phases-h200.jsonl --variant call --balanced
-    python -m bench.fit_msm_cost bench/results/msm-phases-h100.jsonl --curve bn254 --variant call --balanced
+    python -m bench.fit_msm_cost bench/results/msm-phases-h100.jsonl --curve bn254 --variant wide --balanced  # G1
+    python -m bench.fit_msm_cost bench/results/msm-phases-h100.jsonl --curve bn254 --variant call --balanced  # G2
 """
 from __future__ import annotations
 

@@ -42,10 +42,11 @@ def main() -> None:
     ap.add_argument("--note", help="recorded with each line")
     ap.add_argument("--distinct-log2", type=int, default=16, help="log2 of the distinct points the table repeats")
     ap.add_argument("--variant", choices=kernels.CURVE_VARIANTS, default=configured.curve_variant,
-                    help="the curve kernels' product variant (default: PROOFFLOW_CURVE_VARIANT)")
+                    help="the curve kernels' product variant (default: PROOFFLOW_CURVE_VARIANT, else the group's best)")
     ap.add_argument("--balanced", action=argparse.BooleanOptionalAction, default=configured.msm_balanced,
                     help="the accumulation in balanced spans, or in pieces (default: PROOFFLOW_MSM_BALANCED)")
     args = ap.parse_args()
+    args.variant = kernels.curve_variant(args.curve, args.group, args.variant)
     options = dataclasses.replace(configured, curve_variant=args.variant, msm_balanced=args.balanced)
     curve = curves.get_curve(args.curve)
     rng = np.random.default_rng(1)

@@ -119,6 +119,8 @@ ARCHS = Kind("list, comma- or space-separated", "compute capabilities separated 
              lambda raw: tuple(raw.replace(",", " ").split()))
 DIRECTORIES = Kind("absolute paths, separated by :", "absolute paths separated by :", _directories)
 CURVE_VARIANTS = ("mul32", "wide", "call")  # proofflow/prover/device/source.py's CURVE_VARIANTS
+CURVE_VARIANT = Kind(f"auto or one of {', '.join(CURVE_VARIANTS)}", f"auto or one of {', '.join(CURVE_VARIANTS)}",
+                     lambda raw: None if raw.strip().lower() == "auto" else _choice(*CURVE_VARIANTS).parse(raw))
 
 
 # -- the declarations ---------------------------------------------------------------------------
@@ -282,10 +284,11 @@ class Settings:
         "PROOFFLOW_CUDA_ARCHS", ARCHS, Derived("none: the visible device's", lambda v: ()),
         "compute capabilities `proofflow kernels build` and `proofflow setup` compile for without --arch "
         "(e.g. 90, or 80,90)", KERNELS)
-    curve_variant: str = _opt(
-        "PROOFFLOW_CURVE_VARIANT", _choice(*CURVE_VARIANTS), "call",
-        "the product variant of a GPU prover's curve kernels (MSMs, fixed-base, bit sums); all give the same "
-        "values, docs/gpu-kernels.md compares their speed", KERNELS)
+    curve_variant: str | None = _opt(
+        "PROOFFLOW_CURVE_VARIANT", CURVE_VARIANT, "auto",
+        "the product variant of a GPU prover's curve kernels (MSMs, fixed-base, bit sums, decompression); auto: "
+        "each curve's and group's fastest (call, wide for BN254's G1); all give the same values, "
+        "docs/gpu-kernels.md compares their speed", KERNELS)
     msm_balanced: bool = _opt(
         "PROOFFLOW_MSM_BALANCED", SWITCH, "1", "on: a GPU prover's MSMs accumulate their buckets in balanced "
         "spans; off: in pieces of each bucket (proofflow/prover/device/pippenger.py)", KERNELS)

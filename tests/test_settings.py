@@ -110,7 +110,7 @@ def test_devices_default_to_the_visible_ones():
     ("PROOFFLOW_MSM_PRECOMPUTE", "lots", "PROOFFLOW_MSM_PRECOMPUTE must be a number of bytes or auto"),
     ("PROOFFLOW_STAGING_BUDGET", "8GiB", "PROOFFLOW_STAGING_BUDGET must be a number of bytes, got '8GiB'"),
     ("PROOFFLOW_STAGING_BUDGET", "-1", "PROOFFLOW_STAGING_BUDGET must be a number of bytes"),
-    ("PROOFFLOW_CURVE_VARIANT", "mul64", "PROOFFLOW_CURVE_VARIANT must be one of mul32, wide, call, got 'mul64'"),
+    ("PROOFFLOW_CURVE_VARIANT", "mul64", "PROOFFLOW_CURVE_VARIANT must be auto or one of mul32, wide, call, got 'mul64'"),
     ("PROOFFLOW_SERVICE_IDLE_S", "soon", "PROOFFLOW_SERVICE_IDLE_S must be a number of seconds"),
     ("PROOFFLOW_RETRIES", "1.5", "PROOFFLOW_RETRIES must be an integer"),
     ("PROOFFLOW_GPU_DEVICES", "0,one", "PROOFFLOW_GPU_DEVICES must be device indices separated by commas"),

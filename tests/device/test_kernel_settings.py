@@ -19,14 +19,22 @@ import kernel_twin as twin
 fr = Fr.of(CURVE)
 
 
-def test_the_curve_variant_defaults_to_call_and_is_checked(monkeypatch):
+def test_the_curve_variant_defaults_to_each_groups_best_and_is_checked(monkeypatch):
     assert settings.CURVE_VARIANTS == source.CURVE_VARIANTS  # the setting's choices are the kernels'
-    monkeypatch.delenv("PROOFFLOW_CURVE_VARIANT", raising=False)
-    assert device_options(settings.current()).curve_variant == source.CURVE_VARIANT == "call"
+    for raw in (None, " Auto"):
+        if raw is None:
+            monkeypatch.delenv("PROOFFLOW_CURVE_VARIANT", raising=False)
+        else:
+            monkeypatch.setenv("PROOFFLOW_CURVE_VARIANT", raw)
+        configured = device_options(settings.current()).curve_variant
+        assert configured is None
+        assert [source.curve_variant(c, g, configured) for c in ("bls12_381", "bn254") for g in ("g1", "g2")] == \
+            ["call", "call", "wide", "call"]
     monkeypatch.setenv("PROOFFLOW_CURVE_VARIANT", " Mul32 ")
-    assert device_options(settings.current()).curve_variant == "mul32"
+    configured = device_options(settings.current()).curve_variant
+    assert configured == "mul32" and source.curve_variant("bn254", "g1", configured) == "mul32"
     monkeypatch.setenv("PROOFFLOW_CURVE_VARIANT", "mul64")  # an NTT variant: its curve kernels are mul32's
-    with pytest.raises(ValueError, match="PROOFFLOW_CURVE_VARIANT must be one of mul32, wide, call"):
+    with pytest.raises(ValueError, match="PROOFFLOW_CURVE_VARIANT must be auto or one of mul32, wide, call"):
         settings.current()
 
 
@@ -36,7 +44,7 @@ def test_the_kernel_build_takes_the_configured_variant(monkeypatch):
     monkeypatch.setenv("PROOFFLOW_CURVE_VARIANT", "wide")
     extra = [m.label for m in cache.modules(settings.current().curve_variant)[len(cache.MODULES):]]
     assert extra == [f"{name}-wide-{g}-{c}" for c in registry.NAMES for name in ("msm", "fixed_base", "bitsum", "decompress")
-                     for g in ("g1", "g2")]
+                     for g in ("g1", "g2") if (c, g) != ("bn254", "g1")]  # BN254's G1 is wide already
 
 
 def test_balanced_is_a_switch_on_by_default(monkeypatch):

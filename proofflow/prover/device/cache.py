@@ -86,21 +86,20 @@ class Module:
 
 # Every module proofflow loads, for each registered curve: the NTT module in the variants
 # GpuBackend runs and its benchmark compares, the MSM, fixed-base, bitsum and decompression modules of each
-# group in the variant the curve code uses by default (msm.CupyExecutor); ``modules`` adds
+# group in the variant the curve code uses by default (source.curve_variant); ``modules`` adds
 # those of the configured variant.
-def _curve_modules(curve: Curve, variant: str) -> tuple[Module, ...]:
-    return tuple(Module(curve, name, variant, g) for name in ("msm.cu", "fixed_base.cu", "bitsum.cu", "decompress.cu")
-                 for g in source.GROUPS)
+def _curve_modules(curve: Curve, variant: str | None) -> tuple[Module, ...]:
+    return tuple(Module(curve, name, source.curve_variant(curve.name, g, variant), g)
+                 for name in ("msm.cu", "fixed_base.cu", "bitsum.cu", "decompress.cu") for g in source.GROUPS)
 
 
 MODULES = tuple(m for c in registry.CURVES.values()
-                for m in (Module(c, "ntt.cu", "mul32"), Module(c, "ntt.cu", "mul64"),
-                          *_curve_modules(c, source.CURVE_VARIANT)))
+                for m in (Module(c, "ntt.cu", "mul32"), Module(c, "ntt.cu", "mul64"), *_curve_modules(c, None)))
 
 
-def modules(curve_variant: str, variants=()) -> tuple[Module, ...]:
-    """``MODULES``, the curve modules in ``curve_variant`` (PROOFFLOW_CURVE_VARIANT), and for
-    each of ``variants`` the modules the benchmarks and tests compare in it: ntt.cu and
+def modules(curve_variant: str | None, variants=()) -> tuple[Module, ...]:
+    """``MODULES``, the curve modules in ``curve_variant`` (PROOFFLOW_CURVE_VARIANT; None: each
+    group's best), and for each of ``variants`` the modules the benchmarks and tests compare in it: ntt.cu and
     field.cu where its Fr or Fq products differ, the curve modules of both groups where its
     curve kernels do (``source.PRODUCT_VARIANTS``, ``source.CURVE_VARIANTS``); every curve's."""
     out = list(MODULES)

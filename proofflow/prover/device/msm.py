@@ -15,7 +15,7 @@ import cupy as cp
 import numpy as np
 
 from proofflow.prover.curves.descriptor import Curve
-from proofflow.prover.device import cache, density, pippenger
+from proofflow.prover.device import cache, density, pippenger, source
 from proofflow.prover.device.options import DeviceOptions
 from proofflow.prover.device.pippenger import PIECE
 from proofflow.prover.points import PointTable
@@ -29,15 +29,15 @@ def _blocks(n: int) -> int:
 
 class CupyExecutor:
     """Launches the kernels of one module (``msm.cu`` or ``fixed_base.cu``) of ``curve`` on the
-    current device, compiled with the product ``variant`` (default ``options.curve_variant``;
-    all give the same values)."""
+    current device, compiled with the product ``variant`` (default: ``source.curve_variant``
+    of ``options.curve_variant``; all give the same values)."""
 
     xp = cp
 
     def __init__(self, curve: Curve, name: str, group: str, options: DeviceOptions, variant: str | None = None):
         self.curve = curve
-        self._module = cache.load(curve, variant or options.curve_variant, name, group,
-                                  kernel_dir=options.kernel_dir)
+        self._module = cache.load(curve, variant or source.curve_variant(curve.name, group, options.curve_variant),
+                                  name, group, kernel_dir=options.kernel_dir)
         self._fn: dict = {}
 
     def launch(self, kernel: str, threads: int, *args) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 @dataclass(frozen=True)
 class DeviceOptions:
     kernel_dir: Path  # where the compiled kernels (cubins) are kept (cache.py)
-    curve_variant: str  # the product variant of the curve kernels (source.CURVE_VARIANTS)
+    curve_variant: str | None  # the curve kernels' product variant (source.CURVE_VARIANTS); None: each group's best
     msm_balanced: bool  # MSM buckets accumulated in balanced spans, else in pieces (pippenger.msm)
     msm_overlap: bool  # a proof's MSMs at once, each in a lane of its own (overlap.py)
     msm_precompute: int | None  # bytes of precomputed copies a key may add; None: auto (pippenger.copies_budget)

@@ -31,7 +31,17 @@ CURVE_VARIANTS = ("mul32", "wide", "call")  # those whose curve kernels differ (
 _DEFINES = {"mul32": (), "mul64": ("-DFR_MUL64",), "wide": ("-DPF_MUL_WIDE",),
             "call": ("-DPF_MUL_WIDE", "-DPF_FIELD_CALL")}
 GROUPS = ("g1", "g2")  # msm.cu, fixed_base.cu, bitsum.cu and decompress.cu build one group's kernels a module
-CURVE_VARIANT = "call"  # msm.cu's, fixed_base.cu's and bitsum.cu's variant unless PROOFFLOW_CURVE_VARIANT says
+CURVE_VARIANT = "call"  # the curve modules' variant unless BEST_VARIANT or PROOFFLOW_CURVE_VARIANT says
+# A curve's group whose curve kernels are fastest in another variant (docs/gpu-kernels.md): with
+# BN254's 4-limb Fq, G1's inlined products fit the instruction cache (bench/results/gpu-h100.json,
+# bn254's msm_g1_variants); its G2 and every BLS12-381 group are fastest called
+BEST_VARIANT = {("bn254", "g1"): "wide"}
+
+
+def curve_variant(curve: str, group: str, configured: str | None = None) -> str:
+    """The variant of ``curve``'s ``group`` curve modules (msm.cu, fixed_base.cu, bitsum.cu,
+    decompress.cu): ``configured`` (PROOFFLOW_CURVE_VARIANT) when set, else the group's best."""
+    return configured or BEST_VARIANT.get((curve, group), CURVE_VARIANT)
 
 
 _INCLUDE = re.compile(r'^#include "([\w.]+)"[^\n]*$', re.MULTILINE)
