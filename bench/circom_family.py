@@ -122,26 +122,36 @@ def r1cs_header(path: Path) -> R1csHeader:
     raise ValueError(f"{path} has no header section")
 
 
-def compile_circuit(family: Family, k: int, depth: int, d: Path, prime: str = CURVE.snarkjs_name) -> dict:
-    """The circuit at K compiled into d/build over circom's ``prime`` (-p): main.r1cs, main_js/main.wasm."""
+def source_stem(cpp: bool = False) -> str:
+    """The compiled circuit's file stem: main, or circuit where circom --c writes the C++ witness
+    generator too (--c reserves the name main)."""
+    return "circuit" if cpp else "main"
+
+
+def compile_circuit(family: Family, k: int, depth: int, d: Path, prime: str = CURVE.snarkjs_name,
+                    cpp: bool = False) -> dict:
+    """The circuit at K compiled into d/build over circom's ``prime`` (-p): STEM.r1cs, STEM_js/STEM.wasm,
+    and with ``cpp`` the C++ witness generator's sources in STEM_cpp/ (``source_stem``)."""
     d.mkdir(parents=True, exist_ok=True)
-    (d / "main.circom").write_text(f'pragma circom 2.0.0;\ninclude "{family.source}";\n'
-                                   f"component main {family.main.format(k=k, depth=depth)};\n")
+    stem = source_stem(cpp)
+    source = d / f"{stem}.circom"
+    source.write_text(f'pragma circom 2.0.0;\ninclude "{family.source}";\n'
+                      f"component main {family.main.format(k=k, depth=depth)};\n")
     build = d / "build"
     shutil.rmtree(build, ignore_errors=True)
     build.mkdir()
     includes = [arg for path in INCLUDES for arg in ("-l", str(path))]
     t0 = time.perf_counter()
-    proc = subprocess.run([str(CIRCOM), str(d / "main.circom"), "--r1cs", "--wasm", "-p", prime, *includes,
-                           "-o", str(build)], cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run([str(CIRCOM), str(source), "--r1cs", "--wasm", *(["--c"] if cpp else []), "-p", prime,
+                           *includes, "-o", str(build)], cwd=ROOT, capture_output=True, text=True)
     seconds = time.perf_counter() - t0
     if proc.returncode != 0:
         said = (proc.stdout + proc.stderr)[-3000:]  # a panic's backtrace runs long
-        raise RuntimeError(f"circom2 {d / 'main.circom'}: exit {proc.returncode}\n{said}")
-    h = r1cs_header(build / "main.r1cs")
+        raise RuntimeError(f"circom2 {source}: exit {proc.returncode}\n{said}")
+    h = r1cs_header(build / f"{stem}.r1cs")
     return {"compile_s": round(seconds, 2), "constraints": h.constraints, "wires": h.wires, "public": h.public,
-            "log2": h.log2, "r1cs_bytes": (build / "main.r1cs").stat().st_size,
-            "wasm_bytes": (build / "main_js" / "main.wasm").stat().st_size}
+            "log2": h.log2, "r1cs_bytes": (build / f"{stem}.r1cs").stat().st_size,
+            "wasm_bytes": (build / f"{stem}_js" / f"{stem}.wasm").stat().st_size}
 
 
 def choose_k(c1: R1csHeader, c2: R1csHeader, log2: int) -> int:

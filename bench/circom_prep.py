@@ -2,14 +2,15 @@
 
     python -m bench.circom_prep --home DIR --work DIR [--sizes 20 22] [--families chain]
                                 [--inputs 64] [--backend gpu|cpu] [--depth 20] [--out FILE]
-                                [--curve bls12_381|bn254]
+                                [--curve bls12_381|bn254] [--witness wasm|cpp]
 
 Per family and size 2^L, the circuit FAMILY-2pL (FAMILY-CURVE-2pL for a curve other than the
-default, e.g. chain-bn254-2p22):
+default, e.g. chain-bn254-2p22; FAMILY-...-2pL-cpp with --witness cpp):
 * compile: bench/circuits' template at bench.circom_family's K (the largest whose domain is
   2^L), by ``circom2 --r1cs --wasm -p PRIME`` (bls12381, or bn128 for BN254);
 * zkey: a test-only zkey by ``proofflow setup --r1cs`` on --backend;
-* register: ``proofflow circuit add FAMILY-2pL --r1cs --zkey --wasm`` into --home, the
+* register: ``proofflow circuit add FAMILY-2pL --r1cs --zkey --wasm`` (and ``--cpp``, circom's C++
+  generator built with make, with --witness cpp: ``circom2 --c`` compiles it) into --home, the
   PROOFFLOW_HOME that bench.stream's deployment is then given (its --home); the build's large
   files go once it is registered (the registry holds its own copies);
 * inputs: --inputs distinct input.json files, HOME/inputs/FAMILY-2pL/NNNN.json (the home's
@@ -28,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -43,8 +45,8 @@ ROOT = Path(__file__).resolve().parent.parent
 STEPS = ("compile", "zkey", "register", "inputs", "warm")
 
 
-def circuit_name(family: str, log2: int, curve: Curve = cf.CURVE) -> str:
-    return f"{family}-{curves.path_tag(curve)}2p{log2}"
+def circuit_name(family: str, log2: int, curve: Curve = cf.CURVE, witness: str = "wasm") -> str:
+    return f"{family}-{curves.path_tag(curve)}2p{log2}" + ("-cpp" if witness == "cpp" else "")
 
 
 def make_input(family: str, k: int, depth: int, i: int, expected: bool = False,
@@ -63,6 +65,12 @@ def make_input(family: str, k: int, depth: int, i: int, expected: bool = False,
     raise ValueError(f"family {family!r}: one of {', '.join(cf.FAMILIES)}")
 
 
+def _cpu_s() -> float:
+    """This process's CPU seconds and its waited-for children's."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
 def _run(args: list, log: Path, env: dict | None = None) -> None:
     env = {**os.environ, **(env or {}),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
@@ -77,14 +85,16 @@ class Prep:
     """One circuit's steps in WORK/NAME; each one's record in steps/STEP.json once done."""
 
     def __init__(self, family: cf.Family, log2: int, depth: int, home: Path, work: Path, n_inputs: int,
-                 backend: str, curve: Curve = cf.CURVE):
+                 backend: str, curve: Curve = cf.CURVE, witness: str = "wasm"):
         self.family, self.log2, self.depth, self.backend, self.curve = family, log2, depth, backend, curve
-        self.home, self.n_inputs = home, n_inputs
-        self.name = circuit_name(family.name, log2, curve)
+        self.home, self.n_inputs, self.cpp = home, n_inputs, witness == "cpp"
+        self.name = circuit_name(family.name, log2, curve, witness)
         self.d = work / self.name
         self.steps = self.d / "steps"
-        build = self.d / "build"
-        self.r1cs, self.wasm, self.zkey_file = build / "main.r1cs", build / "main_js" / "main.wasm", self.d / "test.zkey"
+        build, stem = self.d / "build", cf.source_stem(self.cpp)
+        self.r1cs, self.wasm, self.zkey_file = build / f"{stem}.r1cs", build / f"{stem}_js" / f"{stem}.wasm", \
+            self.d / "test.zkey"
+        self.cpp_dir = build / f"{stem}_cpp"  # with --witness cpp: built with make as it is registered
         self.inputs_dir = home / "inputs" / self.name
         # the deployment's registry and input root: under its PROOFFLOW_HOME, whatever this process has
         self.env = {"PROOFFLOW_HOME": str(home), "PROOFFLOW_CIRCUITS": str(home / "circuits"),
@@ -120,7 +130,7 @@ class Prep:
     def compile(self) -> dict:
         prime = self.curve.snarkjs_name
         k = cf.calibrated_k(self.family, self.depth, self.log2, self.d.parent, prime)
-        rec = {"k": k, **cf.compile_circuit(self.family, k, self.depth, self.d, prime)}
+        rec = {"k": k, **cf.compile_circuit(self.family, k, self.depth, self.d, prime, self.cpp)}
         if rec["log2"] != self.log2:
             raise RuntimeError(f"{self.name}: K = {k} compiled to a domain of 2^{rec['log2']}, not 2^{self.log2}")
         if self.family.name == "merkle":
@@ -138,7 +148,8 @@ class Prep:
 
     def register(self) -> dict:
         _run(["proofflow.cli", "circuit", "add", self.name, "--r1cs", self.r1cs, "--zkey", self.zkey_file,
-              "--wasm", self.wasm, "--replace"], self.d / "register.log", self.env)
+              "--wasm", self.wasm, *(["--cpp", self.cpp_dir] if self.cpp else []), "--replace"],
+             self.d / "register.log", self.env)
         info = json.loads((self.home / "circuits" / self.name / "circuit.json").read_text())
         return {"registered": self.name, "constraints": info["constraints"], "signals": info["signals"],
                 "public": info["public"]}
@@ -171,12 +182,13 @@ class Prep:
             t0 = time.perf_counter()
             circuit.witness_map(inst.witness)  # every constraint checked
             abc_s = time.perf_counter() - t0
-            # issue #36's figure: witness plus a/b/c warm, in this process's CPU time (every thread)
+            # issue #36's figure: witness plus a/b/c warm, in CPU time (every thread, and the C++
+            # generator's process)
             core = []
             for i in range(1, min(self.n_inputs, 4)):
-                c0 = time.process_time()
+                c0 = _cpu_s()
                 circuit.witness_map(circuit.instance(0, 0, str(self.inputs_dir / f"{i:04d}.json")).witness)
-                core.append(time.process_time() - c0)
+                core.append(_cpu_s() - c0)
         expected = [int(v) for v in json.loads((self.d / "expected.public.json").read_text())]
         if list(inst.public_inputs) != expected:
             raise RuntimeError(f"{self.name}: input 0's public signals {inst.public_inputs} are not those computed "
@@ -200,6 +212,10 @@ def main(argv=None) -> int:
     ap.add_argument("--backend", choices=("cpu", "gpu"), default="gpu", help="the test zkey's setup")
     ap.add_argument("--curve", choices=curves.NAMES, default=cf.CURVE.name,
                     help="the curve the circuits are compiled for and proved over (default %(default)s)")
+    ap.add_argument("--witness", choices=("wasm", "cpp"), default="wasm",
+                    help="the witness generator registered: the wasm, or also circom's C++ one (circom --c, built "
+                         "with make: g++, nasm, libgmp-dev, nlohmann-json3-dev), which proofflow then uses; "
+                         "the circuit is named FAMILY-...-2pL-cpp (default %(default)s)")
     ap.add_argument("--out", type=Path, help="the circuits' records, merged by name (default WORK/circom-prep.json)")
     args = ap.parse_args(argv)
     if args.inputs < 1:
@@ -219,7 +235,8 @@ def main(argv=None) -> int:
             if log2 > family.max_log2:
                 print(f"{name} at 2^{log2}: skipped, circom2 compiles it up to 2^{family.max_log2}", flush=True)
                 continue
-            prep = Prep(family, log2, args.depth, home, work, args.inputs, args.backend, curves.get_curve(args.curve))
+            prep = Prep(family, log2, args.depth, home, work, args.inputs, args.backend, curves.get_curve(args.curve),
+                        args.witness)
             print(f"{prep.name}: ...", flush=True)
             try:
                 result["circuits"][prep.name] = prep.run()

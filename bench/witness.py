@@ -5,18 +5,22 @@ calls, two at once on two threads, and circom's C++ generator (``circom --c``), 
     python -m bench.witness [--sizes 16 18] [--repeats 5] [--out bench/results/witness-cpu.json]
 
 The circuit is tests/circom/circuits/chain.circom with 2^k steps (2^k multiplications and
-constraints), compiled here by circom2 (tests/circom/node_modules, ``npm ci --prefix
+constraints) in blocks of 4096 (bench/circuits/chain_blocks.circom: the same constraints, compiled
+in linear time), compiled here by circom2 (tests/circom/node_modules, ``npm ci --prefix
 tests/circom``) with --r1cs --wasm --c, the C++ one built with make (g++, nasm, libgmp-dev,
 nlohmann-json3-dev). Every way's witness is checked equal to the warm wasm's. Times are
 witness.calculate_witness / native_witness.run_generator from the inputs object to the Fr
 vector: the C++ one includes its process's start, its .dat read, and the .wtns written
 and read back. A first call is timed with a fresh process cache (and, for "compiled", an
-empty disk cache) each repeat; min and median of the repeats, ratios of the medians.
+empty disk cache) each repeat; min and median of the repeats, ratios of the medians; each way's
+median core-seconds too (``cpu_median_s``: this process's CPU time and its children's, the C++
+program's).
 """
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -30,15 +34,22 @@ CIRCOM = HERE.parent / "tests" / "circom"
 INPUTS = {"x": 3, "c": 5}
 
 
+def _cpu_s() -> float:
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
 def _times(fn, repeats: int, before=None) -> dict:
-    xs = []
+    xs, cpu = [], []
     for _ in range(repeats):
         if before:
             before()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), _cpu_s()
         fn()
         xs.append(time.perf_counter() - t0)
-    return {"min_s": round(min(xs), 4), "median_s": round(statistics.median(xs), 4), "repeats": repeats}
+        cpu.append(_cpu_s() - c0)
+    return {"min_s": round(min(xs), 4), "median_s": round(statistics.median(xs), 4), "repeats": repeats,
+            "cpu_median_s": round(statistics.median(cpu), 4)}
 
 
 def _compile(log2: int, out: Path) -> tuple[Path, Path, Path]:
@@ -46,11 +57,12 @@ def _compile(log2: int, out: Path) -> tuple[Path, Path, Path]:
     from proofflow.prover.circom import native_witness
     out.mkdir(parents=True)
     source = out / f"chain_{log2}.circom"
-    source.write_text(f'pragma circom 2.0.0;\ninclude "chain.circom";\ncomponent main {{public [x]}} = '
-                      f"Chain({1 << log2}, 1);\n")
+    source.write_text(f'pragma circom 2.0.0;\ninclude "chain_blocks.circom";\ncomponent main {{public [x]}} = '
+                      f"ChainBlocks({1 << log2}, 4096);\n")
+    # run from the repository's root: circom2 (wasm) reads only below its working directory
     subprocess.run([str(CIRCOM / "node_modules" / ".bin" / "circom2"), str(source), "--r1cs", "--wasm", "--c",
-                    "-p", "bls12381", "-l", "circuits", "-o", str(out)], cwd=CIRCOM, check=True,
-                   capture_output=True)
+                    "-p", "bls12381", "-l", str(CIRCOM / "circuits"), "-l", str(HERE / "circuits"), "-o", str(out)],
+                   cwd=HERE.parent, check=True, capture_output=True)
     return (out / f"{source.stem}.r1cs", out / f"{source.stem}_js" / f"{source.stem}.wasm",
             native_witness.build(out / f"{source.stem}_cpp"))
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from bench import circom_prep, stream
+from circom_toolchain import cpp_toolchain_missing
 
 
 def _error(capsys, argv) -> str:
@@ -215,3 +216,19 @@ def test_snarkjs_checks_a_sample_spread_over_the_bundles(prepared, tmp_path, mon
     sample = stream.snarkjs_sample(runs, 2, 3, stream.SNARKJS)
     assert (sample["checked"], sample["verified"]) == (3, 2) and not stream.sample_ok(sample)
     assert [(r["run_id"], r["partition"]) for r in sample["rejected"]] == [("r1", 0)]
+
+
+@pytest.mark.slow
+def test_prep_with_the_cpp_witness_registers_circoms_generator(prepared, tmp_path):
+    """--witness cpp: circom --c's generator built and registered beside the wasm, under a name of
+    its own, and the witness plus a/b/c timed with the generator's process counted."""
+    if missing := cpp_toolchain_missing():
+        pytest.skip(f"circom's C++ witness generators cannot be built: {missing}")
+    home = tmp_path / "home"
+    argv = ["--home", str(home), "--work", str(tmp_path / "work"), "--sizes", "8", "--inputs", "3",
+            "--backend", "cpu", "--witness", "cpp"]
+    assert circom_prep.main(argv) == 0
+    rec = json.loads((tmp_path / "work" / "circom-prep.json").read_text())["circuits"]["chain-2p8-cpp"]
+    assert rec["complete"] and rec["public_matches_expected"] and rec["witness_abc_core_s"]["repeats"] == 2
+    info = json.loads((home / "circuits" / "chain-2p8-cpp" / "circuit.json").read_text())
+    assert info["witness_generator"] is True and info["wasm"] is True and info["log2"] == 8

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pytest
 
 from proofflow.prover.curves.bls12_381 import BLS12_381 as CURVE
 from proofflow.prover.field.fr import Fr
+from circom_toolchain import cpp_toolchain_missing
 
 pytest.importorskip("wasmtime", reason="the witness runner needs wasmtime")
 from proofflow.prover.circom import witness  # noqa: E402
@@ -74,22 +74,10 @@ def test_concurrent_witnesses_equal_sequential_ones(compiled, fresh_cache):
 
 # ---- circom's C++ generator ----
 
-def _cpp_toolchain_missing() -> str | None:
-    for tool in ("g++", "make", "nasm"):
-        if shutil.which(tool) is None:
-            return f"{tool} is not installed"
-    for header in ("gmp.h", "nlohmann/json.hpp"):
-        probe = subprocess.run(["g++", "-x", "c++", "-E", "-"], input=f"#include <{header}>\n", capture_output=True,
-                               text=True)
-        if probe.returncode:
-            return f"<{header}> is missing (libgmp-dev, nlohmann-json3-dev)"
-    return None
-
-
 @pytest.fixture(scope="module")
 def cpp(toolchain, compiled, tmp_path_factory):
     """chain (100 steps) and arrays through circom --c, built with make; chain_50's files."""
-    if missing := _cpp_toolchain_missing():
+    if missing := cpp_toolchain_missing():
         pytest.skip(f"circom's C++ witness generators cannot be built: {missing}")
     from proofflow.prover.circom import native_witness
     root = tmp_path_factory.mktemp("cpp")

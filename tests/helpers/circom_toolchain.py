@@ -97,3 +97,16 @@ def power(r1cs_paths) -> int:
     from proofflow.prover.circom import read_r1cs
     sizes = [read_r1cs(p) for p in r1cs_paths]
     return max((r.n_constraints + r.n_public).bit_length() for r in sizes)
+
+
+def cpp_toolchain_missing() -> str | None:
+    """Why circom's C++ witness generators (``circom --c``) cannot be built here, or None."""
+    for tool in ("g++", "make", "nasm"):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed"
+    for header in ("gmp.h", "nlohmann/json.hpp"):
+        probe = subprocess.run(["g++", "-x", "c++", "-E", "-"], input=f"#include <{header}>\n", capture_output=True,
+                               text=True)
+        if probe.returncode:
+            return f"<{header}> is missing (libgmp-dev, nlohmann-json3-dev)"
+    return None
