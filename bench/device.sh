@@ -240,6 +240,10 @@ plan_snarkjs_pack() {
         --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
         --platform manylinux1_x86_64 -d .snarkjs/whl "wasmtime==$(sed -n 's/.*"wasmtime==\([^"]*\)".*/\1/p' pyproject.toml)"
     tar -cJf .snarkjs/node_modules.tar.xz -C tests/circom --exclude=wasmcurves/test node_modules
+    # what circom's C++ witness generators build with besides g++ and make (circom-prep WITNESS=cpp):
+    # Debian's packages, unpacked there (~2 MB)
+    mkdir -p .snarkjs/cpp
+    (cd .snarkjs/cpp && apt-get download -q nasm libgmp-dev libgmp10 libgmpxx4ldbl nlohmann-json3-dev > /dev/null)
     du -sh .snarkjs
 }
 
@@ -410,8 +414,9 @@ plan_stream() {
 # stream plan's shape and settings (PARTS, INFLIGHT, DEPTH, SYNTH, PARALLELISM, WARMUP_PARTS,
 # WARMUP_S, CALL_S, TAG, GPU_TESTS, the MSM and scheduler settings); then SAMPLE (8) proofs spread
 # over the runs verified by `snarkjs groth16 verify` with circom-prep's node. CURVE=bn254: circom-prep's
-# FAMILY-bn254-2pLOG2 (prepared with CURVE=bn254), proved over BN254. Every proof is
-# verified by proofflow too (finalize_run, then bench.stream again from the bundles). Run it in the
+# FAMILY-bn254-2pLOG2 (prepared with CURVE=bn254), proved over BN254; WITNESS=cpp: circom-prep's
+# FAMILY-...-2pLOG2-cpp, its witnesses by circom's C++ generator (prepared with WITNESS=cpp). Every
+# proof is verified by proofflow too (finalize_run, then bench.stream again from the bundles). Run it in the
 # call after circom-prep, on the machine that one left warm (it says to run circom-prep first
 # otherwise); carry .whl and proofflow.egg-info (and .kernels.tar.xz if made). Results:
 # stream-LABEL-FAMILY-2pLOG2TAG.json + .png (LABEL h200, or h100), kernels.json and
@@ -422,6 +427,7 @@ plan_stream_circom() {
     local tag=''
     [ "$CURVE" = bls12_381 ] || tag=$CURVE-
     local name=${FAMILY:-chain}-${tag}2p$1 home=$CIRCOM_ROOT/home
+    [ "${WITNESS:-wasm}" = wasm ] || name=$name-$WITNESS
     if [ ! -f "$CIRCOM_ROOT/work/$name/steps/warm.json" ] || [ ! -x "$CIRCOM_ROOT/bin/node" ]; then
         echo "$name is not prepared in $CIRCOM_ROOT: run circom-prep first (bash bench/device.sh circom-prep $L," \
             "carry .snarkjs), then this plan in the call that follows, while the machine is warm"
@@ -989,6 +995,23 @@ PY
         echo "$stamp" > "$CIRCOM_ROOT/.pack"
     fi
     circom_tools
+    cpp_tools
+}
+
+# cpp_tools: the carried packages of circom's C++ generator build (nasm, GMP, nlohmann-json) unpacked
+# into $CIRCOM_ROOT/cpp once and put on the compiler's paths; libgmp.so left out there, so the
+# generators link GMP statically and run in any task process
+cpp_tools() {
+    ls .snarkjs/cpp/*.deb > /dev/null 2>&1 || return 0
+    local prefix=$CIRCOM_ROOT/cpp f
+    if [ ! -x "$prefix/usr/bin/nasm" ]; then
+        mkdir -p "$prefix"
+        for f in .snarkjs/cpp/*.deb; do dpkg -x "$f" "$prefix"; done
+        rm -f "$prefix"/usr/lib/x86_64-linux-gnu/libgmp*.so
+    fi
+    export PATH=$PATH:$prefix/usr/bin CPATH=$prefix/usr/include${CPATH:+:$CPATH}
+    export LIBRARY_PATH=$prefix/usr/lib/x86_64-linux-gnu${LIBRARY_PATH:+:$LIBRARY_PATH}
+    echo "C++ generator tools: $(command -v g++ || echo 'no g++'), $(nasm -v 2>&1 | head -1)"
 }
 
 # circom_tools: $CIRCOM_ROOT's node and snarkjs (SNARKJS_BIN, which bench.circom_family's circom2
@@ -1011,7 +1034,9 @@ circom_tools() {
 # public signals computed without the circuit. Each step is recorded as it ends: a call cut at
 # CALL_S resumes in the next one on the warm machine; call again until it says "complete".
 # CURVE=bn254 compiles for circom's bn128 prime and registers FAMILY-bn254-2pL (issue #37's BN254
-# stream: then CURVE=bn254 for stream-circom too).
+# stream: then CURVE=bn254 for stream-circom too). WITNESS=cpp also builds circom's C++ witness
+# generator (with .snarkjs/cpp's nasm, GMP and nlohmann-json, and the image's g++) and registers
+# FAMILY-...-2pL-cpp, whose partitions' witnesses it computes (then WITNESS=cpp for stream-circom).
 # Results: circom-prep.json (each circuit's K, constraints, steps' seconds, a cold witness and
 # a/b/c) and circom-prep.log.
 plan_circom_prep() {
@@ -1023,6 +1048,7 @@ plan_circom_prep() {
     # shellcheck disable=SC2086
     resumable "$CIRCOM_ROOT/circom-prep.json" "$CIRCOM_ROOT/circom-prep.log" python3 -m bench.circom_prep \
         --backend gpu --sizes $sizes --families ${FAMILIES:-chain} --inputs "${INPUTS:-64}" --curve "$CURVE" \
+        --witness "${WITNESS:-wasm}" \
         --home "$CIRCOM_ROOT/home" --work "$CIRCOM_ROOT/work" --out "$CIRCOM_ROOT/circom-prep.json"
 }
 
