@@ -5,6 +5,7 @@ import contextlib
 import json
 import os
 import platform
+import resource
 import socket
 import statistics
 import sys
@@ -35,6 +36,12 @@ def environment(packages=("numpy", "py-arkworks-bls12381")) -> dict:
     return {"host": socket.gethostname(), "cpu": cpu, "cores": os.cpu_count(), "versions": versions,
             "dont_write_bytecode": bool(sys.flags.dont_write_bytecode),
             "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+def cpu_seconds() -> float:
+    """This process's CPU seconds (every thread) and its waited-for children's."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
 
 
 def repeat(fn, repeats: int, warmup: int = 1) -> dict:

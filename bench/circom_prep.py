@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -63,12 +62,6 @@ def make_input(family: str, k: int, depth: int, i: int, expected: bool = False,
     if family == "sha256":
         return circom_inputs.sha256(k, seed=i)
     raise ValueError(f"family {family!r}: one of {', '.join(cf.FAMILIES)}")
-
-
-def _cpu_s() -> float:
-    """This process's CPU seconds and its waited-for children's."""
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return time.process_time() + children.ru_utime + children.ru_stime
 
 
 def _run(args: list, log: Path, env: dict | None = None) -> None:
@@ -186,9 +179,9 @@ class Prep:
             # generator's process)
             core = []
             for i in range(1, min(self.n_inputs, 4)):
-                c0 = _cpu_s()
+                c0 = _env.cpu_seconds()
                 circuit.witness_map(circuit.instance(0, 0, str(self.inputs_dir / f"{i:04d}.json")).witness)
-                core.append(_cpu_s() - c0)
+                core.append(_env.cpu_seconds() - c0)
         expected = [int(v) for v in json.loads((self.d / "expected.public.json").read_text())]
         if list(inst.public_inputs) != expected:
             raise RuntimeError(f"{self.name}: input 0's public signals {inst.public_inputs} are not those computed "

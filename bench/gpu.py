@@ -1033,8 +1033,9 @@ def main(argv=None) -> dict:
     props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
     whole, result = _env.curve_record(args.out, CURVE.name, keep=bool(args.only))  # --only merges
     result.update({"device": props["name"].decode(), "versions": versions(), "curve": CURVE.name,
-                   "variant": args.variant, "curve_variant": {g: kernels.curve_variant(CURVE.name, g, args.options.curve_variant)
-                                                     for g in kernels.GROUPS},
+                   "variant": args.variant,
+                   "curve_variant": {g: kernels.curve_variant(CURVE.name, g, args.options.curve_variant)
+                                     for g in kernels.GROUPS},
                    "msm_balanced": args.options.msm_balanced})
     result.update(check_against_cpu(GpuBackend(args.options, args.variant), rng))
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -29,14 +28,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from bench import _env
+
 HERE = Path(__file__).resolve().parent
 CIRCOM = HERE.parent / "tests" / "circom"
 INPUTS = {"x": 3, "c": 5}
-
-
-def _cpu_s() -> float:
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return time.process_time() + children.ru_utime + children.ru_stime
 
 
 def _times(fn, repeats: int, before=None) -> dict:
@@ -44,10 +40,10 @@ def _times(fn, repeats: int, before=None) -> dict:
     for _ in range(repeats):
         if before:
             before()
-        t0, c0 = time.perf_counter(), _cpu_s()
+        t0, c0 = time.perf_counter(), _env.cpu_seconds()
         fn()
         xs.append(time.perf_counter() - t0)
-        cpu.append(_cpu_s() - c0)
+        cpu.append(_env.cpu_seconds() - c0)
     return {"min_s": round(min(xs), 4), "median_s": round(statistics.median(xs), 4), "repeats": repeats,
             "cpu_median_s": round(statistics.median(cpu), 4)}
 
@@ -117,7 +113,6 @@ def main(argv=None) -> dict:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--out", type=Path, default=HERE / "results" / "witness-cpu.json")
     args = ap.parse_args(argv)
-    from bench import _env
     result = {"environment": _env.environment(packages=("numpy", "wasmtime")), "circuit": "chain (circom)",
               "sizes": {}}
     with tempfile.TemporaryDirectory(prefix="proofflow-bench-witness-") as tmp:

@@ -22,7 +22,7 @@ import numpy as np
 from proofflow.prover import points
 from proofflow.prover.curves import registry
 from proofflow.prover.curves.descriptor import Curve
-from proofflow.prover.device import cache, density, fixed_base, msm as gpu_msm, overlap, pippenger, source, sparse, stream_gate
+from proofflow.prover.device import cache, density, fixed_base, msm as gpu_msm, overlap, pippenger, sparse, stream_gate
 from proofflow.prover.device.options import DeviceOptions
 from proofflow.prover.backend.base import Backend, Transfer
 from proofflow.prover.field.fr import Fr
@@ -212,8 +212,7 @@ class GpuBackend(Backend):
         for group in ("g1",) + (() if self.g2_on_host else ("g2",)):
             for name, kernel in (("msm.cu", f"to_montgomery_{group}"), ("bitsum.cu", "bitsum_classify"),
                                  ("decompress.cu", f"decompress_{group}")):
-                module = cache.load(curve, source.curve_variant(curve.name, group, self.options.curve_variant), name,
-                                    group, kernel_dir=self.options.kernel_dir)
+                module = cache.load_curve_module(curve, name, group, self.options)
                 module.get_function(kernel)
             for table in _warm_tables(curve, group):
                 for scalars in _warm_scalars(curve, len(table)):

@@ -44,6 +44,8 @@ from proofflow.prover.device import source
 if TYPE_CHECKING:
     import cupy
 
+    from proofflow.prover.device.options import DeviceOptions
+
 log = logging.getLogger(__name__)
 
 FORMAT = 1  # part of every digest: bump it when what a cubin is built from changes meaning
@@ -283,6 +285,13 @@ def load(curve: Curve, variant: str = "mul32", name: str = "ntt.cu", group: str 
     source.options(variant, group, name)  # a bad name or setting fails before CuPy is imported
     import cupy
     return _load(curve, variant, name, group, cupy.cuda.Device().compute_capability, Path(kernel_dir))
+
+
+def load_curve_module(curve: Curve, name: str, group: str, options: "DeviceOptions", variant: str | None = None):
+    """``load`` of a curve module (msm.cu, fixed_base.cu, bitsum.cu, decompress.cu) of ``group``
+    in ``variant``, else in the configured one or the group's best (``source.curve_variant``)."""
+    return load(curve, variant or source.curve_variant(curve.name, group, options.curve_variant), name, group,
+                kernel_dir=options.kernel_dir)
 
 
 @lru_cache(maxsize=None)

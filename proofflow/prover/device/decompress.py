@@ -10,7 +10,7 @@ from __future__ import annotations
 import cupy as cp
 import numpy as np
 
-from proofflow.prover.device import cache, pippenger, source
+from proofflow.prover.device import cache, pippenger
 from proofflow.prover.device.options import DeviceOptions
 from proofflow.prover.errors import KeyFormatError
 from proofflow.prover.native.compressed import REASONS
@@ -23,8 +23,7 @@ _THREADS = 128  # the kernel's launch bounds
 
 def kernel(table: PointTable, options: DeviceOptions):
     """decompress.cu's kernel for the table's curve and group (``cache.load``: once a process)."""
-    variant = source.curve_variant(table.curve.name, table.group, options.curve_variant)
-    module = cache.load(table.curve, variant, "decompress.cu", table.group, kernel_dir=options.kernel_dir)
+    module = cache.load_curve_module(table.curve, "decompress.cu", table.group, options)
     return module.get_function(f"decompress_{table.group}")
 
 

@@ -15,7 +15,7 @@ import cupy as cp
 import numpy as np
 
 from proofflow.prover.curves.descriptor import Curve
-from proofflow.prover.device import cache, density, pippenger, source
+from proofflow.prover.device import cache, density, pippenger
 from proofflow.prover.device.options import DeviceOptions
 from proofflow.prover.device.pippenger import PIECE
 from proofflow.prover.points import PointTable
@@ -36,8 +36,7 @@ class CupyExecutor:
 
     def __init__(self, curve: Curve, name: str, group: str, options: DeviceOptions, variant: str | None = None):
         self.curve = curve
-        self._module = cache.load(curve, variant or source.curve_variant(curve.name, group, options.curve_variant),
-                                  name, group, kernel_dir=options.kernel_dir)
+        self._module = cache.load_curve_module(curve, name, group, options, variant)
         self._fn: dict = {}
 
     def launch(self, kernel: str, threads: int, *args) -> None:
