@@ -389,7 +389,8 @@ plan_key_upload() {
 # after the first trigger): a fresh machine's prover service took 21 s to start. The feeding's shape
 # (bench/README.md says why): PARTS (8) a run; INFLIGHT runs in flight, DEPTH pool slots, SYNTH
 # syntheses a run at once: 8, 16, 8 at 2^20 and 2^22, 4, 8, 2 at 2^24; PARALLELISM (32) executor
-# slots. PROOFFLOW_CURVE_VARIANT, _MSM_BALANCED, _MSM_PRECOMPUTE, _MSM_OVERLAP and
+# slots; PER_TASK (1) partitions a chain of tasks proves (partitions_per_task). PROOFFLOW_CURVE_VARIANT,
+# _MSM_BALANCED, _MSM_PRECOMPUTE, _MSM_OVERLAP and
 # AIRFLOW__SCHEDULER__* set for this script reach the deployment. GPU_TESTS (pytest ids) run beside
 # the key setup. TAG names the result files, so two streams fit one call at 150 s of feeding each, e.g.
 #   PROOFFLOW_MSM_PRECOMPUTE=auto CALL_S=285 TAG=-auto bash bench/device.sh stream 22 150;
@@ -520,7 +521,8 @@ stream_feed() {
         --depth "$S_DEPTH" --scratch /dev/shm/pf-scratch --work "/tmp/pf-stream-$id" \
         --timing-db "sqlite:///$OUT/timing-$id.db" --metadata-db "$S_META" --max-active $((4 * S_INFLIGHT)) \
         --parallelism "${PARALLELISM:-32}" --timeout 120 --synth-concurrency "$S_SYNTH" \
-        --set PROOFFLOW_STAGING_BUDGET=$((32 << 30)) --set AIRFLOW__API__WORKERS=4 ${sets[@]+"${sets[@]}"} \
+        --partitions-per-task "${PER_TASK:-1}" --set PROOFFLOW_STAGING_BUDGET=$((32 << 30)) \
+        --set AIRFLOW__API__WORKERS=4 ${sets[@]+"${sets[@]}"} \
         --label "$S_LABEL" --out "$OUT/stream-$S_LABEL-$id$tag.json" --png "$OUT/stream-$S_LABEL-$id$tag.png" 2>&1 \
         | tee "$OUT/stream$tag.log" || true
     # one archive: a call brings back only so many files

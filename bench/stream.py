@@ -394,10 +394,11 @@ def _state(base: str, run_id: str) -> str:
     return stack.api(base, f"/api/v2/dags/{DAG}/dagRuns/{run_id}")["state"]
 
 
-def _proved(base: str, run_id: str) -> int:
-    """The run's partitions proved so far (its prove_gpu task instances that succeeded)."""
-    return stack.api(base, f"/api/v2/dags/{DAG}/dagRuns/{run_id}/taskInstances"
-                           "?task_id=partition.prove_gpu&state=success&limit=1")["total_entries"]
+def _proved(base: str, run_id: str, per_task: int) -> int:
+    """The run's partitions proved so far: its prove_gpu task instances that succeeded, each
+    ``per_task`` partitions (the run's last chunk may hold fewer: ``_poll`` caps the count)."""
+    return per_task * stack.api(base, f"/api/v2/dags/{DAG}/dagRuns/{run_id}/taskInstances"
+                                      "?task_id=partition.prove_gpu&state=success&limit=1")["total_entries"]
 
 
 def in_flight_now(runs: list[dict], partitions: int, count: str) -> float:
@@ -409,7 +410,7 @@ def in_flight_now(runs: list[dict], partitions: int, count: str) -> float:
     return sum(1.0 - min(r.get("proved", 0), partitions) / partitions for r in live)
 
 
-def _poll(base: str, runs: list[dict], parts: int, count: str) -> None:
+def _poll(base: str, runs: list[dict], parts: int, count: str, per_task: int) -> None:
     """The runs' states and, counted by proving, their partitions proved so far."""
     listed = stack.api(base, f"/api/v2/dags/{DAG}/dagRuns?state=queued&state=running&limit=1000")
     active = {d["dag_run_id"] for d in listed["dag_runs"]}
@@ -419,13 +420,13 @@ def _poll(base: str, runs: list[dict], parts: int, count: str) -> None:
         if r["run_id"] not in active:
             r.update(state=_state(base, r["run_id"]), finished_at=time.time())
         elif count == "proving" and r.get("proved", 0) < parts:
-            r["proved"] = _proved(base, r["run_id"])
+            r["proved"] = min(_proved(base, r["run_id"], per_task), parts)
             if r["proved"] >= parts:
                 r["proved_at"] = time.time()
 
 
 def feed(dep, conf_for, parts: int, in_flight: int, duration: float, poll_s: float, timeout: float,
-         label: str, max_active: int, count: str = "proving", cpu_from_s: float = 0.0) -> dict:
+         label: str, max_active: int, count: str = "proving", cpu_from_s: float = 0.0, per_task: int = 1) -> dict:
     """Keep ``in_flight`` runs' worth of partitions going for ``duration`` seconds, then let
     the runs finish (``in_flight_now`` says how runs count); run i of ``parts`` partitions
     gets conf ``conf_for(i)``. The deployment's CPU by process is read ``cpu_from_s`` after
@@ -440,7 +441,7 @@ def feed(dep, conf_for, parts: int, in_flight: int, duration: float, poll_s: flo
             cpu0 = (time.time(), host_cpu.snapshot(sessions, dep.runtime))
         load.append((time.time(), os.getloadavg()[0]))  # the host's, other users' work included
         try:
-            _poll(dep.base, runs, parts, count)
+            _poll(dep.base, runs, parts, count, per_task)
         except AirflowApiError as exc:  # an API server too busy to answer in time: the stream goes on
             say(f"[{label}] poll failed, the runs' states as they were: {exc}")
             time.sleep(poll_s)
@@ -617,6 +618,8 @@ def parse(argv=None):
                    help="one stream per size, back to back (default 10; a registered circuit has its own)")
     p.add_argument("--partitions", type=int, nargs="+", default=[8], help="partitions per run (or one per size)")
     p.add_argument("--in-flight", type=int, nargs="+", default=[3], help="runs kept going at once (or one per size)")
+    p.add_argument("--partitions-per-task", type=int, default=1, metavar="K",
+                   help="the runs' partitions_per_task: each chain of tasks proves K partitions (default 1)")
     p.add_argument("--count", choices=("proving", "active"), default="proving",
                    help="how a run counts toward --in-flight: by its share of partitions left to prove (default), "
                         "or in full until it ends")
@@ -677,7 +680,8 @@ def streams(args, home: Path) -> list[dict]:
     """What each stream proves: {log2, constraints, partitions, in_flight, base (the runs' conf
     but seed and inputs), inputs (a registered circuit's files, else None)}; a registered
     circuit's registration and inputs checked first (ValueError saying what is wrong)."""
-    base = {"circuit": args.circuit, "backend": args.backend, "staging": args.staging}
+    base = {"circuit": args.circuit, "backend": args.backend, "staging": args.staging,
+            "partitions_per_task": args.partitions_per_task}
     if args.builtin:
         return [{"log2": log2, "constraints": 2 ** log2, "partitions": parts, "in_flight": in_flight,
                  "base": {**base, "log2": log2, "partitions": parts}, "inputs": None}
@@ -717,7 +721,7 @@ def main(argv=None) -> int:
             say(f"[{label}] streaming {args.duration:.0f} s: {in_flight} proof_runs of {parts} partitions in flight")
             s = feed(dep, lambda i, st=st: run_conf(st["base"], i, args.seeds, st["inputs"], st["partitions"]),
                      parts, in_flight, args.duration, args.poll_s, args.timeout, label, max_active, args.count,
-                     cpu_from_s=args.warmup_s or 0.0)
+                     cpu_from_s=args.warmup_s or 0.0, per_task=args.partitions_per_task)
             s.update(circuit=args.circuit, log2=st["log2"], constraints=st["constraints"], partitions=parts,
                      in_flight=in_flight, service=service_status(dep, args.backend, args.devices))
             window, panel = analyze(s, args, timing_url, gpu_slots)
@@ -817,8 +821,8 @@ def _config(args, gpu_slots: int) -> dict:
     return {"duration_s": args.duration, "warmup_s": None if args.warmup is not None else args.warmup_s,
             "warmup_partitions": args.warmup, "circuit": args.circuit,
             "inputs": None if args.inputs is None else str(args.inputs), "log2": args.log2,
-            "partitions": args.partitions, "in_flight": args.in_flight, "count": args.count, "backend": args.backend,
-            "staging": args.staging, "standin_s": args.standin_s,
+            "partitions": args.partitions, "partitions_per_task": args.partitions_per_task, "in_flight": args.in_flight,
+            "count": args.count, "backend": args.backend, "staging": args.staging, "standin_s": args.standin_s,
             "depth": args.depth, "devices": args.devices, "gpu_slots": gpu_slots, "parallelism": args.parallelism,
             "synth_concurrency": args.synth_concurrency, "synth_slots": args.synth_slots, "seeds": args.seeds,
             "poll_s": args.poll_s, "settings": args.set, "scratch": args.scratch, "metadata_db": args.metadata_db or "sqlite",

@@ -1,7 +1,8 @@
 """proof_run: one batch of Groth16 proofs.
 
     validate -> setup -> prepare_scratch -> partition[i]: synthesize -> stage -> prove_gpu
-    -> finalize_partition (mapped per partition) -> finalize_run -> check_h2d
+    -> finalize_partition (mapped per chunk: partitions_per_task partitions, one by default,
+    each task doing its chunk's one after another) -> finalize_run -> check_h2d
     -> cleanup_scratch -> publish_summary (both teardowns: they run whatever happened, a
     failed validate included)
 
@@ -55,19 +56,19 @@ with DAG(
     prepare = PrepareScratchOperator(task_id="prepare_scratch", config=config)
 
     @task_group(group_id="partition")
-    def partition(p):
+    def partition(chunk):
         # Synthesis is CPU- and memory-heavy at real sizes: PROOFFLOW_SYNTH_CONCURRENCY bounds
-        # the partitions synthesized at once per run (unset: the executor's parallelism).
-        synth = SynthesizeOperator(task_id="synthesize", config=config, partition=p,
+        # the chunks synthesized at once per run (unset: the executor's parallelism).
+        synth = SynthesizeOperator(task_id="synthesize", config=config, chunk=chunk,
                                    max_active_tis_per_dagrun=deployment.synth_concurrency)
-        stage = StageOperator(task_id="stage", config=config, partition=p, synthesized=synth.output)
-        prove = ProveGpuOperator(task_id="prove_gpu", config=config, partition=p, staged=stage.output,
+        stage = StageOperator(task_id="stage", config=config, chunk=chunk, synthesized=synth.output)
+        prove = ProveGpuOperator(task_id="prove_gpu", config=config, chunk=chunk, staged=stage.output,
                                  setup_result=setup.output, ready_after_task_id=stage.task_id)
-        fin = FinalizePartitionOperator(task_id="finalize_partition", config=config, partition=p,
+        fin = FinalizePartitionOperator(task_id="finalize_partition", config=config, chunk=chunk,
                                         proved=prove.output, setup_result=setup.output)
         return fin.output
 
-    done = partition.expand(p=prepare.output)
+    done = partition.expand(chunk=prepare.output)
     finalize = FinalizeRunOperator(task_id="finalize_run", config=config, partitions_done=done,
                                    setup_result=setup.output)
     # After finalize_run (the proofs are verified and published): a failed check fails this

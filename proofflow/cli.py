@@ -1,7 +1,7 @@
 """``proofflow``: run a whole proof_run through Airflow on a local, embedded setup.
 
-    proofflow run [--log2 K] [--partitions N] [--backend B] [--staging S] [--seed S] [--priority P]
-                  [--request-id ID] [--json]
+    proofflow run [--log2 K] [--partitions N] [--partitions-per-task K] [--backend B] [--staging S]
+                  [--seed S] [--priority P] [--request-id ID] [--json]
     proofflow cancel RUN_ID             # mark a run failed, drop its queued proofs, release its staging and scratch
     proofflow setup [--gpu-slots N]     # pool `gpu` + connection + timing tables (+ GPU kernels), for a deployment
     proofflow kernels build [--arch 90 ...]   # compile the GPU kernels into the kernel cache ahead of time
@@ -32,7 +32,8 @@ from pathlib import Path
 
 from proofflow import settings
 from proofflow.spec import (BACKENDS, CIRCUITS, CURVES, DEFAULT_CURVE, DEFAULTS, INPUT_SUFFIXES, MAX_LOG2,
-                            MAX_PARTITIONS, MAX_SEED, MIN_LOG2, MIN_PARTITIONS, PRIORITIES, STAGING, InvalidParams)
+                            MAX_PARTITIONS, MAX_PARTITIONS_PER_TASK, MAX_SEED, MIN_LOG2, MIN_PARTITIONS, PRIORITIES,
+                            STAGING, InvalidParams)
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 EXIT_BROKEN_PIPE = 128 + 13  # what a shell reports for a command SIGPIPE ended, as head's writers usually end
@@ -161,7 +162,7 @@ def _as_given(text: str, staged: Path, sources: list[Path]) -> str:
 def cmd_run(args) -> int:
     conf = {"circuit": args.circuit, "log2": args.log2, "curve": args.curve, "partitions": args.partitions,
             "backend": args.backend, "staging": args.staging, "seed": args.seed, "priority": args.priority,
-            "request_id": args.request_id}
+            "request_id": args.request_id, "partitions_per_task": args.partitions_per_task}
     if not args.inputs:
         return _run(conf, args)
     staged, sources = stage_inputs([Path(p) for p in args.inputs])
@@ -406,6 +407,11 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--partitions", type=_int_in(MIN_PARTITIONS, MAX_PARTITIONS, "partitions"),
                    default=DEFAULTS["partitions"],
                    help=f"partitions ({MIN_PARTITIONS}..{MAX_PARTITIONS}; default {DEFAULTS['partitions']})")
+    r.add_argument("--partitions-per-task", type=_int_in(1, MAX_PARTITIONS_PER_TASK, "partitions-per-task"),
+                   default=DEFAULTS["partitions_per_task"], metavar="K",
+                   help="partitions each task of the per-partition chain proves, one after another (1.."
+                        f"{MAX_PARTITIONS_PER_TASK}; default {DEFAULTS['partitions_per_task']}): more cuts Airflow's "
+                        "cost per proof, which keeps the GPU busy on small circuits")
     r.add_argument("--backend", choices=BACKENDS, default=DEFAULTS["backend"], help="default auto (GPU if present)")
     r.add_argument("--staging", choices=STAGING, default=DEFAULTS["staging"],
                    help="default pinned (the CPU backend has no page-locked memory: pageable there)")

@@ -417,8 +417,9 @@ class Settings:
     worker_name: str | None = _opt("PROOFFLOW_WORKER_NAME", TRIMMED, None, "the host name a worker records "
                                    "(proofflow/airflow/worker.py); unset: the host's name", AIRFLOW)
     retries: int = _opt("PROOFFLOW_RETRIES", INT, "1", "proof_run's task retries", AIRFLOW)
-    synth_concurrency: int | None = _opt("PROOFFLOW_SYNTH_CONCURRENCY", INT, None, "syntheses at once in a "
-                                         "run; unset: no limit", AIRFLOW)
+    synth_concurrency: int | None = _opt("PROOFFLOW_SYNTH_CONCURRENCY", INT, None, "synthesize tasks at once "
+                                         "in a run (each of partitions_per_task partitions); unset: no limit",
+                                         AIRFLOW)
     max_active_runs: int = _opt("PROOFFLOW_MAX_ACTIVE_RUNS", INT, "4", "proof_run's runs at once", AIRFLOW)
     batch_cron: str | None = _opt(
         "PROOFFLOW_BATCH_CRON", CRON, "*/15 * * * *", "proof_batch's schedule; none: it runs only when "

@@ -22,6 +22,7 @@ CURVES = ("bls12_381", "bn254")
 DEFAULT_CURVE = CURVES[0]
 MIN_LOG2, MAX_LOG2 = 8, 27  # up to 2^27 where the machine has room (proofflow.prover.resources)
 MIN_PARTITIONS, MAX_PARTITIONS = 1, 64
+MAX_PARTITIONS_PER_TASK = MAX_PARTITIONS
 BACKENDS = ("auto", "cpu", "gpu")
 
 
@@ -74,7 +75,8 @@ PRIORITIES = tuple(p.value for p in Priority)
 MAX_SEED = (1 << 63) - 1  # the timing store keeps it in a 64-bit column
 
 DEFAULTS = {"circuit": "mimc", "log2": 10, "curve": None, "partitions": 4, "backend": "auto", "staging": "pinned",
-            "seed": 0, "inputs": None, "priority": Priority.NORMAL.value, "request_id": None}
+            "seed": 0, "inputs": None, "priority": Priority.NORMAL.value, "request_id": None,
+            "partitions_per_task": 1}
 CIRCUIT_NAME = re.compile(r"[a-z][a-z0-9_-]{0,62}")
 # A client's idempotency key: a second run of the same request returns the first one
 # (``proofflow.timing.requests``); a UUID, a hash or a name of the client's ("batch-7:42").
@@ -270,6 +272,7 @@ class RunConfig:
     curve: str = DEFAULT_CURVE  # a registered curve's name (CURVES): the circuit's, for a registered one
     priority: Priority = Priority.NORMAL
     request_id: str | None = None  # the client's idempotency key (REQUEST_ID), if it gave one
+    partitions_per_task: int = 1  # the partitions one mapped chain of tasks proves, one after another
 
     def __post_init__(self):
         object.__setattr__(self, "staging", MemoryKind(self.staging))
@@ -282,6 +285,19 @@ class RunConfig:
     @property
     def partition_ids(self) -> list[int]:
         return list(range(self.partitions))
+
+    @property
+    def chunk_ids(self) -> list[int]:
+        """What the per-partition task group is mapped over: chunks of ``partitions_per_task``
+        partitions (with 1, the default, a chunk is its partition). Every task of the group
+        pays Airflow's cost of a task once for its whole chunk, which small circuits need to
+        keep the device busy."""
+        return list(range(-(-self.partitions // self.partitions_per_task)))
+
+    def chunk(self, chunk_id: int) -> list[int]:
+        """The partitions of chunk ``chunk_id``, in order."""
+        k = self.partitions_per_task
+        return list(range(chunk_id * k, min((chunk_id + 1) * k, self.partitions)))
 
     def to_dict(self) -> dict:
         """The JSON form (XCom, run.json, logs)."""
@@ -305,12 +321,14 @@ class RunConfig:
         except (TypeError, ValueError) as exc:
             raise InvalidParams(f"malformed run config: {exc}") from None
         for name, kind in (("circuit", str), ("log2", int), ("partitions", int), ("seed", int), ("circom", bool),
-                           ("curve", str)):
+                           ("curve", str), ("partitions_per_task", int)):
             value = getattr(config, name)
             if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
                 raise InvalidParams(f"run config field {name!r} must be a {kind.__name__}, got {value!r}")
         if config.curve not in CURVES:
             raise InvalidParams(f"run config curve must be one of {', '.join(CURVES)}, got {config.curve!r}")
+        if config.partitions_per_task < 1:
+            raise InvalidParams(f"run config partitions_per_task must be at least 1, got {config.partitions_per_task}")
         if config.backend not in ("cpu", "gpu"):
             raise InvalidParams(f"run config backend must be cpu or gpu, got {config.backend!r}")
         check_request_id(config.request_id)
@@ -360,6 +378,7 @@ def validate_params(params: dict, gpu_available: Callable[[], bool],
         lambda: p["curve"] is None or check_choice("curve", p["curve"], CURVES),
         lambda: check_choice("priority", p["priority"], PRIORITIES),
         lambda: check_request_id(p["request_id"]),
+        lambda: check_int("partitions_per_task", p["partitions_per_task"], 1, MAX_PARTITIONS_PER_TASK),
     ]
     for check in checks:
         try:
@@ -385,7 +404,8 @@ def validate_params(params: dict, gpu_available: Callable[[], bool],
     backend = resolve_backend(p["backend"], gpu_available)
     config = RunConfig(p["circuit"], p["log2"], p["partitions"], backend, resolve_staging(p["staging"], backend),
                        p["seed"], p["inputs"] if info is not None else None, info is not None, p["backend"],
-                       MemoryKind(p["staging"]), p["curve"] or DEFAULT_CURVE, Priority(p["priority"]), p["request_id"])
+                       MemoryKind(p["staging"]), p["curve"] or DEFAULT_CURVE, Priority(p["priority"]), p["request_id"],
+                       p["partitions_per_task"])
     if input_check is not None:
         input_check(config)
     if fit_check is not None and (refusal := fit_check(config)):

@@ -93,8 +93,7 @@ def _ended(conf: dict, started: float, signum: int) -> LocalRun:
         dr.state = DagRunState.FAILED
     url = resolve_url()
     store = open_store(url)
-    cause = spec.RunFailure(task_id, message, mi if mi >= 0 else None,
-                            task_end.partition_input(conf, mi, settings.current().run_input_roots))
+    cause = spec.RunFailure(task_id, message, *task_end.failed_partition(conf, mi, settings.current().run_input_roots))
     task_end.record(store, DAG_ID, run_id, cause)
     store.upsert_run(DAG_ID, run_id, state="failed", finished_at=time.time())
     files.remove_tree(layout.run_dir(DAG_ID, run_id))

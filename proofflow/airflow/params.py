@@ -4,8 +4,8 @@ same domains again with ``spec.validate_params``."""
 from __future__ import annotations
 
 from proofflow.spec import (BACKENDS, CIRCUIT_NAME, CIRCUITS, CURVES, DEFAULT_CURVE, DEFAULTS, MAX_LOG2,
-                            MAX_PARTITIONS, MAX_SEED, MIN_LOG2, MIN_PARTITIONS, PRIORITIES, REQUEST_ID, STAGING,
-                            registered_circuits)
+                            MAX_PARTITIONS, MAX_PARTITIONS_PER_TASK, MAX_SEED, MIN_LOG2, MIN_PARTITIONS, PRIORITIES,
+                            REQUEST_ID, STAGING, registered_circuits)
 
 
 def _range(lo: int, hi: int | None = None) -> dict:
@@ -52,6 +52,11 @@ SCHEMA = {
     "partitions": dict(type="integer", **_range(MIN_PARTITIONS, MAX_PARTITIONS), title="Partitions",
                        description=f"Independent instances proved in this run, one mapped task chain each: "
                                    f"an integer in {MIN_PARTITIONS}..{MAX_PARTITIONS}."),
+    "partitions_per_task": dict(type="integer", **_range(1, MAX_PARTITIONS_PER_TASK), title="Partitions per task",
+                                description="Partitions each mapped chain of tasks proves, one after another: 1 "
+                                            "gives every partition its own tasks; more cuts Airflow's cost per "
+                                            "proof, which keeps the GPU busy on small circuits (2^20 and below). "
+                                            f"An integer in 1..{MAX_PARTITIONS_PER_TASK}."),
     "backend": dict(type="string", enum=list(BACKENDS), title="Backend",
                     values_display={"auto": "auto: the GPU when one is visible", "cpu": "cpu",
                                     "gpu": "gpu: fails if none is visible"},

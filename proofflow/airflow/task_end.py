@@ -168,16 +168,25 @@ def record(store, dag_id: str, run_id: str, failure: spec.RunFailure) -> bool:
     return True
 
 
-def partition_input(conf: dict | None, map_index: int | None, roots) -> str | None:
-    """How a run's failure names partition ``map_index``'s input (``spec.input_label``),
-    from the run's conf as ``validate`` resolves it; None: no input, or none to tell."""
-    if map_index is None or map_index < 0 or not isinstance(conf, dict) or not conf.get("inputs"):
-        return None
+def failed_partition(conf: dict | None, map_index: int | None, roots) -> tuple[int | None, str | None]:
+    """The partition, and how its input is named (``spec.input_label``), that a run's failure
+    at a task of map index ``map_index`` names, from the run's conf as ``validate`` resolves
+    it: the map index itself where a chunk is one partition (the default); (None, None) for
+    a task of the whole run, or a chunk of several partitions (which one failed is recorded
+    by the task itself, where it could write it)."""
+    if map_index is None or map_index < 0:
+        return None, None
+    if not isinstance(conf, dict):
+        return map_index, None
+    if conf.get("partitions_per_task", 1) != 1:
+        return None, None
+    if not conf.get("inputs"):
+        return map_index, None
     try:
         inputs = spec.validate_params(conf, gpu_available=lambda: True, input_roots=roots).inputs
     except spec.InvalidParams:
-        return None
-    return spec.input_label(inputs[map_index], roots) if inputs and map_index < len(inputs) else None
+        return map_index, None
+    return map_index, spec.input_label(inputs[map_index], roots) if inputs and map_index < len(inputs) else None
 
 
 def attempt_log(dag_id: str, run_id: str, task_id: str, map_index: int, try_number: int) -> list | None:

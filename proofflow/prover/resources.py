@@ -216,6 +216,11 @@ def proof_device_bytes(s: Shape, device_total: int | None = None) -> int:
     return DEVICE_VECTORS * s.n + max(DEVICE_H_EVALS * s.n, max(each)) + msm_overlap_bytes(s, device_total)
 
 
+def _aligned(nbytes: int) -> int:
+    """A staging segment's size: 2 MiB-aligned."""
+    return -(-nbytes // (2 << 20)) * (2 << 20)
+
+
 def estimate(config: RunConfig, machine: Machine, s: Shape | None = None) -> Needs:
     """What the run of ``config`` needs on ``machine``. Partitions 0: the key's setup alone."""
     s = s or shape(config)
@@ -223,8 +228,8 @@ def estimate(config: RunConfig, machine: Machine, s: Shape | None = None) -> Nee
     abc, witness = abc_bytes(n), s.variables * FR_BYTES
     tables, xy = key_table_bytes(s), key_table_bytes(s, "xy")
     key_disk = 0 if machine.key_on_disk else tables + KEY_JSON
-    # the segments in flight: up to the budget (a synthesis past it waits for room), 2 MiB-aligned
-    segment = -(-(abc + witness) // (2 << 20)) * (2 << 20)
+    # the segments in flight: up to the budget (a synthesis past it waits for room)
+    segment = _aligned(abc + witness)
     shared = max(0, min(machine.staging_budget, partitions * segment) - machine.shared_held)
     cache = 0 if machine.cs_cached else CS_CACHE_DISK * n
     staging = abc + witness if partitions else 0
@@ -289,6 +294,11 @@ def check(config: RunConfig, machine: Machine, s: Shape | None = None) -> list[s
     if need.staging > machine.staging_budget:
         problems.append(f"a partition's a/b/c and witness need {_gib(need.staging)} of staging "
                         f"(budget {_gib(machine.staging_budget)}, PROOFFLOW_STAGING_BUDGET)")
+    elif (k := min(config.partitions_per_task, parts)) > 1 and k * _aligned(need.staging) > machine.staging_budget:
+        # a task synthesizes its whole chunk before the device frees any of it
+        problems.append(f"a task's {k} partitions (partitions_per_task) hold {_gib(k * _aligned(need.staging))} of "
+                        f"staging at once (budget {_gib(machine.staging_budget)}, PROOFFLOW_STAGING_BUDGET): give "
+                        "fewer partitions per task")
     if machine.host_available is not None and need.host > machine.host_available:
         over = [(what, nb) for what, nb in (("the key's setup", need.host_setup), ("proving", need.host_prove))
                 if nb > machine.host_available]

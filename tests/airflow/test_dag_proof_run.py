@@ -76,7 +76,7 @@ def test_params_schema_matches_prover_and_builds_the_form(proof_run_dag):
         get_circuit("mimc", MAX_LOG2 + 1)
     params = proof_run_dag.params
     assert set(params.keys()) == {"circuit", "log2", "curve", "partitions", "backend", "staging", "seed", "inputs",
-                                  "priority", "request_id"}
+                                  "priority", "request_id", "partitions_per_task"}
     for name in params.keys():
         param = params.get_param(name)
         assert param.schema.get("title") and param.description, name
@@ -85,7 +85,9 @@ def test_params_schema_matches_prover_and_builds_the_form(proof_run_dag):
     from airflow.sdk.definitions.param import ParamValidationError
     for name, bad, good, message, shown in (("partitions", 0, 64, "0 is less than the minimum of 1", "1..64"),
                                             ("log2", 99, 8, "99 is greater than the maximum of 27", "8..27"),
-                                            ("seed", -1, 0, "-1 is less than the minimum of 0", "0..2^63-1")):
+                                            ("seed", -1, 0, "-1 is less than the minimum of 0", "0..2^63-1"),
+                                            ("partitions_per_task", 65, 4, "65 is greater than the maximum of 64",
+                                             "1..64")):
         param = params.get_param(name)
         with pytest.raises(ParamValidationError, match=message):
             param.resolve(bad)
@@ -124,6 +126,8 @@ def test_params_schema_matches_prover_and_builds_the_form(proof_run_dag):
     ({"log2": "10"}, "log2 must be an integer"),
     ({"request_id": "two words"}, "request_id must be 1 to 128 letters, digits or . _ : -"),
     ({"request_id": "x" * 129}, "request_id must be 1 to 128"),
+    ({"partitions_per_task": 0}, "partitions_per_task must be in 1..64, got 0"),
+    ({"partitions_per_task": "2"}, "partitions_per_task must be an integer"),
 ])
 def test_validate_rejects_bad_params_with_a_clear_message(bad, msg):
     with pytest.raises(InvalidParams, match=msg.replace("(", r"\(")):
@@ -139,15 +143,17 @@ def test_gpu_absent_is_a_clear_error():
 IN_PROCESS_PROVE = {"task", "pool_wait", "key_load", "load", "h2d", "ntt", "msm", "assemble", "finalize"}
 
 
-def _check_run(store, dr, staging="pageable", prove_phases=None):
+def _check_run(store, dr, staging="pageable", prove_phases=None, partitions=PARTITIONS, chunk=1):
+    """The run's proofs, rows and transfers; ``chunk``: its partitions_per_task (a chunk's
+    prove_gpu waited for its pool slot once, on its first partition's rows)."""
     from proofflow.prover.bundle import verify_bundle
     assert str(getattr(dr.state, "value", dr.state)) == "success"
     run = store.run(DAG_ID, dr.run_id)
-    assert run["state"] == "success" and run["proofs_verified"] == PARTITIONS and run["wall_s"] > 0
+    assert run["state"] == "success" and run["proofs_verified"] == partitions and run["wall_s"] > 0
     assert run["staging"] == staging  # what really held a/b/c: the CPU backend pins nothing
     assert (run["backend_requested"], run["staging_requested"]) == ("cpu", dr.conf["staging"])
     results = verify_bundle(run["bundle_dir"])
-    assert len(results) == PARTITIONS and all(r.ok for r in results)
+    assert len(results) == partitions and all(r.ok for r in results)
 
     rows = store.timings(DAG_ID, dr.run_id)
     keys = Counter((r["task_id"], r["map_index"], r["try_number"], r["phase"]) for r in rows)
@@ -168,18 +174,19 @@ def _check_run(store, dr, staging="pageable", prove_phases=None):
     once = Counter()
     expected = {**PARTITION_PHASES, **({"partition.prove_gpu": prove_phases} if prove_phases else {})}
     for task, phases in expected.items():
-        for i in range(PARTITIONS):
+        for i in range(partitions):
             got_phases = got.pop((task, i))
-            extra = got_phases - phases
-            assert phases <= got_phases and extra <= ONCE_PHASES, (task, i, got_phases)
+            want = phases - {"pool_wait"} if task == "partition.prove_gpu" and i % chunk else phases
+            extra = got_phases - want
+            assert want <= got_phases and extra <= ONCE_PHASES, (task, i, got_phases)
             once.update(extra)
     assert max(once.values(), default=0) <= 1, once
     assert got == {}
 
     transfers = store.transfers(DAG_ID, dr.run_id)
     assert Counter((t["task_id"], t["direction"]) for t in transfers) == {
-        ("partition.stage", "h2s"): PARTITIONS, ("partition.prove_gpu", "h2d"): PARTITIONS,
-        ("partition.prove_gpu", "h2d_witness"): PARTITIONS}
+        ("partition.stage", "h2s"): partitions, ("partition.prove_gpu", "h2d"): partitions,
+        ("partition.prove_gpu", "h2d_witness"): partitions}
     n = 1 << 10
     from proofflow.prover.circuits.by_name import get_circuit
     variables = get_circuit("mimc", 10).constraint_system.num_variables
@@ -194,7 +201,7 @@ def _check_run(store, dr, staging="pageable", prove_phases=None):
     from proofflow.prover.staging.shared import SharedStaging
     assert SharedStaging.from_settings().leases() == [], "every partition's segment is released"
     from proofflow.timing.report import run_report
-    assert [h["host_copy_bytes"] for h in run_report(store, DAG_ID, dr.run_id)["h2d"]] == [0] * PARTITIONS
+    assert [h["host_copy_bytes"] for h in run_report(store, DAG_ID, dr.run_id)["h2d"]] == [0] * partitions
     assert files.stale_temporaries(Path(run["bundle_dir"])) == []
     return rows
 
@@ -229,6 +236,30 @@ def test_dag_test_on_postgres_through_the_connection(proof_run_dag, pg_url, monk
     monkeypatch.setenv("AIRFLOW_CONN_PROOFFLOW_TIMING", json.dumps({"conn_type": "generic", "extra": {"url": pg_url}}))
     dr = proof_run_dag.test(run_conf={"log2": 10, "partitions": PARTITIONS, "backend": "cpu", "staging": "pageable"})
     _check_run(TimingStore(pg_url), dr, staging="pageable")
+
+
+@pytest.mark.slow
+def test_partitions_in_chunks_of_several_per_task(proof_run_dag, monkeypatch, tmp_path):
+    """partitions_per_task 2 over 5 partitions: three chains of tasks (the last of one
+    partition), each task doing its chunk's partitions one after another; every partition
+    has its own proof, rows (its index as their map index), transfers and H2D figure, and a
+    chunk's partitions hold the pool slot one after another, never at once."""
+    from proofflow.timing import TimingStore
+    url = f"sqlite:///{tmp_path / 'timing.db'}"
+    monkeypatch.setenv("PROOFFLOW_DB_URL", url)
+    dr = proof_run_dag.test(run_conf={"log2": 10, "partitions": 5, "partitions_per_task": 2, "backend": "cpu",
+                                      "staging": "pinned"})
+    rows = _check_run(TimingStore(url), dr, partitions=5, chunk=2)
+    from airflow.utils.session import create_session
+    with create_session() as session:
+        mapped = sorted(ti.map_index for ti in dr.get_task_instances(session=session)
+                        if ti.task_id == "partition.prove_gpu")
+    assert mapped == [0, 1, 2]
+    held = {r["partition"]: (r["start"], r["end"]) for r in rows
+            if r["task_id"] == "partition.prove_gpu" and r["phase"] == "task"}
+    assert sorted(held) == [0, 1, 2, 3, 4]
+    for p in (0, 2):  # chunks of two: the second partition holds the slot from the end of the first's
+        assert held[p + 1][0] >= held[p][1], p
 
 
 def test_a_run_of_one_partition(proof_run_dag, monkeypatch, tmp_path):
@@ -336,13 +367,13 @@ def test_failed_run_is_cleaned_up_and_marked_failed(proof_run_dag, monkeypatch, 
     from proofflow.timing import TimingStore
     url = f"sqlite:///{tmp_path / 'timing.db'}"
     monkeypatch.setenv("PROOFFLOW_DB_URL", url)
-    original = ops.StageOperator.run
+    original = ops.StageOperator.run_partition
 
-    def flaky(self, context, rec):
-        if self.partition == 1:
+    def flaky(self, context, rec, partition, item, first):
+        if partition == 1:
             raise OSError("disk on fire (injected)")
-        return original(self, context, rec)
-    monkeypatch.setattr(ops.StageOperator, "run", flaky)
+        return original(self, context, rec, partition, item, first)
+    monkeypatch.setattr(ops.StageOperator, "run_partition", flaky)
     from proofflow.airflow.notifications.run_state import RunStateNotifier
     notified, notify = [], RunStateNotifier.notify
     monkeypatch.setattr(RunStateNotifier, "notify", lambda self, ctx: notified.append(ctx["run_id"]) or notify(self, ctx))

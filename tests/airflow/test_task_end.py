@@ -135,7 +135,7 @@ def test_the_first_cause_is_the_run_s_and_a_success_stands(tmp_path):
     assert store.run("proof_run", "ok")["state"] == "success" and store.run("proof_run", "ok")["failed_task"] is None
 
 
-def test_a_partition_s_input_as_validate_resolves_the_run_s_conf(tmp_path, monkeypatch):
+def test_a_failed_partition_and_its_input_as_validate_resolves_the_run_s_conf(tmp_path, monkeypatch):
     circuits, inputs = tmp_path / "circuits", tmp_path / "in" / "batch"
     (circuits / "demo").mkdir(parents=True)
     (circuits / "demo" / "circuit.json").write_text(json.dumps({"name": "demo", "log2": 8, "wasm": "demo.wasm"}))
@@ -145,11 +145,13 @@ def test_a_partition_s_input_as_validate_resolves_the_run_s_conf(tmp_path, monke
     monkeypatch.setenv("PROOFFLOW_CIRCUITS", str(circuits))
     roots = (tmp_path / "in",)
     conf = {"circuit": "demo", "inputs": str(inputs)}
-    assert [task_end.partition_input(conf, i, roots) for i in (0, 1, 2, -1)] == ["batch/a.json", "batch/b.json",
-                                                                                  None, None]
-    assert task_end.partition_input({"circuit": "demo", "inputs": [{"x": 1}]}, 0, roots) == "inline"
-    assert task_end.partition_input({"log2": 8}, 0, roots) is None  # a built-in circuit: no input
-    assert task_end.partition_input({"circuit": "demo", "inputs": "/elsewhere"}, 0, roots) is None
+    assert [task_end.failed_partition(conf, i, roots) for i in (0, 1, 2, -1)] == [
+        (0, "batch/a.json"), (1, "batch/b.json"), (2, None), (None, None)]
+    assert task_end.failed_partition({"circuit": "demo", "inputs": [{"x": 1}]}, 0, roots) == (0, "inline")
+    assert task_end.failed_partition({"log2": 8}, 3, roots) == (3, None)  # a built-in circuit: no input
+    assert task_end.failed_partition({"circuit": "demo", "inputs": "/elsewhere"}, 0, roots) == (0, None)
+    # a chunk of several partitions: which one failed, only the task itself can tell
+    assert task_end.failed_partition({**conf, "partitions_per_task": 2}, 0, roots) == (None, None)
 
 
 def test_the_notifier_records_the_cause_of_a_killed_task(tmp_path, monkeypatch):

@@ -96,7 +96,8 @@ def test_options_per_size_and_defaults():
                       "--label", "h200"])
     assert a.log2 == [22, 24] and a.partitions == [8, 4] and a.in_flight == [3, 3] and a.seeds == [0]
     assert a.out.name == "stream-h200.json" and a.png.name == "stream-h200.png"
-    assert stream.parse([]).out.name == "stream-cpu.json"
+    assert stream.parse([]).out.name == "stream-cpu.json" and stream.parse([]).partitions_per_task == 1
+    assert stream.parse(["--partitions-per-task", "4"]).partitions_per_task == 4
     with pytest.raises(SystemExit):
         stream.parse(["--log2", "22", "24", "--partitions", "8", "4", "2"])
     with pytest.raises(SystemExit):
@@ -152,7 +153,17 @@ def test_poll_updates_finished_and_proving_runs(monkeypatch):
     asked = []
     monkeypatch.setattr(stream.stack, "api", lambda base, path: asked.append(path) or answers[path])
     runs = [{"run_id": "a"}, {"run_id": "b", "proved": 1}, {"run_id": "c", "state": "failed"}]
-    stream._poll("http://x", runs, 4, "proving")
+    stream._poll("http://x", runs, 4, "proving", 1)
     assert runs[0]["state"] == "success" and "finished_at" in runs[0]
     assert runs[1]["proved"] == 4 and "proved_at" in runs[1] and "state" not in runs[1]
     assert runs[2] == {"run_id": "c", "state": "failed"} and len(asked) == 3  # a finished run is not asked again
+    # chunks of 3 partitions (the last of one): a prove_gpu task instance proves its chunk
+    answers[f"/api/v2/dags/{stream.DAG}/dagRuns/b/taskInstances?task_id=partition.prove_gpu&state=success&limit=1"] = {
+        "total_entries": 1}
+    runs = [{"run_id": "b"}]
+    stream._poll("http://x", runs, 4, "proving", 3)
+    assert runs[0]["proved"] == 3 and "proved_at" not in runs[0]
+    answers[f"/api/v2/dags/{stream.DAG}/dagRuns/b/taskInstances?task_id=partition.prove_gpu&state=success&limit=1"] = {
+        "total_entries": 2}
+    stream._poll("http://x", runs, 4, "proving", 3)
+    assert runs[0]["proved"] == 4 and "proved_at" in runs[0]

@@ -83,7 +83,8 @@ def test_a_registration_and_its_inputs_are_checked_before_any_run(tmp_path):
     (inside / "notes.txt").write_text("not an input")
     (plan,) = stream.streams(_args("--circuit", "chain-2p8", "--inputs", str(inside)), home)
     assert (plan["log2"], plan["constraints"], plan["partitions"]) == (8, 250, 2)
-    assert plan["base"] == {"circuit": "chain-2p8", "backend": "cpu", "staging": "pinned", "curve": "bls12_381"}
+    assert plan["base"] == {"circuit": "chain-2p8", "backend": "cpu", "staging": "pinned", "curve": "bls12_381",
+                            "partitions_per_task": 1}
     assert plan["inputs"] == [str(inside / f"{i:04d}.json") for i in range(3)]  # in place, in name order
 
     outside = tmp_path / "elsewhere"  # linked into the deployment's input root, as `proofflow run --inputs` does

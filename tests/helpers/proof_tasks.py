@@ -88,16 +88,16 @@ def build_operator(state: Path, run_id: str, task_id: str, map_index: int):
     if task_id == "prepare_scratch":
         return ops.PrepareScratchOperator(task_id=task_id, config=cfg)
     if task_id == "partition.synthesize":
-        return ops.SynthesizeOperator(task_id=task_id, config=cfg, partition=p)
+        return ops.SynthesizeOperator(task_id=task_id, config=cfg, chunk=p)
     if task_id == "partition.stage":
-        return ops.StageOperator(task_id=task_id, config=cfg, partition=p,
+        return ops.StageOperator(task_id=task_id, config=cfg, chunk=p,
                                  synthesized=_xcom(state, run_id, "partition.synthesize", p))
     if task_id == "partition.prove_gpu":
-        return ops.ProveGpuOperator(task_id=task_id, config=cfg, partition=p,
+        return ops.ProveGpuOperator(task_id=task_id, config=cfg, chunk=p,
                                     staged=_xcom(state, run_id, "partition.stage", p),
                                     setup_result=_xcom(state, run_id, "setup"), ready_after_task_id="partition.stage")
     if task_id == "partition.finalize_partition":
-        return ops.FinalizePartitionOperator(task_id=task_id, config=cfg, partition=p,
+        return ops.FinalizePartitionOperator(task_id=task_id, config=cfg, chunk=p,
                                              proved=_xcom(state, run_id, "partition.prove_gpu", p),
                                              setup_result=_xcom(state, run_id, "setup"))
     if task_id == "finalize_run":

@@ -112,7 +112,11 @@ def test_a_run_config_is_made_once_and_crosses_xcom_as_a_plain_dict():
     config = validate_params({"log2": 8, "partitions": 2, "staging": "pinned"}, gpu_available=lambda: False)
     assert (config.backend, config.staging, config.backend_requested, config.staging_requested) == \
         ("cpu", MemoryKind.PAGEABLE, "auto", MemoryKind.PINNED)  # what ran, and what was asked for
-    assert config.partition_ids == [0, 1]
+    assert config.partition_ids == [0, 1] and config.chunk_ids == [0, 1] and config.chunk(1) == [1]
+    chunked = validate_params({"log2": 8, "partitions": 7, "partitions_per_task": 3}, gpu_available=lambda: False)
+    assert chunked.chunk_ids == [0, 1, 2] and [chunked.chunk(c) for c in chunked.chunk_ids] == [[0, 1, 2], [3, 4, 5],
+                                                                                                [6]]
+    assert RunConfig.from_dict(json.loads(json.dumps(chunked.to_dict()))) == chunked
     wire = json.loads(json.dumps(config.to_dict()))
     assert wire["staging"] == "pageable" and RunConfig.from_dict(wire) == config
     assert config.priority is Priority.NORMAL and wire["priority"] == "normal"  # the default
@@ -121,7 +125,8 @@ def test_a_run_config_is_made_once_and_crosses_xcom_as_a_plain_dict():
     with pytest.raises(InvalidParams, match="priority must be one of high, normal, low, got 'urgent'"):
         validate_params({"priority": "urgent"}, gpu_available=lambda: False)
     for bad in ({**wire, "log2": "8"}, {**wire, "backend": "auto"}, {**wire, "staging": "mapped"},
-                {**wire, "priority": "urgent"}, {**wire, "colour": 1}, [wire]):
+                {**wire, "priority": "urgent"}, {**wire, "colour": 1}, {**wire, "partitions_per_task": 0},
+                {**wire, "partitions_per_task": True}, [wire]):
         with pytest.raises(InvalidParams):
             RunConfig.from_dict(bad)
     # a band apart: every task of a high run weighs more than any of a normal one's, and so on

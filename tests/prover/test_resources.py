@@ -84,6 +84,17 @@ def test_staging_budget_is_named():
         "(budget 64.0 MiB, PROOFFLOW_STAGING_BUDGET)")
 
 
+def test_a_task_s_chunk_of_partitions_must_fit_the_staging_budget_at_once():
+    """A task synthesizes its whole chunk (partitions_per_task) before the device frees any
+    of it: the budget must hold the chunk, else the run would wait on itself."""
+    small_budget = replace(SMALL, staging_budget=64 << 20)
+    _validate(small_budget, log2=17, partitions=8, partitions_per_task=4, backend="cpu")  # 4 segments of 16 MiB
+    assert _refusal(small_budget, log2=17, partitions=8, partitions_per_task=5, backend="cpu") == (
+        "log2 17 does not fit this machine: a task's 5 partitions (partitions_per_task) hold 80.0 MiB of staging at "
+        "once (budget 64.0 MiB, PROOFFLOW_STAGING_BUDGET): give fewer partitions per task")
+    _validate(small_budget, log2=17, partitions=4, partitions_per_task=64, backend="cpu")  # a chunk of the run's 4
+
+
 def test_host_memory_is_named_and_a_key_on_disk_needs_no_setup():
     tight = replace(SMALL, host_available=GiB // 2)
     assert _refusal(tight, log2=22, partitions=1, backend="gpu") == (

@@ -25,8 +25,7 @@ def _unrecorded_cause(context, dag_id: str, run_id: str) -> spec.RunFailure | No
     tries = (task.retries or 0) + 1 if task is not None else None
     message = task_end.explain(end, ti.task_id, try_number, tries, getattr(ti, "hostname", None))
     conf = getattr(context.get("dag_run"), "conf", None)
-    return spec.RunFailure(ti.task_id, message, mi if mi >= 0 else None,
-                           task_end.partition_input(conf, mi, settings.current().run_input_roots))
+    return spec.RunFailure(ti.task_id, message, *task_end.failed_partition(conf, mi, settings.current().run_input_roots))
 
 
 class RunStateNotifier(BaseNotifier):

@@ -54,13 +54,12 @@ class ProofflowOperator(BaseOperator):
     params or inputs and proofs that do not check become AirflowFailException (no retry). A
     try that fails for good records the run's cause of failure (``spec.RunFailure``)."""
 
-    template_fields = ("config", "partition")
+    template_fields = ("config",)
     ui_color = "#e8f0fe"
 
-    def __init__(self, *, config=None, partition=None, **kwargs):
+    def __init__(self, *, config=None, **kwargs):
         super().__init__(**kwargs)
         self.config = config
-        self.partition = partition
 
     @property
     def run_config(self) -> RunConfig:
@@ -71,16 +70,16 @@ class ProofflowOperator(BaseOperator):
         raise NotImplementedError
 
     def execute(self, context):
+        return self._attempt(context, None, lambda rec: self.run(context, rec), _task_start(context))
+
+    def _attempt(self, context, part: int | None, work, t0: float):
+        """``work(rec)`` with the rows of ``part`` (None: a task of the whole run), whose
+        ``task`` row spans ``t0`` to the end of the work: pool-slot holders never overlap."""
         from proofflow.prover.errors import InputError, ProofCheckFailed
-        part = self.partition if isinstance(self.partition, int) else None
         rec = Recorder(context, partition=part)
-        # The ``task`` row spans the attempt from Airflow's start of the task instance (the
-        # process start included) to the end of execute: pool-slot holders never overlap.
-        now = time.time()
-        t0 = min(_epoch(getattr(context["ti"], "start_date", None)) or now, now)
         failed = True
         try:
-            out = self.run(context, rec)
+            out = work(rec)
             failed = False
             return out
         except (InputError, ProofCheckFailed, spec.InvalidParams) as exc:
@@ -108,7 +107,7 @@ class ProofflowOperator(BaseOperator):
         if not final or isinstance(exc, AirflowSkipException):
             return
         try:
-            part = self.partition if isinstance(self.partition, int) else None
+            part = rec.partition
             cfg = RunConfig.from_dict(self.config) if isinstance(self.config, dict) else None
             input = cfg.inputs[part] if cfg and cfg.inputs and part is not None else None
             if isinstance(exc, spec.InvalidInput):  # validate names the partition whose input it refuses
@@ -133,10 +132,47 @@ class ProofflowOperator(BaseOperator):
         """The run's bundle while it is written: in its scratch, published by finalize_run."""
         return self.run_scratch(context) / "bundle"
 
-    def partition_scratch(self, context) -> Path:
+
+def _task_start(context) -> float:
+    """When Airflow started the task instance (its process start included), at the latest now."""
+    now = time.time()
+    return min(_epoch(getattr(context["ti"], "start_date", None)) or now, now)
+
+
+class PartitionOperator(ProofflowOperator):
+    """A task of the per-partition group, mapped over the run's chunks (``RunConfig.chunk_ids``):
+    ``run_partition`` for each partition of its chunk in turn, each with its own timing rows
+    and cause of failure, the first one's ``task`` row from the task's start, each next one's
+    from the end of the one before. Returns their results, a list; ``upstream`` names the
+    template field holding the upstream task's list, whose items go to ``run_partition`` in
+    the same order."""
+
+    template_fields = ("config", "chunk")
+    upstream: str | None = None
+
+    def __init__(self, *, chunk=None, **kwargs):
+        super().__init__(**kwargs)
+        self.chunk = chunk
+
+    def run_partition(self, context, rec: Recorder, partition: int, item, first: bool):
+        raise NotImplementedError
+
+    def execute(self, context):
+        parts = self.run_config.chunk(int(self.chunk))
+        items = getattr(self, self.upstream) if self.upstream else [None] * len(parts)
+        if len(items) != len(parts):
+            raise AirflowFailException(f"chunk {self.chunk}: {len(items)} upstream results for partitions {parts}")
+        out, t0 = [], _task_start(context)
+        for i, (part, item) in enumerate(zip(parts, items)):
+            out.append(self._attempt(context, part, lambda rec, part=part, item=item, first=i == 0:
+                                     self.run_partition(context, rec, part, item, first), t0))
+            t0 = time.time()
+        return out
+
+    def partition_scratch(self, context, partition: int) -> Path:
         from proofflow.prover import layout
         ti = context["ti"]
-        return layout.partition_dir(ti.dag_id, ti.run_id, self.partition)
+        return layout.partition_dir(ti.dag_id, ti.run_id, partition)
 
 
 class ValidateOperator(ProofflowOperator):
@@ -198,7 +234,7 @@ class SetupOperator(ProofflowOperator):
 
 class PrepareScratchOperator(ProofflowOperator):
     """Creates the run's scratch directory (the setup of the cleanup teardown) and returns
-    the partition ids the per-partition task group is mapped over."""
+    the chunk ids the per-partition task group is mapped over (``RunConfig.chunk_ids``)."""
 
     def run(self, context, rec):
         from proofflow.prover import files
@@ -206,7 +242,7 @@ class PrepareScratchOperator(ProofflowOperator):
             d = self.run_scratch(context)
             d.mkdir(parents=True, exist_ok=True)
             files.write_json(d / "run.json", {"config": self.config, "run_id": context["ti"].run_id})
-        return self.run_config.partition_ids
+        return self.run_config.chunk_ids
 
 
 def _holder(context, partition: int) -> str:
@@ -214,56 +250,57 @@ def _holder(context, partition: int) -> str:
     return layout.owner(context["ti"].dag_id, context["ti"].run_id, partition)
 
 
-class SynthesizeOperator(ProofflowOperator):
-    """Witness and a/b/c evaluation vectors of one partition, written once into a
+class SynthesizeOperator(PartitionOperator):
+    """Witness and a/b/c evaluation vectors of each partition, written once into a
     shared-memory segment leased for the partition, from which the device uploads in place.
     On a host without the GPU (PROOFFLOW_STAGING_ENDPOINT set) the partition streams into
     the GPU host's shared staging instead (transfer ``net``)."""
 
-    def run(self, context, rec):
+    def run_partition(self, context, rec, partition, item, first):
         from proofflow.prover import pipeline
         from proofflow.prover.staging.shared import SharedStaging
         from proofflow.prover.circuits.by_name import get_circuit
         cfg = self.run_config
-        input = cfg.inputs[self.partition] if cfg.inputs else None  # a registered circuit's
-        (self.partition_scratch(context) / "proof.bin").unlink(missing_ok=True)  # an earlier synthesis's
-        circuit, holder = get_circuit(cfg.circuit, cfg.log2, cfg.curve), _holder(context, self.partition)
+        input = cfg.inputs[partition] if cfg.inputs else None  # a registered circuit's
+        (self.partition_scratch(context, partition) / "proof.bin").unlink(missing_ok=True)  # an earlier synthesis's
+        circuit, holder = get_circuit(cfg.circuit, cfg.log2, cfg.curve), _holder(context, partition)
         current = settings.current()
         if current.staging_endpoint:
-            out = pipeline.synthesize_remote(circuit, cfg.seed, self.partition, current.staging_endpoint,
+            out = pipeline.synthesize_remote(circuit, cfg.seed, partition, current.staging_endpoint,
                                              current.staging_token, holder, rec, input=input)
             rec.transfer("net", out.pop("stream_bytes"), "pageable", out.pop("stream_s"),
                          start=out.pop("stream_start"))
         else:
-            out = pipeline.synthesize_shared(circuit, cfg.seed, self.partition, SharedStaging.from_settings(),
+            out = pipeline.synthesize_shared(circuit, cfg.seed, partition, SharedStaging.from_settings(),
                                              holder, rec, input=input)
-        return {"partition": self.partition, **out}
+        return {"partition": partition, **out}
 
 
-class StageOperator(ProofflowOperator):
-    """Readies a partition's segment for the device: the device's prover service maps it and
-    page-locks it in place (once per segment: a reused one is already pinned), off the
+class StageOperator(PartitionOperator):
+    """Readies each partition's segment for the device: the device's prover service maps it
+    and page-locks it in place (once per segment: a reused one is already pinned), off the
     device's critical path; in-process (PROOFFLOW_GPU_SERVICE=0) the segment is only
     checked. Records the host copy of a/b/c between synthesis and the upload (``h2s``): 0
     bytes, with the pinning's seconds."""
 
-    template_fields = ("config", "partition", "synthesized")
+    template_fields = ("config", "chunk", "synthesized")
+    upstream = "synthesized"
 
     def __init__(self, *, synthesized=None, **kwargs):
         kwargs.setdefault("queue", settings.current().gpu_queue)  # the service is on the GPU's host
         super().__init__(**kwargs)
         self.synthesized = synthesized
 
-    def run(self, context, rec):
-        seg, holder = self.synthesized["segment"], _holder(context, self.partition)
+    def run_partition(self, context, rec, partition, item, first):
+        seg, holder = item["segment"], _holder(context, partition)
         with rec.phase(Phase.REGISTER):
-            staged = _prover(self.run_config, self.partition).stage(seg, holder)
+            staged = _prover(self.run_config, partition).stage(seg, holder)
         rec.spans(staged.spans)
         rec.transfer("h2s", 0, staged.memory_kind, staged.seconds, start=staged.start)
         # the public inputs ride along to finalize_partition: one upstream XCom a task, as each
         # one inside the mapped group costs the task SDK an XCom read and two count requests
-        return {"partition": self.partition, "segment": seg, "n": int(self.synthesized["n"]),
-                "bytes": int(self.synthesized["bytes"]), "public_inputs": self.synthesized["public_inputs"]}
+        return {"partition": partition, "segment": seg, "n": int(item["n"]), "bytes": int(item["bytes"]),
+                "public_inputs": item["public_inputs"]}
 
 
 def _prover(config: RunConfig, partition: int):
@@ -272,8 +309,8 @@ def _prover(config: RunConfig, partition: int):
     return prover_for(config, partition, current.gpu_service, current.gpu_devices, current.standin_gpu_s)
 
 
-class ProveGpuOperator(ProofflowOperator):
-    """The proof of one partition, in pool ``gpu`` (the pool's slots bound the partitions in
+class ProveGpuOperator(PartitionOperator):
+    """The proof of each partition of its chunk, in turn, in pool ``gpu`` (the pool's slots bound the partitions in
     flight per GPU). With the prover service (default) the task hands the partition's
     segment to the device's long-lived service and waits: the service uploads it from the
     page-locked segment on a copy stream while the device finishes the partition before, so
@@ -292,7 +329,8 @@ class ProveGpuOperator(ProofflowOperator):
     finalize (the proof written). Transfers: h2d (a/b/c) and h2d_witness, timed on the
     device."""
 
-    template_fields = ("config", "partition", "staged", "setup_result")
+    template_fields = ("config", "chunk", "staged", "setup_result")
+    upstream = "staged"
 
     def __init__(self, *, staged=None, setup_result=None, ready_after_task_id: str | None = None, **kwargs):
         kwargs.setdefault("pool", settings.GPU_POOL)
@@ -302,20 +340,20 @@ class ProveGpuOperator(ProofflowOperator):
         self.setup_result = setup_result
         self.ready_after_task_id = ready_after_task_id
 
-    def run(self, context, rec):
+    def run_partition(self, context, rec, partition, item, first):
         from proofflow.prover import files
         from proofflow.prover.staging.shared import SharedStaging
-        segment = self.staged["segment"]
+        segment = item["segment"]
         # the partition goes to the device first; the waits before this task started are
-        # history, looked up (timing store, REST API) after it
+        # history, looked up (timing store, REST API) after it, and are the chunk's first partition's
         try:
-            out = self.partition_scratch(context) / "proof.bin"
+            out = self.partition_scratch(context, partition) / "proof.bin"
             if out.exists():  # a try killed after its proof (the segment may be gone): phase "reused"
                 rec.add(Phase.REUSED, time.time(), time.time())
             else:
-                proved = _prover(self.run_config, self.partition).prove(
-                    self.setup_result["params_dir"], segment, _holder(context, self.partition),
-                    int(self.staged["n"]), f"{rec.run_id}/{self.partition}/{rec.try_number}")
+                proved = _prover(self.run_config, partition).prove(
+                    self.setup_result["params_dir"], segment, _holder(context, partition),
+                    int(item["n"]), f"{rec.run_id}/{partition}/{rec.try_number}")
                 if proved.evicted_keys:
                     log.info("the prover service on %s evicted proving key(s) %s to fit this one", proved.device,
                              ", ".join(proved.evicted_keys))
@@ -326,17 +364,18 @@ class ProveGpuOperator(ProofflowOperator):
             SharedStaging.from_settings().release(segment)  # proved: the segment goes back
         finally:  # a failed try's waits are recorded too, never hiding its error
             try:
-                self._record_waits(context["ti"], rec)
+                if first:  # the chunk was ready when its upstream task ended, with its last partition
+                    self._record_waits(context["ti"], rec, self.run_config.chunk(int(self.chunk))[-1])
             except Exception:
                 log.exception("could not look up the waits of prove_gpu")
-        return {"partition": self.partition, "proof": str(out), "device": rec.device,
-                "public_inputs": self.staged["public_inputs"]}
+        return {"partition": partition, "proof": str(out), "device": rec.device,
+                "public_inputs": item["public_inputs"]}
 
-    def _record_waits(self, ti, rec) -> None:
+    def _record_waits(self, ti, rec, ready_partition: int) -> None:
         started = _epoch(getattr(ti, "start_date", None)) or time.time()
         ready = None
         if self.ready_after_task_id:
-            ready = _epoch(_store().latest_end(ti.dag_id, ti.run_id, self.ready_after_task_id, rec.map_index))
+            ready = _epoch(_store().latest_end(ti.dag_id, ti.run_id, self.ready_after_task_id, ready_partition))
         rec.add(Phase.POOL_WAIT, min(ready if ready is not None else started, started), started)
         queued = _queued_when(ti)
         if queued is not None:
@@ -359,27 +398,28 @@ def _queued_when(ti) -> float | None:
         return None
 
 
-class FinalizePartitionOperator(ProofflowOperator):
-    """Verifies the partition's proof against its public inputs (both in prove_gpu's result)
+class FinalizePartitionOperator(PartitionOperator):
+    """Verifies each partition's proof against its public inputs (both in prove_gpu's result)
     and writes it into the run's bundle in the run's scratch (finalize_run publishes it)."""
 
-    template_fields = ("config", "partition", "proved", "setup_result")
+    template_fields = ("config", "chunk", "proved", "setup_result")
+    upstream = "proved"
 
     def __init__(self, *, proved=None, setup_result=None, **kwargs):
         super().__init__(**kwargs)
         self.proved, self.setup_result = proved, setup_result
 
-    def run(self, context, rec):
+    def run_partition(self, context, rec, partition, item, first):
         from proofflow.prover import pipeline
         from proofflow.prover.groth16.data_structures import VerifyingKey
-        inputs = [int(x, 16) for x in self.proved["public_inputs"]]
+        inputs = [int(x, 16) for x in item["public_inputs"]]
         with rec.phase(Phase.VERIFY):
-            proof = pipeline.read_proof(self.proved["proof"], self.run_config.curve)
+            proof = pipeline.read_proof(item["proof"], self.run_config.curve)
             vk = VerifyingKey.load(Path(self.setup_result["params_dir"]) / "vk.json")
         with rec.phase(Phase.PUBLISH):  # into the run's bundle in its scratch: finalize_run publishes it whole
-            path = pipeline.publish(proof, vk, inputs, self.run_bundle(context), self.partition,
+            path = pipeline.publish(proof, vk, inputs, self.run_bundle(context), partition,
                                     snarkjs=self.run_config.circom)
-        return {"partition": self.partition, "proof": str(path), "public_inputs": self.proved["public_inputs"],
+        return {"partition": partition, "proof": str(path), "public_inputs": item["public_inputs"],
                 "verified": True}
 
 
@@ -399,8 +439,11 @@ class FinalizeRunOperator(ProofflowOperator):
         from proofflow.prover.staging.shared import SharedStaging
         from proofflow.prover.groth16.data_structures import VerifyingKey
         cfg, ti = self.run_config, context["ti"]
-        # A mapped group of one partition hands its only result over unwrapped (Airflow 3.3)
-        results = [self.partitions_done] if isinstance(self.partitions_done, dict) else self.partitions_done
+        # each chunk's list of its partitions' results; a mapped group of one chunk hands its
+        # only result over unwrapped (Airflow 3.3)
+        done = self.partitions_done
+        chunks = [done] if done and isinstance(done[0], dict) else done
+        results = [r for chunk in chunks for r in chunk]
         out = bundle_dir(ti.dag_id, ti.run_id)
         vk = VerifyingKey.load(Path(self.setup_result["params_dir"]) / "vk.json")
         store = _store()

@@ -13,10 +13,15 @@ log = logging.getLogger(__name__)
 
 
 class Recorder:
+    """A partition's rows carry the partition as their map index: a task of the per-partition
+    group proves a chunk of them (``RunConfig.chunk``), and the timing views take (task,
+    map_index, try) as one partition's attempt. With one partition a chunk, the default, the
+    two are the same."""
+
     def __init__(self, context, partition: int | None = None, device: str | None = None):
         ti = context["ti"]
         self.dag_id, self.run_id, self.task_id = ti.dag_id, ti.run_id, ti.task_id
-        mi = getattr(ti, "map_index", -1)
+        mi = getattr(ti, "map_index", -1) if partition is None else partition
         self.map_index = -1 if mi is None else int(mi)
         self.try_number = int(ti.try_number or 1)
         self.partition = partition
