@@ -310,8 +310,8 @@ def _prover(config: RunConfig, partition: int):
 
 
 class ProveGpuOperator(PartitionOperator):
-    """The proof of each partition of its chunk, in turn, in pool ``gpu`` (the pool's slots bound the partitions in
-    flight per GPU). With the prover service (default) the task hands the partition's
+    """The proof of each partition of its chunk, in turn, in pool ``gpu`` (the pool's slots
+    bound the chunks in flight per GPU). With the prover service (default) the task hands the partition's
     segment to the device's long-lived service and waits: the service uploads it from the
     page-locked segment on a copy stream while the device finishes the partition before, so
     the device goes from one partition to the next without Airflow's hand-off in between;
