@@ -177,9 +177,10 @@ from proofflow import settings as _settings  # noqa: E402  (read after the sessi
 _settings.reload()
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _remove_test_airflow_home():
-    yield
+def pytest_unconfigure(config):
+    """Every process that imported this file removes its AIRFLOW_HOME, the services its tests
+    started stopped first: a session fixture would miss pytest-xdist's controller, which runs
+    no test, and a collection-only run."""
     from proofflow.prover.service.client import stop_all
     stop_all()
     shutil.rmtree(_AIRFLOW_HOME, ignore_errors=True)
@@ -262,9 +263,22 @@ def soak(request) -> bool:
     return bool(request.config.getoption("--soak"))
 
 
+def pytest_sessionfinish(session):
+    """A pytest-xdist worker hands its figures to the controller, which reports them."""
+    if hasattr(session.config, "workeroutput"):
+        import reliability_figures
+        session.config.workeroutput["reliability_figures"] = reliability_figures.export()
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: pytest alone does not know it
+def pytest_testnodedown(node):
+    import reliability_figures
+    reliability_figures.merge(getattr(node, "workeroutput", {}).get("reliability_figures"))
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     from reliability_figures import FIGURES
-    if not FIGURES:
+    if not FIGURES or hasattr(config, "workerinput"):  # a worker's figures are in the controller's
         return
     terminalreporter.section("reliability figures")
     for total in ("faults injected", "runs completed"):
