@@ -15,6 +15,7 @@ import datetime as dt
 import json
 import logging
 import time
+from functools import cached_property
 from pathlib import Path
 
 from airflow.sdk import BaseOperator
@@ -45,10 +46,6 @@ def bundle_dir(dag_id: str, run_id: str) -> Path:
     return layout.bundle_dir(dag_id, run_id)
 
 
-def _store():
-    return TimingStoreHook().get_store()
-
-
 class ProofflowOperator(BaseOperator):
     """Base: a Recorder around ``run``; the rows are written even when ``run`` fails. Bad
     params or inputs and proofs that do not check become AirflowFailException (no retry). A
@@ -65,6 +62,12 @@ class ProofflowOperator(BaseOperator):
     def run_config(self) -> RunConfig:
         """The run's config, as validate returned it through XCom."""
         return RunConfig.from_dict(self.config)
+
+    @cached_property
+    def store(self):
+        """The timing store, looked up once a task (a task of a chunk writes a partition's rows
+        at a time, and the connection's lookup is a request to the API server)."""
+        return TimingStoreHook().get_store()
 
     def run(self, context, rec: Recorder):
         raise NotImplementedError
@@ -93,7 +96,7 @@ class ProofflowOperator(BaseOperator):
         finally:
             rec.add(Phase.TASK, t0, time.time())
             try:
-                rec.flush(_store())
+                rec.flush(self.store)
             except Exception:
                 if not failed:
                     raise
@@ -119,7 +122,7 @@ class ProofflowOperator(BaseOperator):
                                            rec.try_number, (self.retries or 0) + 1, rec.host)
             cause = spec.RunFailure(self.task_id, message, part,
                                     spec.input_label(input, settings.current().run_input_roots))
-            task_end.record(_store(), rec.dag_id, rec.run_id, cause)
+            task_end.record(self.store, rec.dag_id, rec.run_id, cause)
         except Exception:  # never hide the task's own error
             log.exception("could not record the cause of the failure of %s", self.task_id)
 
@@ -202,7 +205,7 @@ class ValidateOperator(ProofflowOperator):
         if config.request_id:
             self._claim(ti, config.request_id, row)
         else:
-            _store().upsert_run(ti.dag_id, ti.run_id, **row)
+            self.store.upsert_run(ti.dag_id, ti.run_id, **row)
         log.info("proof run %s: %s", ti.run_id, json.dumps(config.to_dict()))
         return config.to_dict()
 
@@ -212,7 +215,7 @@ class ValidateOperator(ProofflowOperator):
         which the XCom ``request`` names for REST clients, as the run's note does."""
         from dataclasses import asdict
         from proofflow.timing.requests import claim
-        served = claim(_store(), ti.dag_id, ti.run_id, request_id, row)
+        served = claim(self.store, ti.dag_id, ti.run_id, request_id, row)
         if served is not None:
             ti.xcom_push(key="request", value=asdict(served))
             raise AirflowSkipException(served.line())
@@ -375,7 +378,7 @@ class ProveGpuOperator(PartitionOperator):
         started = _epoch(getattr(ti, "start_date", None)) or time.time()
         ready = None
         if self.ready_after_task_id:
-            ready = _epoch(_store().latest_end(ti.dag_id, ti.run_id, self.ready_after_task_id, ready_partition))
+            ready = _epoch(self.store.latest_end(ti.dag_id, ti.run_id, self.ready_after_task_id, ready_partition))
         rec.add(Phase.POOL_WAIT, min(ready if ready is not None else started, started), started)
         queued = _queued_when(ti)
         if queued is not None:
@@ -409,13 +412,18 @@ class FinalizePartitionOperator(PartitionOperator):
         super().__init__(**kwargs)
         self.proved, self.setup_result = proved, setup_result
 
+    @cached_property
+    def verifying_key(self):
+        """The run's verifying key, read once for the chunk."""
+        from proofflow.prover.groth16.data_structures import VerifyingKey
+        return VerifyingKey.load(Path(self.setup_result["params_dir"]) / "vk.json")
+
     def run_partition(self, context, rec, partition, item, first):
         from proofflow.prover import pipeline
-        from proofflow.prover.groth16.data_structures import VerifyingKey
         inputs = [int(x, 16) for x in item["public_inputs"]]
         with rec.phase(Phase.VERIFY):
             proof = pipeline.read_proof(item["proof"], self.run_config.curve)
-            vk = VerifyingKey.load(Path(self.setup_result["params_dir"]) / "vk.json")
+            vk = self.verifying_key
         with rec.phase(Phase.PUBLISH):  # into the run's bundle in its scratch: finalize_run publishes it whole
             path = pipeline.publish(proof, vk, inputs, self.run_bundle(context), partition,
                                     snarkjs=self.run_config.circom)
@@ -446,7 +454,7 @@ class FinalizeRunOperator(ProofflowOperator):
         results = [r for chunk in chunks for r in chunk]
         out = bundle_dir(ti.dag_id, ti.run_id)
         vk = VerifyingKey.load(Path(self.setup_result["params_dir"]) / "vk.json")
-        store = _store()
+        store = self.store
         summary, started = self._summary(context, store, out)
         wall = lambda: round(time.time() - started, 3)  # noqa: E731
         summary["proofs_verified"] = pipeline.publish_bundle(
@@ -500,7 +508,7 @@ class CleanupScratchOperator(ProofflowOperator):
                 if reply.dropped:
                     log.warning("the prover service on %s dropped %d job(s) of this run before the device",
                                 reply.device, reply.dropped)
-            store = _store()
+            store = self.store
             row = store.run(ti.dag_id, ti.run_id)
             if row is None or row.get("state") not in SERVED_STATES:
                 store.upsert_run(ti.dag_id, ti.run_id, state="failed", finished_at=time.time())
@@ -513,7 +521,7 @@ class CleanupScratchOperator(ProofflowOperator):
         from proofflow.airflow.cancel import MARKED_FAILED, stopped_from_outside
         from proofflow.timing.store import SERVED_STATES
         try:
-            store = _store()
+            store = self.store
             row = store.run(ti.dag_id, ti.run_id) or {}
             if self.verdict_task_id and row.get("state") not in SERVED_STATES \
                     and stopped_from_outside(ti, self.verdict_task_id):
