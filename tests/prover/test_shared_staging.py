@@ -272,3 +272,13 @@ def test_drop_idle_of_some_inodes_keeps_the_others(staging):
     assert staging.drop_idle({(st.st_dev, st.st_ino)}) == st.st_size  # a's file, renamed into idle/
     assert staging.stats()["idle"] == both - st.st_size
     assert staging.drop_idle(set()) == 0 and staging.stats()["idle"] == both - st.st_size
+
+
+def test_drop_idle_of_a_removed_root_recreates_nothing(staging):
+    """A service that stops after its home was removed (a test's, a run's scratch) must not
+    leave an empty staging directory behind in shared memory."""
+    import shutil
+    staging.stats()
+    shutil.rmtree(staging.root)
+    assert staging.drop_idle() == 0
+    assert not staging.root.exists()

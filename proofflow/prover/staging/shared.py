@@ -373,7 +373,10 @@ class SharedStaging:
         """Remove the idle segments now, those of ``inodes`` ((device, inode) pairs) or all
         (None), and return the bytes given back to the host. A prover service that stops
         drops those it mapped: the mapping and page-locking that their reuse saves go with
-        it, while another device's service keeps its own. Leased segments stay."""
+        it, while another device's service keeps its own. Leased segments stay. A root
+        already removed is left removed: a service outliving its home recreates nothing."""
+        if not self.root.exists():
+            return 0
         with self._locked():
             freed = 0
             for p in self._idle():
