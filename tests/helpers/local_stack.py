@@ -9,6 +9,7 @@ file; leaving ``Processes`` (or ``running``) stops them all, SIGTERM first, then
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import secrets
@@ -32,10 +33,36 @@ _MODULES = {"airflow": "airflow", "proofflow": "proofflow.cli"}
 CORE_SERVICES = ("api-server", "scheduler", "dag-processor")
 
 
+def _port_block() -> range:
+    """This process's own ports, below the kernel's ephemeral range: a port the kernel hands
+    out (bind to 0) is released before the service binds it, and the kernel may hand it to
+    another process (another xdist worker's) meanwhile. One block per xdist worker, else by pid."""
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "").removeprefix("gw")
+    blocks = max(1, (low - 10000) // 500)
+    index = int(worker) if worker.isdigit() else os.getpid()
+    start = 10000 + 500 * (index % blocks)
+    return range(start, start + 500)
+
+
+_next_port = itertools.count(secrets.randbelow(500))
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port of this process's block that nothing listens on now."""
+    block = _port_block()
+    for _ in range(len(block)):
+        port = block[next(_next_port) % len(block)]
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {block.start}..{block.stop - 1}")
 
 
 def airflow_env(home: Path, meta_url: str, port: int, executor: str = "LocalExecutor", **extra: str) -> dict:
