@@ -274,11 +274,15 @@ def test_drop_idle_of_some_inodes_keeps_the_others(staging):
     assert staging.drop_idle(set()) == 0 and staging.stats()["idle"] == both - st.st_size
 
 
-def test_drop_idle_of_a_removed_root_recreates_nothing(staging):
-    """A service that stops after its home was removed (a test's, a run's scratch) must not
-    leave an empty staging directory behind in shared memory."""
+def test_a_removed_root_is_not_recreated_by_ending_or_counting(staging):
+    """A service or a run's cleanup that outlives its home (a test's, a run's scratch) must
+    not leave an empty staging directory behind in shared memory; a new lease recreates it."""
     import shutil
-    staging.stats()
+    lease = _write(staging, "d/r/p0000")
     shutil.rmtree(staging.root)
-    assert staging.drop_idle() == 0
+    assert staging.drop_idle() == 0 and staging.reclaim() == [] and staging.held_bytes() == 0
+    assert staging.release(lease.id) is False and staging.release_owned("d/r/") == 0
+    assert staging.stats()["leases"] == 0
     assert not staging.root.exists()
+    _write(staging, "d/r/p0001")
+    assert staging.stats()["leases"] == 1

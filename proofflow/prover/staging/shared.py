@@ -175,6 +175,11 @@ class SharedStaging:
             finally:
                 fcntl.flock(f, fcntl.LOCK_UN)
 
+    def _gone(self) -> bool:
+        """The root was removed (its home's): what only ends or counts leases leaves it so,
+        since a service or cleanup outliving its home must not recreate it in shared memory."""
+        return not self.root.is_dir()
+
     def _seg(self, lease_id: str) -> Path:
         return self.root / f"{lease_id}.seg"
 
@@ -252,6 +257,8 @@ class SharedStaging:
     def reclaim(self) -> list[tuple[Lease, str]]:
         """End the leases of dead writers and expired ones (returned with the reason), and
         remove idle segments unused for longer than ``idle_ttl_s``."""
+        if self._gone():
+            return []
         with self._locked():
             return self._reclaim_locked()
 
@@ -351,7 +358,7 @@ class SharedStaging:
             self._write(lease)
 
     def release(self, lease_id: str) -> bool:
-        if not _ID.fullmatch(lease_id):
+        if not _ID.fullmatch(lease_id) or self._gone():
             return False
         with self._locked():
             lease = self._read(lease_id)
@@ -362,6 +369,8 @@ class SharedStaging:
 
     def release_owned(self, prefix: str) -> int:
         """End every lease whose owner starts with ``prefix`` (a run's cleanup), then reclaim."""
+        if self._gone():
+            return 0
         with self._locked():
             mine = [lease for lease in self.leases() if lease.owner.startswith(prefix)]
             for lease in mine:
@@ -373,9 +382,8 @@ class SharedStaging:
         """Remove the idle segments now, those of ``inodes`` ((device, inode) pairs) or all
         (None), and return the bytes given back to the host. A prover service that stops
         drops those it mapped: the mapping and page-locking that their reuse saves go with
-        it, while another device's service keeps its own. Leased segments stay. A root
-        already removed is left removed: a service outliving its home recreates nothing."""
-        if not self.root.exists():
+        it, while another device's service keeps its own. Leased segments stay."""
+        if self._gone():
             return 0
         with self._locked():
             freed = 0
@@ -388,10 +396,14 @@ class SharedStaging:
 
     def held_bytes(self) -> int:
         """Bytes of shared memory the staging holds (leased and idle segments)."""
+        if self._gone():
+            return 0
         with self._locked():
             return sum(self._held_bytes())
 
     def stats(self) -> dict:
+        if self._gone():
+            return {"root": str(self.root), "budget": self.budget, "leased": 0, "idle": 0, "leases": 0}
         with self._locked():
             used, idle = self._held_bytes()
             return {"root": str(self.root), "budget": self.budget, "leased": used, "idle": idle,
