@@ -66,9 +66,15 @@ def _shared_staging(monkeypatch):
     from pathlib import Path
     base = "/dev/shm" if Path("/dev/shm").is_dir() else None
     root = Path(tempfile.mkdtemp(prefix="pf-test-", dir=base))
+    _STAGING_ROOTS.append(root)
     monkeypatch.setenv("PROOFFLOW_SHARED_STAGING", str(root / "shm"))
     yield
     shutil.rmtree(root, ignore_errors=True)
+
+
+# removed again once this process's services are stopped (pytest_unconfigure): a service still
+# writing when its test ends can leave a file that makes the first removal fail
+_STAGING_ROOTS: list = []
 
 
 # --- prover fixtures ---------------------------------------------------------------------
@@ -178,12 +184,14 @@ _settings.reload()
 
 
 def pytest_unconfigure(config):
-    """Every process that imported this file removes its AIRFLOW_HOME, the services its tests
-    started stopped first: a session fixture would miss pytest-xdist's controller, which runs
+    """Every process that imported this file removes its AIRFLOW_HOME and its tests' shared
+    staging roots, the services its tests started stopped first: a session fixture would miss pytest-xdist's controller, which runs
     no test, and a collection-only run."""
     from proofflow.prover.service.client import stop_all
     stop_all()
     shutil.rmtree(_AIRFLOW_HOME, ignore_errors=True)
+    for root in _STAGING_ROOTS:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
