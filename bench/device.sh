@@ -14,6 +14,7 @@
 #   key-upload [LOG2 ...]        bench.key_upload at 2^24: a key's upload, compressed tables against xy, and the GPU
 #                                decompression's tests against the CPU (2^27: the 2p27 plan's upload mode)
 #   stream LOG2 [DUR_S] [WARM_S] bench.stream: sustained load through Airflow (also carry proofflow.egg-info)
+#   stream-key LOG2              the stream's key alone, for a stream at 2^26 or 2^27 in the call that follows
 #   circom-prep [SIZES ...]      a circom chain at each 2^SIZE compiled, its test zkey, registered with 64
 #                                inputs for stream-circom (carry .snarkjs, and .kernels.tar.xz if made; resumes;
 #                                CURVE=bn254: compiled for bn128, as FAMILY-bn254-2pSIZE)
@@ -382,29 +383,48 @@ plan_key_upload() {
 
 # == plan: stream
 # bench.stream on one Airflow (LocalExecutor, metadata in pgserver's Postgres: on SQLite the API
-# server's writes failed with "database is locked" under this load), proof_runs of 2^LOG2 (20, 22
-# or 24) triggered for DURATION_S (240) seconds of feeding; the key made by the GPU setup and the
+# server's writes failed with "database is locked" under this load), proof_runs of CIRCUIT (mimc, or
+# bits) at 2^LOG2 (20, 22, 24, 26 or 27) triggered for DURATION_S (240) seconds of feeding; the key
+# made by the GPU setup (at 2^26 and 2^27 by the stream-key plan in the call before) and the
 # kernels built meanwhile (both kept in /dev/shm and the kernel cache for a call that follows). The
 # steady window starts at the device phase of partition WARMUP_PARTS + 1 (16; empty: WARMUP_S, 20 s
 # after the first trigger): a fresh machine's prover service took 21 s to start. The feeding's shape
 # (bench/README.md says why): PARTS (8) a run; INFLIGHT runs in flight, DEPTH pool slots, SYNTH
-# syntheses a run at once: 8, 16, 8 at 2^20 and 2^22, 4, 8, 2 at 2^24; PARALLELISM (32) executor
+# syntheses a run at once: 8, 16, 8 at 2^20 and 2^22, 4, 8, 2 at 2^24, 2, 2, 2 at 2^26 and 2^27 (4
+# partitions a run, 2 of warm-up, 8 OpenMP threads a synthesis); PARALLELISM (32) executor
 # slots; PER_TASK (1) partitions a chain of tasks proves (partitions_per_task). PROOFFLOW_CURVE_VARIANT,
-# _MSM_BALANCED, _MSM_PRECOMPUTE, _MSM_OVERLAP and
+# _MSM_BALANCED, _MSM_PRECOMPUTE, _MSM_OVERLAP, _KEY_BUDGET and
 # AIRFLOW__SCHEDULER__* set for this script reach the deployment. GPU_TESTS (pytest ids) run beside
 # the key setup. TAG names the result files, so two streams fit one call at 150 s of feeding each, e.g.
 #   PROOFFLOW_MSM_PRECOMPUTE=auto CALL_S=285 TAG=-auto bash bench/device.sh stream 22 150;
 #   CALL_S=285 TAG=-plain bash bench/device.sh stream 22 150
-# Results: stream-LABEL-2pLOG2TAG.json + .png, kernels.json, and run-2pLOG2TAG.tar.gz (the timing
+# Results: stream-LABEL-[CIRCUIT-]2pLOG2TAG.json + .png (mimc's unnamed), kernels.json, and run-...tar.gz (the timing
 # DB, this call's logs and the deployment's; the tasks' own logs are too large to bring back).
 plan_stream() {
     set -e
-    local L=${1:?usage: device.sh stream LOG2 [DURATION_S] [WARMUP_S]} keys=/dev/shm/pf-params
+    local L=${1:?usage: device.sh stream LOG2 [DURATION_S] [WARMUP_S]} keys=/dev/shm/pf-params c=${CIRCUIT:-mimc} id
     stream_shape "$L" || return 2
+    id=2p$L
+    [ "$c" = mimc ] || id=$c-$id
     stream_begin
-    ensure_key mimc "$L" "$keys/mimc-log2_${L}-seed0"
-    # Airflow's start (~30 s), the drain (~40 s) and the analysis (~20 s) come on top of the feeding
-    stream_feed "2p$L" "${2:-240}" "${3:-20}" 110 --log2 "$L" --params-cache "$keys"
+    ensure_key "$c" "$L" "$keys/$c-log2_${L}-seed0"
+    # Airflow's start (~30 s), the drain (~40 s; S_DRAIN more for 2^26 and 2^27) and the analysis
+    # (~20 s) come on top of the feeding
+    stream_feed "$id" "${2:-240}" "${3:-20}" $((110 + S_DRAIN)) --circuit "$c" --log2 "$L" --params-cache "$keys"
+}
+
+# == plan: stream-key
+# The stream plan's key alone (CIRCUIT, LOG2), by the GPU setup into /dev/shm/pf-params, kept there
+# for the stream plan in the call that follows on the warm machine: at 2^26 and 2^27 the setup
+# takes most of a call (the constraint system's cache 53-99 s, the key 263-304 s at 2^27).
+plan_stream_key() {
+    local L=${1:?usage: device.sh stream-key LOG2} c=${CIRCUIT:-mimc}
+    stream_shape "$L" || return 2
+    use_wheels .whl /tmp/site
+    unpack_kernels
+    device_info
+    ensure_key "$c" "$L" "/dev/shm/pf-params/$c-log2_${L}-seed0"
+    df -h / /dev/shm | tail -2
 }
 
 # == plan: stream-circom
@@ -444,15 +464,26 @@ plan_stream_circom() {
 }
 
 # stream_shape LOG2: the feeding's shape at 2^LOG2 (S_PARTS, S_INFLIGHT, S_DEPTH, S_SYNTH): PARTS,
-# INFLIGHT, DEPTH and SYNTH, else the size's defaults (the stream plan's header)
+# INFLIGHT, DEPTH and SYNTH, else the size's defaults (the stream plan's header); S_WARMUP
+# (WARMUP_PARTS), S_OMP (OpenMP threads a synthesis), S_STAGING (STAGING_GIB: the shared staging's
+# cap, which bounds the partitions synthesized ahead of the device: 32 GiB, 48 at 2^26 and 2^27,
+# three 16 GiB segments), S_DRAIN and S_TIMEOUT (seconds a run may take to end once feeding stops). At 2^27 the 2p27 plan's device settings (no precomputed
+# copies, no MSM overlap, the key budget at 0.6 of the device), unless set.
 stream_shape() {
-    local inflight depth synth
+    local parts=8 inflight depth synth warmup=16 omp=2 staging=32
+    S_DRAIN=0 S_TIMEOUT=120
     case $1 in
         20 | 22) inflight=8 depth=16 synth=8 ;;
         24) inflight=4 depth=8 synth=2 ;;
-        *) echo "LOG2 must be 20, 22 or 24" >&2; return 2 ;;
+        26 | 27) parts=4 inflight=2 depth=2 synth=2 warmup=2 omp=8 staging=48 S_DRAIN=120 S_TIMEOUT=300 ;;
+        *) echo "LOG2 must be 20, 22, 24, 26 or 27" >&2; return 2 ;;
     esac
-    S_PARTS=${PARTS:-8} S_INFLIGHT=${INFLIGHT:-$inflight} S_DEPTH=${DEPTH:-$depth} S_SYNTH=${SYNTH:-$synth}
+    if [ "$1" = 27 ]; then
+        export PROOFFLOW_MSM_PRECOMPUTE=${PROOFFLOW_MSM_PRECOMPUTE:-0} PROOFFLOW_MSM_OVERLAP=${PROOFFLOW_MSM_OVERLAP:-0}
+        export PROOFFLOW_KEY_BUDGET=${PROOFFLOW_KEY_BUDGET:-0.6}
+    fi
+    S_PARTS=${PARTS:-$parts} S_INFLIGHT=${INFLIGHT:-$inflight} S_DEPTH=${DEPTH:-$depth} S_SYNTH=${SYNTH:-$synth}
+    S_WARMUP=${WARMUP_PARTS-$warmup} S_OMP=$omp S_STAGING=${STAGING_GIB:-$staging}
 }
 
 # stream_begin: a stream's machine made ready, but for its key: the wheels, the card (S_LABEL), the
@@ -461,7 +492,7 @@ stream_shape() {
 stream_begin() {
     use_wheels .whl /tmp/site
     bytecode_start /tmp/site
-    export PROOFFLOW_SETUP_WORKERS=16 OMP_NUM_THREADS=2  # syntheses run side by side: 2 OpenMP threads each
+    export PROOFFLOW_SETUP_WORKERS=16 OMP_NUM_THREADS=${S_OMP:-2}  # syntheses run side by side
     device_info
     S_LABEL=$(card_label)
     python3 -c "import airflow, cupy; print('airflow', airflow.__version__, 'cupy', cupy.__version__)"
@@ -491,7 +522,7 @@ PY
 # OVERHEAD_S (Airflow's start, the drain, the analysis); results named by ID (stream-LABEL-ID.json),
 # the timing DB and the logs in one archive, run-ID.tar.gz
 stream_feed() {
-    local id=$1 duration=$2 warmup=$3 overhead=$4 tag=${TAG:-} warmup_parts=${WARMUP_PARTS-16}
+    local id=$1 duration=$2 warmup=$3 overhead=$4 tag=${TAG:-} warmup_parts=${S_WARMUP-16}
     shift 4
     bytecode_wait
     if wait "$S_KERNELS"; then echo "kernels built at $(since) s"; else echo "kernels build failed (see kernels.log): the service compiles"; fi
@@ -510,18 +541,17 @@ stream_feed() {
     # settings are passed on (AIRFLOW__SCHEDULER__MAX_TIS_PER_QUERY=0 is the next thing to try where
     # the device waits for partitions: each scheduler loop queues at most 16 task instances by default)
     local sets=() v
-    for v in PROOFFLOW_CURVE_VARIANT PROOFFLOW_MSM_BALANCED PROOFFLOW_MSM_PRECOMPUTE PROOFFLOW_MSM_OVERLAP \
+    for v in PROOFFLOW_CURVE_VARIANT PROOFFLOW_MSM_BALANCED PROOFFLOW_MSM_PRECOMPUTE PROOFFLOW_MSM_OVERLAP PROOFFLOW_KEY_BUDGET \
             $(compgen -v AIRFLOW__SCHEDULER__ || true); do
         if [ -n "${!v:-}" ]; then sets+=(--set "$v=${!v}"); fi
     done
     echo "MSM and scheduler settings: ${sets[*]:-defaults}"
-    # shared staging capped at 32 GiB: it bounds the partitions synthesized ahead of the device
     timeout -k 5 $((rest - 10)) python3 -m bench.stream --backend gpu "$@" --partitions "$S_PARTS" \
         --in-flight "$S_INFLIGHT" --duration "$dur" --warmup-s "$warmup" ${warmup_parts:+--warmup "$warmup_parts"} \
         --depth "$S_DEPTH" --scratch /dev/shm/pf-scratch --work "/tmp/pf-stream-$id" \
         --timing-db "sqlite:///$OUT/timing-$id.db" --metadata-db "$S_META" --max-active $((4 * S_INFLIGHT)) \
-        --parallelism "${PARALLELISM:-32}" --timeout 120 --synth-concurrency "$S_SYNTH" \
-        --partitions-per-task "${PER_TASK:-1}" --set PROOFFLOW_STAGING_BUDGET=$((32 << 30)) \
+        --parallelism "${PARALLELISM:-32}" --timeout "$S_TIMEOUT" --synth-concurrency "$S_SYNTH" \
+        --partitions-per-task "${PER_TASK:-1}" --set PROOFFLOW_STAGING_BUDGET=$((S_STAGING << 30)) \
         --set AIRFLOW__API__WORKERS=4 ${sets[@]+"${sets[@]}"} \
         --label "$S_LABEL" --out "$OUT/stream-$S_LABEL-$id$tag.json" --png "$OUT/stream-$S_LABEL-$id$tag.png" 2>&1 \
         | tee "$OUT/stream$tag.log" || true
@@ -1097,7 +1127,7 @@ EOF
 PLAN=${1:-}
 case $PLAN in
     wheels | kernels | snarkjs-pack) ;;
-    session | partition | key-upload | stream | stream-circom | msm-sweep | pipeline | pipeline-x2 | 2p26 | 2p27 | \
+    session | partition | key-upload | stream | stream-key | stream-circom | msm-sweep | pipeline | pipeline-x2 | 2p26 | 2p27 | \
         snarkjs | circom-family | circom-partition | circom-prep | dropin | staging | bn254)
         mkdir -p "$OUT" ;;
     *) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2 ;;

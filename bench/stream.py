@@ -137,6 +137,16 @@ def stats(xs) -> dict:
     return {"n": len(xs), "min_s": xs[0], "median_s": statistics.median(xs), "max_s": xs[-1]}
 
 
+def run_figures(runs: list[dict], partitions: int, proofs_per_min: float | None, lo: float, hi: float) -> dict:
+    """A run's worth of proofs at the window's rate (``seconds_per_run``: the steady time a
+    sector-like run costs when runs follow each other, as cuzk counts a sector), and the wall
+    time from trigger to end of the runs triggered and ended inside the window."""
+    walls = [r["finished_at"] - r["triggered_at"] for r in runs
+             if r.get("finished_at") and lo <= r["triggered_at"] and r["finished_at"] <= hi]
+    return {"seconds_per_run": 60.0 * partitions / proofs_per_min if proofs_per_min else None,
+            "run_wall": stats(walls)}
+
+
 def window_bounds(attempts: list[dict], t0: float, t_stop: float, warmup_s: float | None,
                   warmup_partitions: int | None) -> tuple[float, float]:
     """The steady window: from the warm-up's end (the first trigger + ``warmup_s``, or the
@@ -811,7 +821,8 @@ def analyze(s: dict, args, timing_url: str, gpu_slots: int) -> tuple[dict, dict 
         "runs_triggered": len(s["runs"]), "runs_succeeded": sum(r["state"] == "success" for r in s["runs"]),
         "proofs_verified": n_verified, "proofs_expected": expected,
         "ok": fig is not None and n_verified == expected and all(r["state"] == "success" for r in s["runs"]),
-        **(fig or {}), "service": service, "runs": s["runs"]}
+        **(fig or {}), **run_figures(s["runs"], s["partitions"], (fig or {}).get("proofs_per_min"), lo, hi),
+        "service": service, "runs": s["runs"]}
     panel = {**s, "window": (lo, hi), "figures": fig, "tasks": rows["tasks"], "phases": rows["phases"],
              "devices": fig["devices"]} if fig else None
     return window, panel
@@ -848,6 +859,11 @@ def print_summary(doc: dict, out: Path) -> None:
         if w.get("host_cpu"):
             print("      host cores busy while fed: " + ", ".join(
                 f"{k} {v:.2f}" for k, v in w["host_cpu"]["cores"].items()))
+        if w.get("seconds_per_run"):
+            wall = w["run_wall"]
+            print(f"      a run of {w['partitions_per_run']} partitions: {w['seconds_per_run']:.1f} s at the window's rate"
+                  + (f", {wall['median_s']:.1f} s from trigger to end (median of {wall['n']} in the window)"
+                     if wall["n"] else ""))
         once = {ph: v for ph, v in (w.get("once_s") or {}).items() if v}
         if once:
             print("      once, before the window: " + ", ".join(

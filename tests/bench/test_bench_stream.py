@@ -69,6 +69,17 @@ def test_figures_over_a_window_across_runs():
     assert slow["host_rate_per_min"] is None and slow["pool_rate_per_min"] is None  # no spans, no slots given
 
 
+def test_a_runs_worth_of_proofs_and_the_wall_of_runs_inside_the_window():
+    runs = [{"triggered_at": 5.0, "finished_at": 25.0},  # triggered in the warm-up: not counted
+            {"triggered_at": 12.0, "finished_at": 30.0}, {"triggered_at": 20.0, "finished_at": 44.0},
+            {"triggered_at": 30.0, "finished_at": 52.0},  # ends after the window
+            {"triggered_at": 35.0}]  # still running
+    f = stream.run_figures(runs, partitions=10, proofs_per_min=30.0, lo=10.0, hi=50.0)
+    assert f["seconds_per_run"] == pytest.approx(20.0)  # 10 proofs at 30 a minute
+    assert f["run_wall"] == {"n": 2, "min_s": 18.0, "median_s": 21.0, "max_s": 24.0}
+    assert stream.run_figures(runs, 10, None, 10.0, 50.0)["seconds_per_run"] is None
+
+
 def test_two_devices_each_count_their_own_union():
     attempts = [_attempt("cuda:0", float(i), 1.0) for i in range(20)] + \
                [_attempt("cuda:1", 2.0 * i, 1.0) for i in range(10)]

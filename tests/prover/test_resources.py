@@ -325,3 +325,29 @@ def test_the_2p27_script_sets_what_these_tests_check():
     assert exported["PROOFFLOW_MSM_PRECOMPUTE"] == "0" and exported["PROOFFLOW_MSM_OVERLAP"] == "0"
     assert exported["PROOFFLOW_KEY_BUDGET"] == H200_2P27_KEY_BUDGET
     assert exported["PROOFFLOW_CACHE"].startswith("/root/") and "key=/dev/shm/pf/params/" in text
+
+
+def test_the_stream_plans_2p27_shape_fits_the_h200_with_its_key_resident(monkeypatch):
+    """bench/device.sh's stream at 2^27 (stream_shape, in a shell) sets the 2p27 plan's device
+    settings unless given, and caps the shared staging at three partitions' segments (one
+    proving, two synthesized ahead); with the key in /dev/shm such a run passes the check."""
+    import os
+    import re
+    import subprocess
+    runner = (Path(__file__).resolve().parents[2] / "bench" / "device.sh").read_text()
+    shape = re.search(r"\nstream_shape\(\) \{\n.*?\n\}\n", runner, re.S).group(0)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PROOFFLOW_")}
+    out = subprocess.run(["bash", "-c", shape + "stream_shape 27 && echo $PROOFFLOW_MSM_PRECOMPUTE "
+                          "$PROOFFLOW_MSM_OVERLAP $PROOFFLOW_KEY_BUDGET $S_STAGING"],
+                         env=env, capture_output=True, text=True, check=True).stdout.split()
+    assert out[:3] == ["0", "0", H200_2P27_KEY_BUDGET]
+    staging = int(out[3]) << 30
+    assert staging == 3 * H200_2P27_STAGING
+    for name, value in zip(("PROOFFLOW_MSM_PRECOMPUTE", "PROOFFLOW_MSM_OVERLAP", "PROOFFLOW_KEY_BUDGET"), out):
+        monkeypatch.setenv(name, value)
+    key = 36 * GiB  # the compressed key's files, in the tmpfs and so out of MemAvailable
+    machine = _h200_2p27("mimc", key_on_disk=True, host_available=120 * GiB - key, staging_budget=staging,
+                         shared=Disk(Path("/dev/shm/pf-staging"), 128 * GiB - key, fs=9, memory=True))
+    config = _validate(machine, circuit="mimc", log2=27, partitions=4, backend="gpu")
+    assert resources.check(config, machine) == []
+    assert resources.estimate(config, machine).host < machine.host_available
