@@ -44,6 +44,8 @@ export PYTHONUNBUFFERED=1
 T0=$SECONDS
 since() { echo $((SECONDS - T0)); }
 left() { local s=$(( ${CALL_S:-570} - (SECONDS - T0) )); echo $((s > 1 ? s : 1)); }
+# the plans' proving keys made by the GPU setup, kept for the calls that follow on a warm machine
+KEYS=/dev/shm/pf-params
 # circom-prep's toolchain, site and prepared circuits, for stream-circom in the calls that follow
 CIRCOM_ROOT=${CIRCOM_ROOT:-/root/pf-circom}
 # CURVE, for the plans that take one: proofflow's name or snarkjs's (bls12_381 | bls12381, bn254 | bn128)
@@ -329,7 +331,7 @@ plan_partition() {
     device_info
     label=$(card_label)
     for L in $sizes; do
-        key=/dev/shm/pf-params/mimc-log2_$L-seed0
+        key=$KEYS/mimc-log2_$L-seed0
         ensure_key mimc "$L" "$key" || { status=1; continue; }
         for variant in ${VARIANTS:-plain pre overlap}; do
             case $variant in
@@ -368,7 +370,7 @@ plan_key_upload() {
         > "$OUT/pytest-decompress.log" 2>&1 || status=1
     tail -3 "$OUT/pytest-decompress.log"
     for L in $sizes; do
-        dir=/dev/shm/pf-params/mimc-log2_$L-seed0
+        dir=$KEYS/mimc-log2_$L-seed0
         PROOFFLOW_KEY_TABLES=compressed ensure_key mimc "$L" "$dir-compressed" || { status=1; continue; }
         PROOFFLOW_KEY_TABLES=xy ensure_key mimc "$L" "$dir-xy" || { status=1; continue; }
         timeout -k 5 "$(left)" python3 -m bench.key_upload --key "$dir-compressed" --key "$dir-xy" \
@@ -398,23 +400,24 @@ plan_key_upload() {
 # the key setup. TAG names the result files, so two streams fit one call at 150 s of feeding each, e.g.
 #   PROOFFLOW_MSM_PRECOMPUTE=auto CALL_S=285 TAG=-auto bash bench/device.sh stream 22 150;
 #   CALL_S=285 TAG=-plain bash bench/device.sh stream 22 150
-# Results: stream-LABEL-[CIRCUIT-]2pLOG2TAG.json + .png (mimc's unnamed), kernels.json, and run-...tar.gz (the timing
-# DB, this call's logs and the deployment's; the tasks' own logs are too large to bring back).
+# Results: stream-LABEL-[CIRCUIT-]2pLOG2TAG.json + .png (mimc's unnamed), kernels.json, and
+# run-...tar.gz (the timing DB, this call's logs and the deployment's; the tasks' own logs are too
+# large to bring back).
 plan_stream() {
     set -e
-    local L=${1:?usage: device.sh stream LOG2 [DURATION_S] [WARMUP_S]} keys=/dev/shm/pf-params c=${CIRCUIT:-mimc} id
+    local L=${1:?usage: device.sh stream LOG2 [DURATION_S] [WARMUP_S]} c=${CIRCUIT:-mimc} id
     stream_shape "$L" || return 2
     id=2p$L
     [ "$c" = mimc ] || id=$c-$id
     stream_begin
-    ensure_key "$c" "$L" "$keys/$c-log2_${L}-seed0"
+    ensure_key "$c" "$L" "$KEYS/$c-log2_${L}-seed0"
     # Airflow's start (~30 s), the drain (~40 s; S_DRAIN more for 2^26 and 2^27) and the analysis
     # (~20 s) come on top of the feeding
-    stream_feed "$id" "${2:-240}" "${3:-20}" $((110 + S_DRAIN)) --circuit "$c" --log2 "$L" --params-cache "$keys"
+    stream_feed "$id" "${2:-240}" "${3:-20}" $((110 + S_DRAIN)) --circuit "$c" --log2 "$L" --params-cache "$KEYS"
 }
 
 # == plan: stream-key
-# The stream plan's key alone (CIRCUIT, LOG2), by the GPU setup into /dev/shm/pf-params, kept there
+# The stream plan's key alone (CIRCUIT, LOG2), by the GPU setup into KEYS, kept there
 # for the stream plan in the call that follows on the warm machine: at 2^26 and 2^27 the setup
 # takes most of a call (the constraint system's cache 53-99 s, the key 263-304 s at 2^27).
 plan_stream_key() {
@@ -423,7 +426,7 @@ plan_stream_key() {
     use_wheels .whl /tmp/site
     unpack_kernels
     device_info
-    ensure_key "$c" "$L" "/dev/shm/pf-params/$c-log2_${L}-seed0"
+    ensure_key "$c" "$L" "$KEYS/$c-log2_${L}-seed0"
     df -h / /dev/shm | tail -2
 }
 
@@ -467,8 +470,9 @@ plan_stream_circom() {
 # INFLIGHT, DEPTH and SYNTH, else the size's defaults (the stream plan's header); S_WARMUP
 # (WARMUP_PARTS), S_OMP (OpenMP threads a synthesis), S_STAGING (STAGING_GIB: the shared staging's
 # cap, which bounds the partitions synthesized ahead of the device: 32 GiB, 48 at 2^26 and 2^27,
-# three 16 GiB segments), S_DRAIN and S_TIMEOUT (seconds a run may take to end once feeding stops). At 2^27 the 2p27 plan's device settings (no precomputed
-# copies, no MSM overlap, the key budget at 0.6 of the device), unless set.
+# three 16 GiB segments), S_DRAIN and S_TIMEOUT (seconds a run may take to end once feeding stops).
+# At 2^27 the 2p27 plan's device settings (no precomputed copies, no MSM overlap, the key budget at
+# 0.6 of the device), unless set.
 stream_shape() {
     local parts=8 inflight depth synth warmup=16 omp=2 staging=32
     S_DRAIN=0 S_TIMEOUT=120
@@ -599,7 +603,7 @@ plan_msm_sweep() {
 # runs bench.gpu's G1 MSM and CPU-reference sections. Results: pipeline-h200.json + .png, timing.db.
 plan_pipeline() {
     set -e
-    local log2=${1:-22} parts=${2:-16} depth=${3:-4} keys=/dev/shm/pf-params rest
+    local log2=${1:-22} parts=${2:-16} depth=${3:-4} keys=$KEYS rest
     use_wheels .whl /tmp/site
     bytecode_start /tmp/site
     export PROOFFLOW_SETUP_WORKERS=16 OMP_NUM_THREADS=2  # 16 syntheses at once: 2 OpenMP threads each
@@ -627,7 +631,7 @@ plan_pipeline() {
 # Results: pipeline-h200-x2.json (scaling, per_gpu_busy, proofs_per_minute) + .png, timing.db.
 plan_pipeline_x2() {
     set -e
-    local log2=${1:-22} parts=${2:-32} depth=${3:-4} keys=/dev/shm/pf-params
+    local log2=${1:-22} parts=${2:-32} depth=${3:-4} keys=$KEYS
     # NVLink multicast stays off on the shared host (KINDS.md); nothing here uses it
     export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
     use_wheels .whl /tmp/site
@@ -951,7 +955,7 @@ plan_bn254() {
     fi
     if [[ $steps == *" partition "* ]]; then
         for L in $sizes; do
-            key=/dev/shm/pf-params/bn254-mimc-log2_$L-seed0 name=partition-$label-bn254-mimc-2p$L
+            key=$KEYS/bn254-mimc-log2_$L-seed0 name=partition-$label-bn254-mimc-2p$L
             [ -f "$key/params.json" ] || { echo "2^$L: no key (see partition-bn254.log)"; status=1; continue; }
             timeout -k 5 "$(left)" python3 -m bench.partition --circuit mimc --curve bn254 --log2 "$L" --key "$key" \
                 --warmup 1 --repeats "${REPEATS:-5}" --out "$OUT/$name.json" >> "$OUT/partition-bn254.log" 2>&1
@@ -997,7 +1001,7 @@ EOF
 bn254_keys() {
     local L key
     for L in "$@"; do
-        key=/dev/shm/pf-params/bn254-mimc-log2_$L-seed0
+        key=$KEYS/bn254-mimc-log2_$L-seed0
         if [ -f "$key/params.json" ]; then echo "2^$L key found in $key"; continue; fi
         timeout -k 5 "$(left)" python3 -m proofflow.prover setup --circuit mimc --curve bn254 --log2 "$L" --seed 0 \
             --backend gpu --out "$key" || { echo "2^$L key: setup failed"; return 1; }

@@ -185,8 +185,8 @@ _settings.reload()
 
 def pytest_unconfigure(config):
     """Every process that imported this file removes its AIRFLOW_HOME and its tests' shared
-    staging roots, the services its tests started stopped first: a session fixture would miss pytest-xdist's controller, which runs
-    no test, and a collection-only run."""
+    staging roots, the services its tests started stopped first: a session fixture would miss
+    pytest-xdist's controller, which runs no test, and a collection-only run."""
     from proofflow.prover.service.client import stop_all
     stop_all()
     shutil.rmtree(_AIRFLOW_HOME, ignore_errors=True)
